@@ -1,10 +1,11 @@
 # Boomerang build, test and benchmark entry points.
 GO          ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+BUF         ?= github.com/bufbuild/buf/cmd/buf@v1.75.0
 BENCHTIME   ?= 1s
 PKGS        ?= ./...
 
-.PHONY: all build test fmt-check vet lint bench clean
+.PHONY: all build test fmt-check vet lint bench proto clean
 
 all: build
 
@@ -30,6 +31,11 @@ lint: fmt-check vet
 # for the commands behind each recorded number.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
+
+# Regenerates the checked-in protobuf code (buf.gen.yaml) from every .proto
+# in the tree. Generators run as go tools; nothing needs installing.
+proto:
+	$(GO) run $(BUF) generate
 
 clean:
 	$(GO) clean -testcache

@@ -61,6 +61,21 @@ func waitClosed(t testing.TB, ch <-chan struct{}, what string) {
 	}
 }
 
+// waitStats waits, one loop round trip at a time, until the engine's
+// totals satisfy cond.
+func waitStats[T any](t testing.TB, e *Engine[T], cond func(PartitionStats) bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for !cond(Total(e.Stats())) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stats never reached the expected state: %+v", Total(e.Stats()))
+		}
+		if err := e.barrier(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // history records handler events from many goroutines in one order.
 type history struct {
 	mu     sync.Mutex
