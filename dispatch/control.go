@@ -32,7 +32,7 @@ func (p *partition[T]) control(op *ctrlOp) int {
 	}
 	f := p.find(op.key)
 	if f == nil || !f.blocked {
-		op.reply <- ErrNotBlocked
+		p.replies = append(p.replies, ctrlReply{op, ErrNotBlocked})
 		return 0
 	}
 	head := f.head
@@ -47,7 +47,7 @@ func (p *partition[T]) control(op *ctrlOp) int {
 	}
 	f.turn = 0
 	p.requeue(f)
-	op.reply <- nil
+	p.replies = append(p.replies, ctrlReply{op, nil})
 	return 1
 }
 
@@ -59,6 +59,9 @@ func (p *partition[T]) shutdown() {
 	ops := p.ctrl
 	p.ctrl = nil
 	p.ctrlMu.Unlock()
+	for _, r := range p.replies {
+		r.op.reply <- r.err
+	}
 	for _, op := range append(ops, p.barriers...) {
 		op.reply <- ErrClosed
 	}

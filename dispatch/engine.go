@@ -109,8 +109,9 @@ func (e *Engine[T]) submitUngated(ent *entry[T]) error {
 }
 
 // Unblock resumes a family halted by a BlockOnError failure: its failed
-// task runs again first, then the rest in order. It returns ErrNotBlocked
-// if the family is not blocked.
+// task runs again first, then the rest in order. When it returns, that
+// task has been handed to a worker if one was free. It returns
+// ErrNotBlocked if the family is not blocked.
 func (e *Engine[T]) Unblock(key Key) error { return e.control(key, ctrlUnblock) }
 
 // Skip resumes a family halted by a BlockOnError failure, dropping the

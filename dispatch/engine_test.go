@@ -466,3 +466,44 @@ func heapInUse() uint64 {
 	runtime.ReadMemStats(&ms)
 	return ms.HeapInuse
 }
+
+// Stats snapshots are read while the loops publish: every snapshot must be
+// one the loop could have been in, never a mix of two steps.
+func TestStatsSnapshotsAreConsistent(t *testing.T) {
+	t.Parallel()
+	e := start(t, Config[int]{
+		Partitions: 2,
+		Handler: func(tk Task[int]) Result {
+			if tk.Value()%2 == 0 {
+				go tk.Complete(Success)
+				return Later
+			}
+			return Success
+		},
+	})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if e.TrySubmit(IntKey(int64(i%64+1)), i) != nil {
+				runtime.Gosched()
+			}
+		}
+	})
+	for range 200_000 {
+		for _, s := range e.Stats() {
+			if s.Dispatched+s.Queued != s.Submitted || s.Completed+s.Failed+s.InFlight != s.Dispatched {
+				close(stop)
+				wg.Wait()
+				t.Fatalf("torn snapshot: %+v", s)
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+}

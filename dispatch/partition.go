@@ -27,6 +27,14 @@ type ctrlOp struct {
 	reply chan error
 }
 
+// ctrlReply is an answer held until the end of the step, so that when
+// Unblock or Skip returns, the family's next task has been dispatched and
+// counted if a worker was free.
+type ctrlReply struct {
+	op  *ctrlOp
+	err error
+}
+
 type ctrlKind uint8
 
 const (
@@ -64,6 +72,7 @@ type partition[T any] struct {
 	names     map[string]*family[T]
 	ready     deque[readyItem[T]]
 	barriers  []*ctrlOp
+	replies   []ctrlReply // answers sent once the step has dispatched
 	freeTasks []*task[T]
 	freeFams  []*family[T]
 	peakInts  int
@@ -145,6 +154,11 @@ func (p *partition[T]) step() bool {
 	if n > 0 {
 		p.publish()
 	}
+	for _, r := range p.replies {
+		r.op.reply <- r.err
+	}
+	clear(p.replies)
+	p.replies = p.replies[:0]
 	if len(p.barriers) > 0 && p.ring.empty() {
 		for _, op := range p.barriers {
 			op.reply <- nil
@@ -351,6 +365,8 @@ func (p *partition[T]) recycle(t *task[T]) {
 
 func (p *partition[T]) publish() {
 	s, c := &p.stats, &p.cnt
+	s.seq.Add(1) // odd: readers retry until the stores below are done
+	defer s.seq.Add(1)
 	s.submitted.Store(c.submitted)
 	s.dispatched.Store(c.dispatched)
 	s.completed.Store(c.completed)

@@ -1,6 +1,9 @@
 package dispatch
 
-import "sync/atomic"
+import (
+	"runtime"
+	"sync/atomic"
+)
 
 // PartitionStats is a snapshot of one partition's counters. Counters only
 // grow; gauges (ActiveFamilies, BlockedFamilies, Queued, InFlight) are
@@ -30,13 +33,30 @@ type counters struct {
 	queued                                                                      uint64
 }
 
+// publishedStats is what readers see. The loop's fields are guarded by a
+// sequence lock: the loop makes seq odd while it stores them and even
+// again after, and a reader retries until it read them all under one even
+// seq, so a snapshot never mixes two steps. Producers' reject counters are
+// plain atomic adds outside it.
 type publishedStats struct {
+	seq                                                                         atomic.Uint64
 	submitted, dispatched, completed, failed, queuedBehind, maxDepth, abandoned atomic.Uint64
 	active, blocked, queued, inflight                                           atomic.Uint64
 	rejectedBusy, rejectedGroupFull                                             atomic.Uint64
 }
 
 func (s *publishedStats) snapshot(index int) PartitionStats {
+	for {
+		before := s.seq.Load()
+		snap := s.read(index)
+		if before%2 == 0 && s.seq.Load() == before {
+			return snap
+		}
+		runtime.Gosched()
+	}
+}
+
+func (s *publishedStats) read(index int) PartitionStats {
 	return PartitionStats{
 		Partition:         index,
 		Submitted:         s.submitted.Load(),
