@@ -603,6 +603,7 @@ type DeadLetter struct {
 	Attempts      uint32                 `protobuf:"varint,3,opt,name=attempts,proto3" json:"attempts,omitempty"`
 	FailedMs      int64                  `protobuf:"varint,4,opt,name=failed_ms,json=failedMs,proto3" json:"failed_ms,omitempty"`
 	BlocksGroup   bool                   `protobuf:"varint,5,opt,name=blocks_group,json=blocksGroup,proto3" json:"blocks_group,omitempty"` // it is its group's blocked head
+	Id            uint64                 `protobuf:"varint,6,opt,name=id,proto3" json:"id,omitempty"`                                      // its own id, from its task's shard: a recurring
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -670,6 +671,13 @@ func (x *DeadLetter) GetBlocksGroup() bool {
 		return x.BlocksGroup
 	}
 	return false
+}
+
+func (x *DeadLetter) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
 }
 
 // ShardMeta is the per-shard high-water mark, written in the same batch as
@@ -892,7 +900,7 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\x05group\x18\x03 \x01(\tR\x05group\x12\x19\n" +
 	"\bnext_seq\x18\x04 \x01(\x04R\anextSeq\x12!\n" +
 	"\fblocked_task\x18\x05 \x01(\x04R\vblockedTask\x12(\n" +
-	"\x10blocked_since_ms\x18\x06 \x01(\x03R\x0eblockedSinceMs\"\xb5\x01\n" +
+	"\x10blocked_since_ms\x18\x06 \x01(\x03R\x0eblockedSinceMs\"\xc5\x01\n" +
 	"\n" +
 	"DeadLetter\x12,\n" +
 	"\x04task\x18\x01 \x01(\v2\x18.boomerang.store.v1.TaskR\x04task\x12\x1d\n" +
@@ -900,7 +908,8 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"last_error\x18\x02 \x01(\tR\tlastError\x12\x1a\n" +
 	"\battempts\x18\x03 \x01(\rR\battempts\x12\x1b\n" +
 	"\tfailed_ms\x18\x04 \x01(\x03R\bfailedMs\x12!\n" +
-	"\fblocks_group\x18\x05 \x01(\bR\vblocksGroup\">\n" +
+	"\fblocks_group\x18\x05 \x01(\bR\vblocksGroup\x12\x0e\n" +
+	"\x02id\x18\x06 \x01(\x04R\x02id\">\n" +
 	"\tShardMeta\x12\x17\n" +
 	"\alast_id\x18\x01 \x01(\x04R\x06lastId\x12\x18\n" +
 	"\aapplied\x18\x02 \x01(\x04R\aapplied\"\xa1\x03\n" +

@@ -1,0 +1,159 @@
+package store
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/boomerangd/boomerang/internal/store/storepb"
+)
+
+// BenchmarkCommit measures synced commits of one task change each (a task
+// with a 256-byte payload, its group and its shard meta) from 1 to 256
+// concurrent committers. Read commits/s against BenchmarkFsync from the
+// same run: one committer is bound by the disk's fsync rate, many share
+// each fsync (commits/fsync).
+func BenchmarkCommit(b *testing.B) {
+	for _, committers := range []int{1, 16, 64, 256} {
+		b.Run(fmt.Sprintf("committers=%d", committers), func(b *testing.B) {
+			benchCommit(b, committers)
+		})
+	}
+}
+
+func benchCommit(b *testing.B, committers int) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	payload := make([]byte, 256)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	before := s.Stats()
+	b.ReportAllocs()
+	b.ResetTimer()
+	begin := time.Now()
+	for c := range committers {
+		wg.Go(func() {
+			client, group := "client", fmt.Sprintf("group-%d", c)
+			shard := GroupShard(client, group)
+			batch := s.NewBatch()
+			for {
+				n := next.Add(1)
+				if n > int64(b.N) {
+					return
+				}
+				id := MakeID(shard, uint64(n))
+				batch.Reset()
+				batch.PutTask(&storepb.Task{Id: id, Client: client, Group: group, Payload: payload, DueMs: n, Seq: uint64(n)})
+				batch.PutGroup(&storepb.Group{Shard: uint32(shard), Client: client, Group: group, NextSeq: uint64(n + 1)})
+				batch.PutShardMeta(shard, &storepb.ShardMeta{LastId: uint64(n), Applied: uint64(n)})
+				if err := s.Commit(batch); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(begin)
+	b.StopTimer()
+	st := s.Stats()
+	commits := float64(st.Commits - before.Commits)
+	syncs := float64(st.WALSyncs - before.WALSyncs)
+	b.ReportMetric(commits/elapsed.Seconds(), "commits/s")
+	b.ReportMetric(syncs/elapsed.Seconds(), "fsyncs/s")
+	b.ReportMetric(commits/syncs, "commits/fsync")
+}
+
+// BenchmarkFsync is the disk's raw fsync rate: append 4 KiB to a file in
+// the benchmark's temp dir and fsync it, as a WAL does for one commit.
+func BenchmarkFsync(b *testing.B) {
+	f, err := os.Create(filepath.Join(b.TempDir(), "fsync"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	block := make([]byte, 4096)
+	begin := time.Now()
+	n := 0
+	for b.Loop() {
+		if _, err := f.Write(block); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	b.ReportMetric(float64(n)/time.Since(begin).Seconds(), "fsyncs/s")
+}
+
+// BenchmarkScanDue scans a shard's due index of 1,000,000 entries, from
+// sstables, as recovery and the look-ahead loader do.
+func BenchmarkScanDue(b *testing.B) {
+	const entries = 1_000_000
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const shard = 7
+	fillDueIndex(b, s, shard, entries)
+	var n int
+	begin := time.Now()
+	for b.Loop() {
+		n = 0
+		if err := s.ScanDue(shard, minDue, maxDue, func(int64, uint64) error {
+			n++
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		if n != entries {
+			b.Fatalf("scanned %d entries, want %d", n, entries)
+		}
+	}
+	b.ReportMetric(float64(entries*b.N)/time.Since(begin).Seconds(), "records/s")
+}
+
+// fillDueIndex writes due index entries only, unsynced, then flushes and
+// compacts them into sstables: the benchmark reads, it does not commit.
+func fillDueIndex(b *testing.B, s *Store, shard uint16, entries int) {
+	b.Helper()
+	const perBatch = 10_000
+	for start := 0; start < entries; start += perBatch {
+		pb := s.db.NewBatch()
+		for i := start; i < min(start+perBatch, entries); i++ {
+			due := int64(1_700_000_000_000 + i/4) // four tasks share each due time
+			if err := pb.Set(dueKey(due, MakeID(shard, uint64(i+1))), nil, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := pb.Commit(pebble.NoSync); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.db.Compact(b.Context(), []byte{tagDue}, []byte{tagDue + 1}, true); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkStats checks that Stats is cheap enough for every scrape.
+func BenchmarkStats(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for b.Loop() {
+		_ = s.Stats()
+	}
+}

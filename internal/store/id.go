@@ -1,0 +1,66 @@
+package store
+
+import "fmt"
+
+// Shards is the fixed number of virtual shards. Every sharded key carries
+// its shard, and task ids carry theirs, so it is part of the on-disk
+// format and never changes.
+const Shards = 256
+
+const (
+	idCounterBits = 48
+	idCounterMask = 1<<idCounterBits - 1
+)
+
+// MaxCounter is the largest per-shard counter a task id can hold.
+const MaxCounter = idCounterMask
+
+// MakeID returns the task id for counter n of shard: the shard in the top
+// 16 bits, n in the low 48. Counters start at 1; id 0 is never a task id,
+// so it can serve as "no cursor". It panics if shard >= Shards or n is
+// out of range, which only a programming error can cause.
+func MakeID(shard uint16, n uint64) uint64 {
+	if shard >= Shards || n > MaxCounter {
+		panic(fmt.Sprintf("store: MakeID(%d, %d) out of range", shard, n))
+	}
+	return uint64(shard)<<idCounterBits | n
+}
+
+// ShardOf returns the shard a task id belongs to.
+func ShardOf(id uint64) uint16 { return uint16(id >> idCounterBits) }
+
+// CounterOf returns the per-shard counter of a task id.
+func CounterOf(id uint64) uint64 { return id & idCounterMask }
+
+// GroupShard maps a client's group to its shard. It is part of the on-disk
+// format: keys and task ids were written with its answers, so it must
+// never change. It is FNV-1a 64 over client, a 0 byte and group, mixed by
+// the splitmix64 finalizer so that the low bits, which pick the shard,
+// depend on every input byte.
+func GroupShard(client, group string) uint16 {
+	const (
+		offset64 = 14695981039346656037
+		prime64  = 1099511628211
+	)
+	h := uint64(offset64)
+	for i := 0; i < len(client); i++ {
+		h ^= uint64(client[i])
+		h *= prime64
+	}
+	h *= prime64 // the 0 separator: h ^= 0 is a no-op
+	for i := 0; i < len(group); i++ {
+		h ^= uint64(group[i])
+		h *= prime64
+	}
+	return uint16(mix64(h) & (Shards - 1))
+}
+
+// mix64 is the splitmix64 finalizer.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}

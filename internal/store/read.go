@@ -1,0 +1,101 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/boomerangd/boomerang/internal/store/storepb"
+)
+
+// Task returns the task with the given id.
+func (s *Store) Task(id uint64) (*storepb.Task, error) {
+	return readRecord(s, fmt.Sprintf("task %#x", id), taskKey(id), new(storepb.Task))
+}
+
+// Group returns a group's state.
+func (s *Store) Group(shard uint16, client, group string) (*storepb.Group, error) {
+	what := fmt.Sprintf("group %q of client %q in shard %d", group, client, shard)
+	return readRecord(s, what, groupKey(shard, client, group), new(storepb.Group))
+}
+
+// DeadLetter returns the dead letter stored under id (see DeadLetterID).
+func (s *Store) DeadLetter(id uint64) (*storepb.DeadLetter, error) {
+	return readRecord(s, fmt.Sprintf("dead letter %#x", id), deadLetterKey(id), new(storepb.DeadLetter))
+}
+
+// Client returns a registered client.
+func (s *Store) Client(id string) (*storepb.Client, error) {
+	return readRecord(s, fmt.Sprintf("client %q", id), clientKey(id), new(storepb.Client))
+}
+
+// ShardMeta returns a shard's high-water marks; a shard that never had
+// any has the zero value.
+func (s *Store) ShardMeta(shard uint16) (*storepb.ShardMeta, error) {
+	m, err := readRecord(s, fmt.Sprintf("shard %d meta", shard), shardMetaKey(shard), new(storepb.ShardMeta))
+	if errors.Is(err, ErrNotFound) {
+		return new(storepb.ShardMeta), nil
+	}
+	return m, err
+}
+
+// Idempotency returns the task id a client's idempotency key created.
+func (s *Store) Idempotency(shard uint16, client, key string) (uint64, error) {
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.gate.exit()
+	what := fmt.Sprintf("idempotency key %q of client %q", key, client)
+	var id uint64
+	err := get(s.db, what, idempotencyKey(shard, client, key), func(v []byte) error {
+		if len(v) != 8 {
+			return corruptf("%s holds %d bytes, want 8", what, len(v))
+		}
+		id = binary.BigEndian.Uint64(v)
+		return nil
+	})
+	return id, err
+}
+
+// readRecord reads one record under the gate; what names it in errors.
+func readRecord[M proto.Message](s *Store, what string, key []byte, m M) (M, error) {
+	var zero M
+	if err := s.enter(); err != nil {
+		return zero, err
+	}
+	defer s.gate.exit()
+	if err := getRecord(s.db, what, key, m); err != nil {
+		return zero, err
+	}
+	return m, nil
+}
+
+// getRecord reads the record at key into m.
+func getRecord(r pebble.Reader, what string, key []byte, m proto.Message) error {
+	return get(r, what, key, func(v []byte) error { return unmarshal(what, v, m) })
+}
+
+// get passes the value at key to decode, which must not keep it.
+func get(r pebble.Reader, what string, key []byte, decode func([]byte) error) error {
+	v, closer, err := r.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return fmt.Errorf("%w: %s", ErrNotFound, what)
+	}
+	if err != nil {
+		return readError("read "+what, err)
+	}
+	defer closer.Close()
+	return decode(v)
+}
+
+// unmarshal decodes a record. proto.Unmarshal copies what it keeps, so the
+// caller may reuse v afterwards.
+func unmarshal(what string, v []byte, m proto.Message) error {
+	if err := proto.Unmarshal(v, m); err != nil {
+		return corruptf("%s: %v", what, err)
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// SchemaVersion is the version of the key layout and records this build
+// reads and writes. Open refuses a store with any other version.
+const SchemaVersion = 1
+
+// formatVersion pins Pebble's on-disk format, so that upgrading Pebble
+// never silently ratchets the files to a format an older build cannot
+// read. It includes WAL sync offsets, which let recovery tell a torn
+// tail from corruption, and checksummed sstable footers.
+const formatVersion = pebble.FormatTableFormatV6
+
+// Pebble tuning for many small synced batches and range scans.
+const (
+	memTableBytes      = 16 << 20
+	memTableStopWrites = 4
+	bloomBitsPerKey    = 10 // point reads, idempotency checks mostly miss
+	maxOpenFiles       = 1000
+)
+
+// Store is Boomerang's durable state. All methods are safe for concurrent
+// use.
+type Store struct {
+	db   *pebble.DB
+	dir  string
+	lock *dirLock
+	gate *gate
+	c    *counters
+
+	failure atomic.Pointer[error] // set once Pebble hit a fatal write error
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens the store in dir, creating dir and a new store if it is
+// missing or empty. See the package documentation for its errors.
+func Open(dir string, o Options) (*Store, error) {
+	return open(dir, o, vfs.Default)
+}
+
+// open is Open over an arbitrary filesystem, for fault injection in tests.
+func open(dir string, o Options, filesystem vfs.FS) (_ *Store, err error) {
+	o.ensureDefaults()
+	if dir == "" {
+		return nil, errors.New("store: empty directory name")
+	}
+	if err := filesystem.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	existed, err := inspectDir(filesystem, dir)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(dir, filesystem)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{dir: dir, lock: lock, gate: newGate(), c: new(counters)}
+	opened := false
+	defer func() {
+		if !opened {
+			if s.db != nil {
+				_ = closeDB(s.db)
+			}
+			_ = lock.release()
+		}
+	}()
+	// Pebble may give up through Fatalf while opening (a MANIFEST it
+	// cannot write); that is an error of Open, not a crash.
+	defer recoverFatal(&err)
+
+	cache := pebble.NewCache(o.CacheBytes)
+	defer cache.Unref() // the DB holds its own reference
+	s.db, err = pebble.Open(dir, pebbleOptions(o, filesystem, s.c, lock, cache))
+	if err != nil {
+		return nil, openError(dir, existed, err)
+	}
+	if err := s.checkSchema(); err != nil {
+		return nil, err
+	}
+	opened = true
+	return s, nil
+}
+
+func pebbleOptions(o Options, filesystem vfs.FS, c *counters, lock *dirLock, cache *pebble.Cache) *pebble.Options {
+	logger := pebbleLogger{log: o.Logger}
+	po := &pebble.Options{
+		FS:                          countingFS{FS: filesystem, c: c},
+		Lock:                        lock.pebbleLock,
+		Cache:                       cache,
+		FormatMajorVersion:          formatVersion,
+		MemTableSize:                memTableBytes,
+		MemTableStopWritesThreshold: memTableStopWrites,
+		MaxOpenFiles:                maxOpenFiles,
+		Logger:                      logger,
+		EventListener:               eventListener(logger, c),
+	}
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
+	}
+	return po
+}
+
+// checkSchema writes the schema version into a new store and checks it in
+// an existing one.
+func (s *Store) checkSchema() error {
+	v, closer, err := s.db.Get(schemaKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return s.initSchema()
+	}
+	if err != nil {
+		return readError("read schema version", err)
+	}
+	defer closer.Close()
+	version, n := binary.Uvarint(v)
+	if n <= 0 || n != len(v) {
+		return corruptf("%s: schema version %x is not a varint", s.dir, v)
+	}
+	if version != SchemaVersion {
+		return fmt.Errorf("%w: %s has schema version %d; this build supports %d",
+			ErrSchema, s.dir, version, SchemaVersion)
+	}
+	return nil
+}
+
+// initSchema marks a new, empty store with SchemaVersion. A Pebble
+// database that holds data but no version was not written by Boomerang.
+func (s *Store) initSchema() error {
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return readError("check for data", err)
+	}
+	empty := !it.First()
+	if err := it.Close(); err != nil {
+		return readError("check for data", err)
+	}
+	if !empty {
+		return corruptf("%s is not a store: it holds data but no schema version", s.dir)
+	}
+	if err := s.db.Set(schemaKey, binary.AppendUvarint(nil, SchemaVersion), pebble.Sync); err != nil {
+		return fmt.Errorf("store: write schema version: %w", err)
+	}
+	// Pebble creates a store at its oldest format and upgrades it at the
+	// end of Open, after it has started the first WAL in the old format,
+	// which lacks sync offsets. Without them recovery cannot tell damage
+	// followed by synced batches from a torn tail, and would silently drop
+	// everything after the damage. A flush starts a new WAL in the current
+	// format.
+	if err := s.db.Flush(); err != nil {
+		return fmt.Errorf("store: flush new store: %w", err)
+	}
+	return nil
+}
+
+// enter admits an operation; callers defer s.gate.exit() when it is nil.
+func (s *Store) enter() error {
+	if !s.gate.enter() {
+		return ErrClosed
+	}
+	if f := s.failure.Load(); f != nil {
+		s.gate.exit()
+		return *f
+	}
+	return nil
+}
+
+// fail records the first fatal error; every later operation returns it.
+func (s *Store) fail(err error) {
+	s.failure.CompareAndSwap(nil, &err)
+}
+
+// Close waits for operations in progress, closes Pebble and releases the
+// directory. Later calls return the first call's result. Close must not
+// be called from a scan callback.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.gate.shut()
+		err := closeDB(s.db)
+		if lerr := s.lock.release(); err == nil && lerr != nil {
+			err = fmt.Errorf("store: release lock: %w", lerr)
+		}
+		s.closeErr = err
+	})
+	return s.closeErr
+}
+
+// closeDB closes Pebble, which may also give up through Fatalf when its
+// WAL cannot be closed cleanly.
+func closeDB(db *pebble.DB) (err error) {
+	defer recoverFatal(&err)
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return nil
+}
+
+// Dir returns the directory the store was opened in.
+func (s *Store) Dir() string { return s.dir }
