@@ -1,0 +1,152 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/boomerangd/boomerang/internal/store/storepb"
+)
+
+var (
+	// ErrNotFound: no such task, dead letter or group for this caller.
+	// Another client's tasks are reported as not found.
+	ErrNotFound = errors.New("scheduler: not found")
+	// ErrInFlight: a delivery attempt of the task is under way.
+	ErrInFlight = errors.New("scheduler: task is being delivered")
+	// ErrBusy: the partition's request queue is full; retry later.
+	ErrBusy = errors.New("scheduler: busy")
+	// ErrClosed: the scheduler is stopped or stopping.
+	ErrClosed = errors.New("scheduler: closed")
+	// ErrNotBlocked: Unblock or Skip on a group that is not blocked.
+	ErrNotBlocked = errors.New("scheduler: group is not blocked")
+	// ErrInvalid: a request failed validation; errors.As gives a
+	// *FieldError naming the field and the rule.
+	ErrInvalid = errors.New("scheduler: invalid request")
+)
+
+// FieldError says which field of a request broke which rule.
+type FieldError struct {
+	Field string
+	Rule  string
+}
+
+func (e *FieldError) Error() string { return fmt.Sprintf("scheduler: invalid %s: %s", e.Field, e.Rule) }
+
+// Unwrap makes errors.Is(err, ErrInvalid) true.
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+func invalid(field, rule string, args ...any) error {
+	return &FieldError{Field: field, Rule: fmt.Sprintf(rule, args...)}
+}
+
+// Caller is who asks. A client sees and changes only its own tasks, dead
+// letters and groups; an admin sees all of them.
+type Caller struct {
+	Client string
+	Admin  bool
+}
+
+func (c Caller) owns(client string) bool { return c.Admin || c.Client == client }
+
+// RegisterRequest schedules a task.
+type RegisterRequest struct {
+	Client  string // owner; required
+	Group   string // "" = ungrouped
+	Payload []byte
+
+	// At is the absolute due time. When zero, the task is due Delay from
+	// now (zero Delay: now).
+	At    time.Time
+	Delay time.Duration
+
+	// Interval repeats the task every Interval after its previous due
+	// time; 0 means once.
+	Interval time.Duration
+
+	Mode     storepb.DispatchMode // UNSPECIFIED = Config.DefaultMode
+	Retry    *storepb.RetryPolicy // nil = the retry decider's default
+	Callback *storepb.Callback    // nil = the client's default
+
+	// IdempotencyKey, if set, makes a repeat of this registration by the
+	// same client return the existing task instead of creating another,
+	// for as long as that task exists.
+	IdempotencyKey string
+}
+
+// UpdateRequest changes a task. Nil fields are left as they are.
+type UpdateRequest struct {
+	ID       uint64
+	Payload  []byte // nil = unchanged; an empty non-nil slice empties it
+	At       *time.Time
+	Interval *time.Duration
+}
+
+// Status is where a task is in its lifecycle.
+type Status uint8
+
+const (
+	// StatusScheduled: waiting for its due time.
+	StatusScheduled Status = iota + 1
+	// StatusQueued: due, waiting for its group's earlier tasks.
+	StatusQueued
+	// StatusDelivering: an attempt is under way.
+	StatusDelivering
+	// StatusRetrying: an attempt failed; the next one is scheduled.
+	StatusRetrying
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusScheduled:
+		return "SCHEDULED"
+	case StatusQueued:
+		return "QUEUED"
+	case StatusDelivering:
+		return "DELIVERING"
+	case StatusRetrying:
+		return "RETRYING"
+	}
+	return "UNKNOWN"
+}
+
+// TaskView is a task and its status.
+type TaskView struct {
+	Task   *storepb.Task
+	Status Status
+}
+
+// ListQuery selects tasks for List. Zero fields do not filter.
+type ListQuery struct {
+	Client    string // required unless the caller is an admin
+	Group     string
+	DueFrom   time.Time // inclusive
+	DueTo     time.Time // exclusive
+	Recurring *bool
+	Retrying  *bool // true: only tasks waiting for a retry
+	After     uint64
+	Limit     int
+}
+
+// Delivery is one attempt to deliver a task occurrence.
+type Delivery struct {
+	// Task is the task as stored when the attempt started. The Deliverer
+	// must not modify it.
+	Task *storepb.Task
+	// Attempt counts attempts of this occurrence from 1.
+	Attempt int
+}
+
+// Deliverer sends due tasks to their endpoints. Deliver must not block:
+// it starts the attempt and calls done exactly once, from any goroutine
+// (including before it returns), with nil for an acknowledged delivery or
+// the reason it failed.
+type Deliverer interface {
+	Deliver(d Delivery, done func(error))
+}
+
+// DelivererFunc adapts a function to Deliverer.
+type DelivererFunc func(d Delivery, done func(error))
+
+// Deliver calls f.
+func (f DelivererFunc) Deliver(d Delivery, done func(error)) { f(d, done) }

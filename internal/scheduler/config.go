@@ -1,0 +1,134 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/bits"
+	"runtime"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/store/storepb"
+)
+
+// Defaults for Config fields left at zero.
+const (
+	DefaultHorizon      = 30 * time.Minute
+	DefaultLoadInterval = 10 * time.Second
+	DefaultTick         = time.Millisecond
+	DefaultMaxPayload   = 1 << 20
+	DefaultMaxInbox     = 1 << 16
+	DefaultMaxBatch     = 4096
+	DefaultMaxAttempts  = 5
+	DefaultRetryDelay   = time.Second
+)
+
+// Config configures a Scheduler.
+type Config struct {
+	// Store holds all durable state. Required; the caller closes it after
+	// Stop.
+	Store *store.Store
+
+	// Deliverer receives due tasks. Required.
+	Deliverer Deliverer
+
+	// Retry decides what a failed attempt does next. Default: FixedRetry
+	// with DefaultMaxAttempts attempts DefaultRetryDelay apart, or the
+	// task's own policy when it has one.
+	Retry RetryDecider
+
+	// Clock drives every time decision. Default: the real clock.
+	Clock clockwork.Clock
+
+	// Logger receives lifecycle and error events, never per-task lines.
+	// Default: discard.
+	Logger *slog.Logger
+
+	// Partitions is the number of partition loops, a power of two no
+	// larger than store.Shards. Default: GOMAXPROCS rounded up.
+	Partitions int
+
+	// Horizon bounds how far ahead tasks are kept in the wheel. Default
+	// 30 minutes.
+	Horizon time.Duration
+
+	// LoadInterval is how often the look-ahead loader moves tasks from
+	// the store into the wheel. Default 10 seconds; must be below Horizon.
+	LoadInterval time.Duration
+
+	// Tick is the wheel's resolution. Default 1 ms.
+	Tick time.Duration
+
+	// MaxPayload bounds a task's payload in bytes. Default 1 MiB.
+	MaxPayload int
+
+	// MaxInbox bounds the requests waiting for one partition; beyond it
+	// requests fail with ErrBusy. Default 65536.
+	MaxInbox int
+
+	// MaxBatch bounds the requests journaled in one batch. Default 4096.
+	MaxBatch int
+
+	// DefaultMode applies to tasks registered with
+	// DISPATCH_MODE_UNSPECIFIED. Default NEXT_ON_ERROR.
+	DefaultMode storepb.DispatchMode
+}
+
+func (c *Config) ensureDefaults() {
+	if c.Retry == nil {
+		c.Retry = FixedRetry{Attempts: DefaultMaxAttempts, Delay: DefaultRetryDelay}
+	}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Partitions == 0 {
+		c.Partitions = min(store.Shards, 1<<bits.Len(uint(runtime.GOMAXPROCS(0)-1)))
+	}
+	if c.Horizon == 0 {
+		c.Horizon = DefaultHorizon
+	}
+	if c.LoadInterval == 0 {
+		c.LoadInterval = min(DefaultLoadInterval, c.Horizon/2)
+	}
+	if c.Tick == 0 {
+		c.Tick = DefaultTick
+	}
+	if c.MaxPayload == 0 {
+		c.MaxPayload = DefaultMaxPayload
+	}
+	if c.MaxInbox == 0 {
+		c.MaxInbox = DefaultMaxInbox
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.DefaultMode == storepb.DispatchMode_DISPATCH_MODE_UNSPECIFIED {
+		c.DefaultMode = storepb.DispatchMode_DISPATCH_MODE_NEXT_ON_ERROR
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("scheduler: Config.Store is required")
+	case c.Deliverer == nil:
+		return errors.New("scheduler: Config.Deliverer is required")
+	case c.Partitions < 1 || c.Partitions&(c.Partitions-1) != 0 || c.Partitions > store.Shards:
+		return fmt.Errorf("scheduler: Config.Partitions must be a power of two between 1 and %d, got %d", store.Shards, c.Partitions)
+	case c.Tick <= 0:
+		return fmt.Errorf("scheduler: Config.Tick must be positive, got %v", c.Tick)
+	case c.Horizon < 2*c.Tick:
+		return fmt.Errorf("scheduler: Config.Horizon must be at least two ticks, got %v", c.Horizon)
+	case c.LoadInterval <= 0 || c.LoadInterval >= c.Horizon:
+		return fmt.Errorf("scheduler: Config.LoadInterval must be positive and below Horizon (%v), got %v", c.Horizon, c.LoadInterval)
+	case c.MaxPayload < 0 || c.MaxInbox < 1 || c.MaxBatch < 1:
+		return errors.New("scheduler: Config.MaxPayload, MaxInbox and MaxBatch must be positive")
+	}
+	return nil
+}

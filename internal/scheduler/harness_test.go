@@ -1,0 +1,284 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"go.uber.org/goleak"
+
+	"github.com/boomerangd/boomerang/dispatch"
+	"github.com/boomerangd/boomerang/internal/store"
+)
+
+func TestMain(m *testing.M) {
+	if childMain() {
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
+
+const waitLimit = 20 * time.Second
+
+// epoch is the fake clock's start: a fixed instant keeps failures
+// reproducible.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// harness runs a scheduler on a real store in a temp dir, a fake clock,
+// and a deliverer whose outcomes the test decides.
+type harness struct {
+	t     tester
+	dir   string
+	clock *clockwork.FakeClock
+	del   *recorder
+	st    *store.Store
+	s     *Scheduler
+	tune  func(*Config)
+}
+
+// tester is what the harness needs of *testing.T and *rapid.T.
+type tester interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Errorf(format string, args ...any)
+}
+
+func newHarness(t *testing.T, tune func(*Config)) *harness {
+	t.Helper()
+	h := startHarness(t, t.TempDir(), tune)
+	t.Cleanup(h.close)
+	return h
+}
+
+// startHarness runs a harness in dir; the caller closes it.
+func startHarness(t tester, dir string, tune func(*Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: dir, clock: clockwork.NewFakeClockAt(epoch), del: newRecorder(), tune: tune}
+	h.open()
+	return h
+}
+
+func (h *harness) open() {
+	h.t.Helper()
+	st, err := store.Open(h.dir, store.Options{})
+	if err != nil {
+		h.t.Fatalf("store.Open: %v", err)
+	}
+	cfg := Config{Store: st, Deliverer: h.del, Clock: h.clock, Partitions: 2}
+	if h.tune != nil {
+		h.tune(&cfg)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		h.t.Fatalf("New: %v", err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		h.t.Fatalf("Start: %v", err)
+	}
+	h.st, h.s = st, s
+}
+
+func (h *harness) close() {
+	if h.s == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := h.s.Stop(ctx); err != nil {
+		h.t.Errorf("Stop: %v", err)
+	}
+	if err := h.st.Close(); err != nil {
+		h.t.Errorf("store Close: %v", err)
+	}
+	h.s = nil
+}
+
+// restart stops the scheduler cleanly and starts a new one on the same
+// store directory and clock.
+func (h *harness) restart() {
+	h.t.Helper()
+	h.close()
+	h.del.forget()
+	h.open()
+}
+
+func (h *harness) register(req RegisterRequest) TaskView {
+	h.t.Helper()
+	if req.Client == "" {
+		req.Client = "acme"
+	}
+	v, _, err := h.s.Register(context.Background(), req)
+	if err != nil {
+		h.t.Fatalf("Register(%+v): %v", req, err)
+	}
+	return v
+}
+
+// advance moves the fake clock and waits until the scheduler has acted on
+// everything that became due.
+func (h *harness) advance(d time.Duration) {
+	h.t.Helper()
+	h.clock.Advance(d)
+	h.settle()
+}
+
+// settle waits until every fired task has passed through the group gate
+// and every gate release has been applied by the engine, so whatever can
+// be delivered now has reached the deliverer.
+func (h *harness) settle() {
+	h.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	var prev settleSnapshot
+	for {
+		// A request is answered before its loop iteration advances the
+		// wheel; the second round trip is answered only after a full
+		// iteration, so every timer due at the current fake time has
+		// fired by then.
+		h.roundTrip()
+		h.roundTrip()
+		// quiet says nothing is due, unread or in the journal; the
+		// counters read after it include everything the loops did.
+		quiet := h.quiet()
+		c := &h.s.counters
+		snap := settleSnapshot{
+			submitted: c.submitted.Load(), started: c.started.Load(),
+			completed: c.completed.Load(), attempts: c.attempts.Load(),
+			engine: dispatch.Total(h.s.engine.Stats()),
+		}
+		e := snap.engine
+		// Settled means quiet, every hand-off accounted for on both sides,
+		// and nothing changed since the previous look.
+		if quiet && e.Submitted == snap.submitted && e.Dispatched == snap.started &&
+			e.Completed+e.Failed == snap.completed && snap == prev {
+			return
+		}
+		prev = snap
+		if time.Now().After(deadline) {
+			h.t.Fatalf("scheduler never settled: %+v", snap)
+		}
+	}
+}
+
+type settleSnapshot struct {
+	submitted, started, completed, attempts uint64
+	engine                                  dispatch.PartitionStats
+}
+
+// roundTrip returns once every loop has run everything posted before it.
+func (h *harness) roundTrip() {
+	h.t.Helper()
+	for _, p := range h.s.parts {
+		if _, err := h.s.call(context.Background(), p, func(done func(result)) { done(result{}) }); err != nil {
+			h.t.Fatalf("round trip: %v", err)
+		}
+	}
+}
+
+// quiet reports that no loop has journal work, backlog, an overdue timer
+// or an overdue load outstanding.
+func (h *harness) quiet() bool {
+	quiet := true
+	for _, p := range h.s.parts {
+		_, _ = h.s.call(context.Background(), p, func(done func(result)) {
+			p.inbox.mu.Lock()
+			waiting := len(p.inbox.msgs)
+			p.inbox.mu.Unlock()
+			now := p.now()
+			next, armed := p.wheel.NextExpiry()
+			if p.journalBusy || p.open.len() > 0 || len(p.backlog) > 0 || waiting > 0 || p.unread > 0 ||
+				(armed && !next.After(now)) || !now.Before(p.nextLoad) {
+				quiet = false
+			}
+			done(result{})
+		})
+	}
+	return quiet
+}
+
+// recorder is a Deliverer that hands every attempt to the test.
+type recorder struct {
+	attempts chan *attempt
+	auto     func(d Delivery) (error, bool) // optional immediate outcome
+}
+
+type attempt struct {
+	Delivery
+	done func(error)
+}
+
+func newRecorder() *recorder { return &recorder{attempts: make(chan *attempt, 1<<16)} }
+
+func (r *recorder) Deliver(d Delivery, done func(error)) {
+	if r.auto != nil {
+		if err, ok := r.auto(d); ok {
+			done(err)
+			return
+		}
+	}
+	r.attempts <- &attempt{Delivery: d, done: done}
+}
+
+// forget drops attempts left over from a stopped scheduler.
+func (r *recorder) forget() {
+	for {
+		select {
+		case <-r.attempts:
+		default:
+			return
+		}
+	}
+}
+
+// next returns the next attempt, failing the test if none comes.
+func (h *harness) next() *attempt {
+	h.t.Helper()
+	select {
+	case a := <-h.del.attempts:
+		return a
+	case <-time.After(waitLimit):
+		h.t.Fatal("no delivery attempt")
+		return nil
+	}
+}
+
+// none fails if an attempt is waiting. Call after settle.
+func (h *harness) none() {
+	h.t.Helper()
+	select {
+	case a := <-h.del.attempts:
+		h.t.Fatalf("unexpected attempt of task %d (%s) attempt %d", a.Task.Id, a.Task.Payload, a.Attempt)
+	default:
+	}
+}
+
+// expect takes the next attempt and checks its payload and attempt number.
+func (h *harness) expect(payload string, attemptNo int) *attempt {
+	h.t.Helper()
+	a := h.next()
+	if got := string(a.Task.Payload); got != payload || a.Attempt != attemptNo {
+		h.t.Fatalf("attempt of %q #%d, want %q #%d", got, a.Attempt, payload, attemptNo)
+	}
+	return a
+}
+
+// ack acknowledges an attempt and waits until the scheduler has acted on
+// it, so the outcome is stamped with the current fake time.
+func (h *harness) ack(a *attempt) {
+	h.t.Helper()
+	a.done(nil)
+	h.settle()
+}
+
+// fail fails an attempt and waits until the scheduler has acted on it.
+func (h *harness) fail(a *attempt, err error) {
+	h.t.Helper()
+	a.done(err)
+	h.settle()
+}
+
+var errRefused = errors.New("receiver refused")
+
+func payload(s string) []byte { return []byte(s) }

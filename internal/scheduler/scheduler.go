@@ -1,0 +1,275 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/boomerangd/boomerang/dispatch"
+	"github.com/boomerangd/boomerang/internal/store"
+)
+
+// Scheduler is the durable task lifecycle. Create it with New, then Start
+// it (which recovers from the store) and Stop it when done. Its methods
+// are safe for concurrent use.
+type Scheduler struct {
+	cfg    Config
+	parts  []*partition
+	engine *dispatch.Engine[*flight]
+	rr     atomic.Uint32
+
+	deliveries atomic.Int64 // attempts under way
+	counters   counters
+	failure    atomic.Pointer[error]
+
+	startOnce, stopOnce, abortOnce sync.Once
+	stop                           chan struct{} // closed: stop firing, drain attempts
+	abort                          chan struct{} // closed: exit now
+}
+
+// New checks cfg and builds a scheduler; it does not touch the store yet.
+func New(cfg Config) (*Scheduler, error) {
+	cfg.ensureDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Scheduler{cfg: cfg, stop: make(chan struct{}), abort: make(chan struct{})}
+	for i := range cfg.Partitions {
+		p, err := newPartition(s, i)
+		if err != nil {
+			return nil, err
+		}
+		s.parts = append(s.parts, p)
+	}
+	return s, nil
+}
+
+// Start recovers every partition from the store and starts the loops.
+// It returns once the scheduler is ready to take requests.
+func (s *Scheduler) Start(ctx context.Context) error {
+	err := ErrClosed
+	s.startOnce.Do(func() { err = s.start(ctx) })
+	return err
+}
+
+func (s *Scheduler) start(ctx context.Context) error {
+	engine, err := dispatch.New(dispatch.Config[*flight]{
+		Handler:    handle,
+		Partitions: s.cfg.Partitions,
+		Workers:    1, // the handler only posts to a loop
+		RingSize:   1 << 14,
+		MaxPending: -1, // the wheel and the store bound what can be due
+		MaxQueued:  1 << 22,
+	})
+	if err != nil {
+		return err
+	}
+	s.engine = engine
+	now := s.cfg.Clock.Now()
+	errs := make(chan error, len(s.parts))
+	for _, p := range s.parts {
+		go func() { errs <- p.recover(now) }()
+	}
+	for range s.parts {
+		if e := <-errs; e != nil && err == nil {
+			err = fmt.Errorf("scheduler: recovery: %w", e)
+		}
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		_ = engine.Close(closedContext())
+		return err
+	}
+	for _, p := range s.parts {
+		p.inbox.open()
+		go p.run(s.stop, s.abort)
+	}
+	return nil
+}
+
+// Stop stops taking requests and firing tasks, waits for the delivery
+// attempts under way to finish and their outcomes to be journaled, then
+// stops. Tasks that were due but not yet delivered stay in the store and
+// fire after the next Start. If ctx ends first, Stop returns ctx.Err()
+// without waiting further; attempts still under way are then delivered
+// again after a restart. Stop may be called more than once.
+func (s *Scheduler) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		for _, p := range s.parts {
+			p.inbox.close()
+		}
+		close(s.stop)
+	})
+	if s.engine == nil {
+		return nil
+	}
+	for _, p := range s.parts {
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			// Stop where we are, as a crash would: what was not journaled
+			// is redone after the next Start.
+			s.abortOnce.Do(func() { close(s.abort) })
+			for _, p := range s.parts {
+				<-p.done
+			}
+			_ = s.engine.Close(closedContext())
+			return ctx.Err()
+		}
+	}
+	// Everything the engine still holds is durable and fires again after
+	// a restart, so it is abandoned rather than drained.
+	_ = s.engine.Close(closedContext())
+	return s.err()
+}
+
+func closedContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// fail stops the scheduler after a storage error: the store holds exactly
+// what was acknowledged, and nothing more may be decided on top of state
+// that could not be written.
+func (s *Scheduler) fail(err error) {
+	if s.failure.CompareAndSwap(nil, &err) {
+		s.cfg.Logger.Error("scheduler stopped after a storage failure", "err", err)
+		s.stopOnce.Do(func() {
+			for _, p := range s.parts {
+				p.inbox.close()
+			}
+			close(s.stop)
+		})
+	}
+}
+
+func (s *Scheduler) failed() error {
+	if e := s.failure.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+func (s *Scheduler) err() error {
+	if e := s.failed(); e != nil {
+		return fmt.Errorf("%w: %w", ErrClosed, e)
+	}
+	return nil
+}
+
+// call runs op on partition p's loop and waits for its answer. A call
+// abandoned by ctx may still take effect.
+func (s *Scheduler) call(ctx context.Context, p *partition, op func(done func(result))) (result, error) {
+	ch := make(chan result, 1)
+	if err := p.inbox.request(func() { op(func(r result) { ch <- r }) }); err != nil {
+		if e := s.err(); e != nil {
+			return result{}, e
+		}
+		return result{}, err
+	}
+	select {
+	case r := <-ch:
+		return r, r.err
+	case <-p.done:
+		select {
+		case r := <-ch:
+			return r, r.err
+		default:
+		}
+		if e := s.err(); e != nil {
+			return result{}, e
+		}
+		return result{}, ErrClosed
+	case <-ctx.Done():
+		return result{}, ctx.Err()
+	}
+}
+
+func (s *Scheduler) partitionOf(shard uint16) *partition {
+	return s.parts[int(shard)&(len(s.parts)-1)]
+}
+
+// Register schedules a task. created is false when an idempotency key
+// matched an existing task, which is returned instead.
+func (s *Scheduler) Register(ctx context.Context, req RegisterRequest) (view TaskView, created bool, err error) {
+	if err := s.validateRegister(&req); err != nil {
+		return TaskView{}, false, err
+	}
+	shard := s.shardFor(&req)
+	r, err := s.call(ctx, s.partitionOf(shard), func(done func(result)) {
+		s.partitionOf(shard).register(&req, shard, done)
+	})
+	return r.view, r.created, err
+}
+
+// shardFor places a new task: with its group, with its idempotency key
+// (so a repeat finds it), or anywhere.
+func (s *Scheduler) shardFor(req *RegisterRequest) uint16 {
+	switch {
+	case req.Group != "":
+		return store.GroupShard(req.Client, req.Group)
+	case req.IdempotencyKey != "":
+		return store.GroupShard(req.Client, "\x00"+req.IdempotencyKey)
+	}
+	return uint16(s.rr.Add(1) % store.Shards)
+}
+
+// Update changes a task's payload, due time or interval.
+func (s *Scheduler) Update(ctx context.Context, c Caller, req UpdateRequest) (TaskView, error) {
+	if err := s.validateUpdate(&req); err != nil {
+		return TaskView{}, err
+	}
+	p := s.partitionOf(store.ShardOf(req.ID))
+	r, err := s.call(ctx, p, func(done func(result)) { p.update(c, &req, done) })
+	return r.view, err
+}
+
+// Cancel deletes a task. It fails with ErrInFlight while an attempt is
+// under way; once it returns nil the task never fires again.
+func (s *Scheduler) Cancel(ctx context.Context, c Caller, id uint64) error {
+	p := s.partitionOf(store.ShardOf(id))
+	_, err := s.call(ctx, p, func(done func(result)) { p.cancel(c, id, done) })
+	return err
+}
+
+// Get returns a task and its status.
+func (s *Scheduler) Get(ctx context.Context, c Caller, id uint64) (TaskView, error) {
+	p := s.partitionOf(store.ShardOf(id))
+	r, err := s.call(ctx, p, func(done func(result)) { p.get(c, id, done) })
+	return r.view, err
+}
+
+// Unblock delivers a blocked group's dead-lettered head again and lets the
+// group go on; it returns the revived task.
+func (s *Scheduler) Unblock(ctx context.Context, c Caller, client, group string) (TaskView, error) {
+	p := s.partitionOf(store.GroupShard(client, group))
+	r, err := s.call(ctx, p, func(done func(result)) { p.unblock(c, client, group, done) })
+	return r.view, err
+}
+
+// Skip lets a blocked group go on, leaving its head in the dead letter
+// queue.
+func (s *Scheduler) Skip(ctx context.Context, c Caller, client, group string) error {
+	p := s.partitionOf(store.GroupShard(client, group))
+	_, err := s.call(ctx, p, func(done func(result)) { p.skip(c, client, group, done) })
+	return err
+}
+
+// Replay delivers a dead letter again with fresh attempts; it returns the
+// revived task.
+func (s *Scheduler) Replay(ctx context.Context, c Caller, id uint64) (TaskView, error) {
+	p := s.partitionOf(store.ShardOf(id))
+	r, err := s.call(ctx, p, func(done func(result)) { p.replay(c, id, done) })
+	return r.view, err
+}
+
+// DeleteDeadLetter drops a dead letter. A group's blocked head is skipped.
+func (s *Scheduler) DeleteDeadLetter(ctx context.Context, c Caller, id uint64) error {
+	p := s.partitionOf(store.ShardOf(id))
+	_, err := s.call(ctx, p, func(done func(result)) { p.dropDeadLetter(c, id, done) })
+	return err
+}

@@ -1,0 +1,305 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/boomerangd/boomerang/internal/store/storepb"
+)
+
+func TestTaskFiresAtItsDueTimeAndIsDeleted(t *testing.T) {
+	h := newHarness(t, nil)
+	v := h.register(RegisterRequest{Payload: payload("hello"), Delay: 5 * time.Second})
+	if v.Status != StatusScheduled || v.Task.DueMs != epoch.Add(5*time.Second).UnixMilli() {
+		t.Fatalf("registered %+v", v)
+	}
+	h.advance(5*time.Second - time.Millisecond)
+	h.none()
+	h.advance(time.Millisecond)
+	a := h.expect("hello", 1)
+	if a.Task.Id != v.Task.Id {
+		t.Fatalf("delivered task %d, registered %d", a.Task.Id, v.Task.Id)
+	}
+	h.ack(a)
+	if _, err := h.s.Get(context.Background(), Caller{Client: "acme"}, v.Task.Id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get after delivery: %v, want ErrNotFound", err)
+	}
+}
+
+func TestPastDueTimeFiresAtOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	h.register(RegisterRequest{Payload: payload("late"), At: epoch.Add(-time.Hour)})
+	h.settle()
+	h.ack(h.expect("late", 1))
+}
+
+// A group's tasks are delivered in (due, sequence) order, one at a time,
+// while another group runs alongside.
+func TestGroupIsFIFOAndSingleInFlight(t *testing.T) {
+	h := newHarness(t, nil)
+	reg := func(name string, delay time.Duration, group string) {
+		h.register(RegisterRequest{Payload: payload(name), Delay: delay, Group: group})
+	}
+	reg("g-3s", 3*time.Second, "g")
+	reg("g-1s-a", time.Second, "g")
+	reg("g-2s-a", 2*time.Second, "g")
+	reg("g-2s-b", 2*time.Second, "g")
+	reg("g-1s-b", time.Second, "g")
+	reg("h-1s", time.Second, "h")
+	h.advance(3 * time.Second)
+
+	first, other := h.next(), h.next()
+	if string(first.Task.Payload) == "h-1s" {
+		first, other = other, first
+	}
+	if string(first.Task.Payload) != "g-1s-a" || string(other.Task.Payload) != "h-1s" {
+		t.Fatalf("first attempts %q and %q", first.Task.Payload, other.Task.Payload)
+	}
+	h.none() // g's next waits for its head
+	h.ack(other)
+	for _, want := range []string{"g-1s-b", "g-2s-a", "g-2s-b", "g-3s"} {
+		h.ack(first)
+		first = h.expect(want, 1)
+		h.none()
+	}
+	h.ack(first)
+	h.none()
+}
+
+// A recurring task's next occurrence follows its previous due time, not
+// the delivery time; after downtime the missed occurrences fire once.
+func TestRecurringTaskKeepsItsCadence(t *testing.T) {
+	h := newHarness(t, nil)
+	v := h.register(RegisterRequest{Payload: payload("tick"), Delay: 10 * time.Second, Interval: 10 * time.Second})
+	h.advance(10 * time.Second)
+	a := h.expect("tick", 1)
+	h.advance(3 * time.Second) // a slow receiver
+	h.ack(a)
+	got, err := h.s.Get(context.Background(), Caller{Client: "acme"}, v.Task.Id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := epoch.Add(20 * time.Second).UnixMilli(); got.Task.DueMs != want || got.Task.Fires != 1 {
+		t.Fatalf("next occurrence due %d fires %d, want %d and 1", got.Task.DueMs, got.Task.Fires, want)
+	}
+	h.advance(7 * time.Second) // t = 20s
+	h.ack(h.expect("tick", 1))
+
+	// Down from 20s to 75s: occurrences at 30..70s are missed.
+	h.close()
+	h.clock.Advance(55 * time.Second)
+	h.open()
+	h.settle()
+	h.ack(h.expect("tick", 1))
+	h.none()
+	got, err = h.s.Get(context.Background(), Caller{Client: "acme"}, v.Task.Id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := epoch.Add(80 * time.Second).UnixMilli(); got.Task.DueMs != want {
+		t.Fatalf("after downtime next due %v, want %v", time.UnixMilli(got.Task.DueMs).Sub(epoch), 80*time.Second)
+	}
+}
+
+func TestCancelledTaskNeverFires(t *testing.T) {
+	h := newHarness(t, nil)
+	c := Caller{Client: "acme"}
+	v := h.register(RegisterRequest{Payload: payload("x"), Delay: time.Second})
+	if err := h.s.Cancel(context.Background(), c, v.Task.Id); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(time.Hour)
+	h.none()
+	if err := h.s.Cancel(context.Background(), c, v.Task.Id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second Cancel: %v", err)
+	}
+}
+
+func TestCancelDuringDeliveryIsRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	c := Caller{Client: "acme"}
+	v := h.register(RegisterRequest{Payload: payload("x")})
+	h.settle()
+	a := h.expect("x", 1)
+	if err := h.s.Cancel(context.Background(), c, v.Task.Id); !errors.Is(err, ErrInFlight) {
+		t.Fatalf("Cancel while delivering: %v, want ErrInFlight", err)
+	}
+	if _, err := h.s.Update(context.Background(), c, UpdateRequest{ID: v.Task.Id, Payload: payload("y")}); !errors.Is(err, ErrInFlight) {
+		t.Fatalf("Update while delivering: %v, want ErrInFlight", err)
+	}
+	h.ack(a)
+}
+
+// Tasks queued behind their group's head can be cancelled or updated; the
+// group goes on with what is left, in order.
+func TestQueuedTasksCanBeCancelledAndUpdated(t *testing.T) {
+	h := newHarness(t, nil)
+	c := Caller{Client: "acme"}
+	h.register(RegisterRequest{Payload: payload("head"), Group: "g"})
+	cancelled := h.register(RegisterRequest{Payload: payload("cancelled"), Group: "g"})
+	edited := h.register(RegisterRequest{Payload: payload("before"), Group: "g"})
+	moved := h.register(RegisterRequest{Payload: payload("moved"), Group: "g"})
+	h.register(RegisterRequest{Payload: payload("last"), Group: "g"})
+	h.settle()
+	head := h.expect("head", 1)
+	if v, _ := h.s.Get(context.Background(), c, cancelled.Task.Id); v.Status != StatusQueued {
+		t.Fatalf("status behind head %v, want QUEUED", v.Status)
+	}
+	if err := h.s.Cancel(context.Background(), c, cancelled.Task.Id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.s.Update(context.Background(), c, UpdateRequest{ID: edited.Task.Id, Payload: payload("after")}); err != nil {
+		t.Fatal(err)
+	}
+	later := epoch.Add(time.Minute)
+	if _, err := h.s.Update(context.Background(), c, UpdateRequest{ID: moved.Task.Id, At: &later}); err != nil {
+		t.Fatal(err)
+	}
+	h.ack(head)
+	h.ack(h.expect("after", 1))
+	h.ack(h.expect("last", 1))
+	h.none()
+	h.advance(time.Minute)
+	h.ack(h.expect("moved", 1))
+}
+
+// Only tasks inside the horizon are in the wheel; the loader brings later
+// ones in as their window opens, and update and cancel work in both tiers.
+func TestTasksBeyondTheHorizonAreLoadedInTime(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Horizon = time.Minute; c.LoadInterval = 10 * time.Second })
+	c := Caller{Client: "acme"}
+	far := h.register(RegisterRequest{Payload: payload("far"), Delay: 5 * time.Minute})
+	gone := h.register(RegisterRequest{Payload: payload("gone"), Delay: 5 * time.Minute})
+	near := h.register(RegisterRequest{Payload: payload("near"), Delay: 10 * time.Minute})
+	h.register(RegisterRequest{Payload: payload("soon"), Delay: 30 * time.Second})
+	if n := h.wheelLen(); n != 1 {
+		t.Fatalf("wheel holds %d tasks, want only the one inside the horizon", n)
+	}
+	if err := h.s.Cancel(context.Background(), c, gone.Task.Id); err != nil {
+		t.Fatal(err)
+	}
+	soon := epoch.Add(2 * time.Minute)
+	if _, err := h.s.Update(context.Background(), c, UpdateRequest{ID: near.Task.Id, At: &soon}); err != nil {
+		t.Fatal(err)
+	}
+	h.advance(30 * time.Second)
+	h.ack(h.expect("soon", 1))
+	for range 9 { // to 2m, in loader steps
+		h.advance(10 * time.Second)
+	}
+	h.ack(h.expect("near", 1))
+	for range 17 { // to 4m50s
+		h.advance(10 * time.Second)
+	}
+	h.none()
+	if n := h.wheelLen(); n != 1 {
+		t.Fatalf("wheel holds %d tasks at 4m50s, want the far one", n)
+	}
+	h.advance(10 * time.Second)
+	a := h.expect("far", 1)
+	if a.Task.Id != far.Task.Id {
+		t.Fatalf("delivered %d, want %d", a.Task.Id, far.Task.Id)
+	}
+	h.ack(a)
+	h.advance(time.Hour)
+	h.none()
+}
+
+func (h *harness) wheelLen() int {
+	n := 0
+	for _, p := range h.s.parts {
+		_, _ = h.s.call(context.Background(), p, func(done func(result)) {
+			n += p.wheel.Len()
+			done(result{})
+		})
+	}
+	return n
+}
+
+func TestIdempotencyKeyReturnsTheFirstTask(t *testing.T) {
+	h := newHarness(t, nil)
+	req := RegisterRequest{Client: "acme", Payload: payload("once"), Delay: time.Minute, IdempotencyKey: "order-17"}
+	first, created, err := h.s.Register(context.Background(), req)
+	if err != nil || !created {
+		t.Fatalf("first Register: created %v err %v", created, err)
+	}
+	req.Payload = payload("twice")
+	again, created, err := h.s.Register(context.Background(), req)
+	if err != nil || created || again.Task.Id != first.Task.Id || string(again.Task.Payload) != "once" {
+		t.Fatalf("repeat: created %v err %v task %v", created, err, again.Task)
+	}
+	other, created, err := h.s.Register(context.Background(), RegisterRequest{Client: "globex", Delay: time.Hour, IdempotencyKey: "order-17"})
+	if err != nil || !created || other.Task.Id == first.Task.Id {
+		t.Fatalf("another client's key: created %v err %v", created, err)
+	}
+	h.advance(time.Minute)
+	h.ack(h.expect("once", 1))
+	// Once the task is gone the key is free again.
+	_, created, err = h.s.Register(context.Background(), req)
+	if err != nil || !created {
+		t.Fatalf("after the task finished: created %v err %v", created, err)
+	}
+}
+
+// Concurrent repeats of one key, all in the journal together, get one
+// task.
+func TestIdempotencyKeyUnderConcurrentRepeats(t *testing.T) {
+	h := newHarness(t, nil)
+	ids := make(chan uint64, 32)
+	for range cap(ids) {
+		go func() {
+			v, _, err := h.s.Register(context.Background(), RegisterRequest{Client: "acme", Delay: time.Hour, IdempotencyKey: "k"})
+			if err != nil {
+				t.Error(err)
+			}
+			ids <- v.Task.GetId()
+		}()
+	}
+	first := <-ids
+	for range cap(ids) - 1 {
+		if id := <-ids; id != first {
+			t.Fatalf("repeats got tasks %d and %d", first, id)
+		}
+	}
+}
+
+func TestOtherClientsTasksAreNotFound(t *testing.T) {
+	h := newHarness(t, nil)
+	v := h.register(RegisterRequest{Client: "acme", Delay: time.Hour})
+	mallory := Caller{Client: "mallory"}
+	if _, err := h.s.Get(context.Background(), mallory, v.Task.Id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get: %v", err)
+	}
+	if err := h.s.Cancel(context.Background(), mallory, v.Task.Id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Cancel: %v", err)
+	}
+	if _, err := h.s.Get(context.Background(), Caller{Admin: true}, v.Task.Id); err != nil {
+		t.Fatalf("admin Get: %v", err)
+	}
+}
+
+func TestInvalidRequestsNameTheField(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.MaxPayload = 8 })
+	for _, tc := range []struct {
+		req   RegisterRequest
+		field string
+	}{
+		{RegisterRequest{}, "client"},
+		{RegisterRequest{Client: "a\x00b"}, "client"},
+		{RegisterRequest{Client: "c", Payload: make([]byte, 9)}, "payload"},
+		{RegisterRequest{Client: "c", Delay: -time.Second}, "delay"},
+		{RegisterRequest{Client: "c", Delay: time.Second, At: epoch}, "delay"},
+		{RegisterRequest{Client: "c", Interval: -time.Second}, "interval"},
+		{RegisterRequest{Client: "c", Interval: time.Microsecond}, "interval"},
+		{RegisterRequest{Client: "c", Mode: 42}, "mode"},
+		{RegisterRequest{Client: "c", Retry: &storepb.RetryPolicy{Jitter: 2}}, "retry.jitter"},
+	} {
+		_, _, err := h.s.Register(context.Background(), tc.req)
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field || !errors.Is(err, ErrInvalid) {
+			t.Errorf("Register(%+v) = %v, want a FieldError for %q", tc.req, err, tc.field)
+		}
+	}
+}
