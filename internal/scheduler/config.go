@@ -21,7 +21,7 @@ const (
 	DefaultTick         = time.Millisecond
 	DefaultMaxPayload   = 1 << 20
 	DefaultMaxInbox     = 1 << 16
-	DefaultMaxBatch     = 4096
+	DefaultGroupCache   = 1 << 16
 	DefaultMaxAttempts  = 5
 	DefaultRetryDelay   = time.Second
 )
@@ -69,8 +69,9 @@ type Config struct {
 	// requests fail with ErrBusy. Default 65536.
 	MaxInbox int
 
-	// MaxBatch bounds the requests journaled in one batch. Default 4096.
-	MaxBatch int
+	// GroupCache is how many idle group records each partition keeps in
+	// memory. Default 65536.
+	GroupCache int
 
 	// DefaultMode applies to tasks registered with
 	// DISPATCH_MODE_UNSPECIFIED. Default NEXT_ON_ERROR.
@@ -105,8 +106,8 @@ func (c *Config) ensureDefaults() {
 	if c.MaxInbox == 0 {
 		c.MaxInbox = DefaultMaxInbox
 	}
-	if c.MaxBatch == 0 {
-		c.MaxBatch = DefaultMaxBatch
+	if c.GroupCache == 0 {
+		c.GroupCache = DefaultGroupCache
 	}
 	if c.DefaultMode == storepb.DispatchMode_DISPATCH_MODE_UNSPECIFIED {
 		c.DefaultMode = storepb.DispatchMode_DISPATCH_MODE_NEXT_ON_ERROR
@@ -127,8 +128,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("scheduler: Config.Horizon must be at least two ticks, got %v", c.Horizon)
 	case c.LoadInterval <= 0 || c.LoadInterval >= c.Horizon:
 		return fmt.Errorf("scheduler: Config.LoadInterval must be positive and below Horizon (%v), got %v", c.Horizon, c.LoadInterval)
-	case c.MaxPayload < 0 || c.MaxInbox < 1 || c.MaxBatch < 1:
-		return errors.New("scheduler: Config.MaxPayload, MaxInbox and MaxBatch must be positive")
+	case c.MaxPayload < 0 || c.MaxInbox < 1 || c.GroupCache < 0:
+		return errors.New("scheduler: Config.MaxPayload and MaxInbox must be positive, GroupCache not negative")
 	}
 	return nil
 }

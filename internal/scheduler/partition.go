@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"container/list"
 	"sync"
 	"time"
 
@@ -38,7 +39,8 @@ type partition struct {
 	pending map[uint64]*pendingTask
 	// pendingDLs overlays undurable changes to dead letters the same way.
 	pendingDLs map[uint64]*pendingDL
-	groups     map[string]*groupState // group records in use by undurable decisions
+	groups     map[string]*groupState // group records in use, blocked, or idle in idleGroups
+	idleGroups list.List              // keys of cached groups no decision holds, most recent first
 	idem       map[string]*idemWait   // registrations by idempotency key, in the journal
 
 	nextID      map[uint16]uint64 // per-shard id counters (low 48 bits)
@@ -103,6 +105,7 @@ type pendingDL struct {
 type groupState struct {
 	rec  *storepb.Group
 	refs int
+	idle *list.Element // in idleGroups while no decision holds it
 }
 
 type idemWait struct {

@@ -72,12 +72,18 @@ func (p *partition) decideDL(id uint64, dl *storepb.DeadLetter) {
 func groupKey(client, group string) string { return client + "\x00" + group }
 
 // group returns the group record for decisions, loading it on first use;
-// the returned func releases it once those decisions are applied. Records
-// are cached only while decisions hold them, or while the group is
-// blocked, so memory follows the groups in use.
+// the returned func releases it once those decisions are applied. The loop
+// is the only writer of its groups, so its copy is authoritative: records
+// held by decisions or blocked stay cached, and up to Config.GroupCache idle
+// ones are kept, least recently used first out, so a busy group is not
+// read back from the store for every task.
 func (p *partition) group(client, group string) (*groupState, func(), error) {
 	k := groupKey(client, group)
 	g := p.groups[k]
+	if g != nil && g.idle != nil {
+		p.idleGroups.Remove(g.idle)
+		g.idle = nil
+	}
 	if g == nil {
 		shard := store.GroupShard(client, group)
 		rec, err := p.s.cfg.Store.Group(shard, client, group)
@@ -93,9 +99,23 @@ func (p *partition) group(client, group string) (*groupState, func(), error) {
 	g.refs++
 	return g, func() {
 		if g.refs--; g.refs == 0 && g.rec.BlockedTask == 0 {
-			delete(p.groups, k)
+			p.idleGroup(k, g)
 		}
 	}, nil
+}
+
+// idleGroup keeps a released group record in the idle cache, dropping the
+// least recently used one beyond Config.GroupCache.
+func (p *partition) idleGroup(k string, g *groupState) {
+	g.idle = p.idleGroups.PushFront(k)
+	if p.idleGroups.Len() <= p.s.cfg.GroupCache {
+		return
+	}
+	oldest := p.idleGroups.Back()
+	p.idleGroups.Remove(oldest)
+	old := oldest.Value.(string)
+	p.groups[old].idle = nil
+	delete(p.groups, old)
 }
 
 // allocID issues the next task or dead letter id on shard. The counter is

@@ -1,0 +1,277 @@
+package scheduler
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/store/storepb"
+)
+
+var benchCallers = flag.Int("scheduler.callers", 256, "concurrent callers in BenchmarkRegister")
+
+// benchScheduler runs a scheduler on the real clock and a store in a temp
+// dir, delivering everything at once.
+func benchScheduler(b *testing.B, tune func(*Config)) (*Scheduler, *store.Store) {
+	b.Helper()
+	st, err := store.Open(b.TempDir(), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := Config{Store: st, Deliverer: DelivererFunc(func(_ Delivery, done func(error)) { done(nil) })}
+	if tune != nil {
+		tune(&cfg)
+	}
+	s, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := s.Stop(context.Background()); err != nil {
+			b.Error(err)
+		}
+		if err := st.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	return s, st
+}
+
+// BenchmarkRegister measures durable registrations: many callers each
+// register a task with a 256-byte payload due in an hour and wait for its
+// acknowledgement, which comes only after the record is synced. It reports
+// registrations per second, the time to acknowledgement and how many
+// registrations each fsync covered.
+func BenchmarkRegister(b *testing.B) {
+	for _, groups := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("groups=%d", groups), func(b *testing.B) { benchRegister(b, groups) })
+	}
+}
+
+func benchRegister(b *testing.B, groups int) {
+	s, st := benchScheduler(b, nil)
+	payload := make([]byte, 256)
+	callers := *benchCallers
+	var next atomic.Int64
+	hists := make([]*hdrhistogram.Histogram, callers)
+	before := st.Stats()
+	b.ResetTimer()
+	begin := time.Now()
+	var wg sync.WaitGroup
+	for c := range callers {
+		hists[c] = hdrhistogram.New(1, int64(10*time.Second), 3)
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				req := RegisterRequest{Client: "bench", Payload: payload, Delay: time.Hour}
+				if groups > 0 {
+					req.Group = fmt.Sprint("g", i%int64(groups))
+				}
+				t0 := time.Now()
+				if _, _, err := s.Register(context.Background(), req); err != nil {
+					b.Error(err)
+					return
+				}
+				_ = hists[c].RecordValue(int64(time.Since(t0)))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(begin)
+	b.StopTimer()
+	h := hists[0]
+	for _, o := range hists[1:] {
+		h.Merge(o)
+	}
+	after := st.Stats()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "regs/s")
+	b.ReportMetric(float64(h.ValueAtQuantile(50))/1e3, "p50-µs")
+	b.ReportMetric(float64(h.ValueAtQuantile(99))/1e3, "p99-µs")
+	if syncs := after.WALSyncs - before.WALSyncs; syncs > 0 {
+		b.ReportMetric(float64(b.N)/float64(syncs), "regs/fsync")
+	}
+}
+
+// bulkLoad writes n ungrouped tasks straight into st, in big batches, with
+// due times from due(i); it is setup for the recovery and firing
+// benchmarks, not a measured path.
+func bulkLoad(b *testing.B, st *store.Store, n int, due func(i int) int64) {
+	b.Helper()
+	payload := make([]byte, 64)
+	const perBatch = 10000
+	ids := map[uint16]uint64{}
+	for start := 0; start < n; start += perBatch {
+		batch := st.NewBatch()
+		for i := start; i < min(n, start+perBatch); i++ {
+			shard := uint16(i % store.Shards)
+			ids[shard]++
+			batch.PutTask(&storepb.Task{Id: store.MakeID(shard, ids[shard]), Client: "bench", Payload: payload,
+				DueMs: due(i), Mode: storepb.DispatchMode_DISPATCH_MODE_NEXT_ON_ERROR})
+		}
+		for shard, last := range ids {
+			batch.PutShardMeta(shard, &storepb.ShardMeta{LastId: last})
+		}
+		if err := st.Commit(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRecovery measures Start on a store holding 1,000,000 pending
+// tasks, half due inside the 30-minute horizon: the time to ready, and the
+// heap and process RSS once the wheel is rebuilt.
+func BenchmarkRecovery(b *testing.B) {
+	for _, inHorizon := range []int{500_000, 1_000_000} {
+		b.Run(fmt.Sprintf("pending=1000000/inwheel=%d", inHorizon), func(b *testing.B) {
+			dir := b.TempDir()
+			st, err := store.Open(dir, store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			now := time.Now()
+			bulkLoad(b, st, 1_000_000, func(i int) int64 {
+				if i < inHorizon {
+					return now.Add(10*time.Minute + time.Duration(i)*time.Microsecond).UnixMilli()
+				}
+				return now.Add(2*time.Hour + time.Duration(i)*time.Millisecond).UnixMilli()
+			})
+			if err := st.Close(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				heapBefore := heapInUse()
+				begin := time.Now()
+				st, err := store.Open(dir, store.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				s, err := New(Config{Store: st, Deliverer: DelivererFunc(func(_ Delivery, done func(error)) { done(nil) })})
+				if err == nil {
+					err = s.Start(context.Background())
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				ready := time.Since(begin)
+				b.StopTimer()
+				b.ReportMetric(ready.Seconds(), "s-to-ready")
+				b.ReportMetric(float64(heapInUse()-heapBefore)/(1<<20), "heap-MiB")
+				b.ReportMetric(float64(rssBytes())/(1<<20), "rss-MiB")
+				_ = s.Stop(context.Background())
+				_ = st.Close()
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+// rssBytes reads the process's resident set size from /proc.
+func rssBytes() int64 {
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	var size, resident int64
+	if _, err := fmt.Sscan(string(data), &size, &resident); err != nil {
+		return 0
+	}
+	return resident * int64(os.Getpagesize())
+}
+
+var fireRate = flag.Int("scheduler.firerate", 50_000, "fires per second offered by BenchmarkFireLateness")
+
+// BenchmarkFireLateness loads tasks due at a steady -scheduler.firerate
+// for 10 seconds, starts the scheduler on the real clock, and reports how
+// late each delivery attempt starts after its due time (p50, p99, max).
+// Due times have millisecond resolution, so a task due at 12 ms fires from
+// 12.000 ms on.
+func BenchmarkFireLateness(b *testing.B) {
+	for range b.N {
+		n := *fireRate * 10
+		st, err := store.Open(b.TempDir(), store.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now().Add(3 * time.Second)
+		bulkLoad(b, st, n, func(i int) int64 {
+			return start.Add(time.Duration(i) * time.Second / time.Duration(*fireRate)).UnixMilli()
+		})
+		lateness := hdrhistogram.New(1, int64(time.Minute), 3)
+		var mu sync.Mutex
+		done := make(chan struct{})
+		count := 0
+		s, err := New(Config{Store: st, Deliverer: DelivererFunc(func(d Delivery, ack func(error)) {
+			late := time.Since(time.UnixMilli(d.Task.DueMs))
+			mu.Lock()
+			_ = lateness.RecordValue(max(int64(late), 1))
+			count++
+			if count == n {
+				close(done)
+			}
+			mu.Unlock()
+			ack(nil)
+		})})
+		if err == nil {
+			err = s.Start(context.Background())
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if time.Now().After(start) {
+			b.Fatalf("loading took too long: the first tasks were already due at start")
+		}
+		<-done
+		_ = s.Stop(context.Background())
+		_ = st.Close()
+		b.ReportMetric(float64(lateness.ValueAtQuantile(50))/1e6, "late-p50-ms")
+		b.ReportMetric(float64(lateness.ValueAtQuantile(99))/1e6, "late-p99-ms")
+		b.ReportMetric(float64(lateness.Max())/1e6, "late-max-ms")
+	}
+}
+
+// BenchmarkFireLatenessBaseline is BenchmarkFireLateness's floor on this
+// machine: one goroutine on Go's runtime timer wakes at every millisecond
+// boundary for 10 seconds and fires the same number of items per ms,
+// recording how late each is. No store, wheel or engine.
+func BenchmarkFireLatenessBaseline(b *testing.B) {
+	for range b.N {
+		perMs := *fireRate / 1000
+		lateness := hdrhistogram.New(1, int64(time.Minute), 3)
+		start := time.Now().Truncate(time.Millisecond).Add(10 * time.Millisecond)
+		timer := time.NewTimer(time.Until(start))
+		for ms := range 10_000 {
+			due := start.Add(time.Duration(ms) * time.Millisecond)
+			timer.Reset(time.Until(due))
+			<-timer.C
+			for range perMs {
+				_ = lateness.RecordValue(max(int64(time.Since(due)), 1))
+			}
+		}
+		b.ReportMetric(float64(lateness.ValueAtQuantile(50))/1e6, "late-p50-ms")
+		b.ReportMetric(float64(lateness.ValueAtQuantile(99))/1e6, "late-p99-ms")
+		b.ReportMetric(float64(lateness.Max())/1e6, "late-max-ms")
+	}
+}
