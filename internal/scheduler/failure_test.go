@@ -51,6 +51,13 @@ func TestExhaustedRetriesDeadLetterAndNextOnErrorMovesOn(t *testing.T) {
 	if string(dl.Task.Payload) != "bad" || dl.Attempts != 3 || dl.LastError != errRefused.Error() || dl.BlocksGroup {
 		t.Fatalf("dead letter %+v", dl)
 	}
+	if st := h.s.Stats(); st.DeadLetters != 1 || st.Failed != 3 || st.Delivered != 1 {
+		t.Fatalf("stats after a dead letter: %+v", st)
+	}
+	h.restart()
+	if n := h.s.Stats().DeadLetters; n != 1 {
+		t.Fatalf("dead letter gauge after restart %d, want 1", n)
+	}
 	// Replay joins the back of the group with fresh attempts.
 	if _, err := h.s.Replay(context.Background(), Caller{Client: "acme"}, dl.Id); err != nil {
 		t.Fatal(err)
@@ -59,6 +66,9 @@ func TestExhaustedRetriesDeadLetterAndNextOnErrorMovesOn(t *testing.T) {
 	h.ack(h.expect("bad", 1))
 	if dls, _, _ := h.s.DeadLetters(context.Background(), Caller{Client: "acme"}, "acme", 0, 10); len(dls) != 0 {
 		t.Fatalf("dead letters after replay: %v", dls)
+	}
+	if n := h.s.Stats().DeadLetters; n != 0 {
+		t.Fatalf("dead letter gauge after replay %d, want 0", n)
 	}
 }
 

@@ -66,6 +66,7 @@ func (p *partition) register(req *RegisterRequest, shard uint16, done func(resul
 			delete(p.idem, ik)
 		}
 		if err == nil {
+			p.s.counters.registered.Add(1)
 			p.schedule(t)
 		}
 		done(result{view: TaskView{Task: t, Status: StatusScheduled}, created: true, err: err})

@@ -14,6 +14,11 @@ func (p *partition) delivered(f *flight, derr error) {
 		return
 	}
 	p.s.deliveries.Add(-1)
+	if derr == nil {
+		p.s.counters.delivered.Add(1)
+	} else {
+		p.s.counters.failed.Add(1)
+	}
 	f.state = flightSettling
 	t := f.task
 	now := p.now()
@@ -116,6 +121,7 @@ func (p *partition) deadLetter(f *flight, t *storepb.Task, attempts uint32, derr
 	}
 	next := nextOccurrence(t, now)
 	p.commitOutcome(f, t, next, func() {
+		p.s.counters.deadLetters.Add(1)
 		if dl.BlocksGroup {
 			releaseGroup()
 			p.block(f, dl)

@@ -54,6 +54,7 @@ type partition struct {
 
 	fired    []firedTimer
 	unread   int // messages of the current batch not yet run
+	gauges   gauges
 	stopping bool
 	done     chan struct{}
 }
@@ -169,6 +170,7 @@ func (p *partition) run(stop, abort <-chan struct{}) {
 	defer timer.Stop()
 	for {
 		msgs := p.inbox.take()
+		p.publish(len(msgs))
 		for i, m := range msgs {
 			p.unread = len(msgs) - i - 1
 			m()

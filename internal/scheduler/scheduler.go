@@ -77,6 +77,9 @@ func (s *Scheduler) start(ctx context.Context) error {
 		}
 	}
 	if err == nil {
+		err = s.countDeadLetters()
+	}
+	if err == nil {
 		err = ctx.Err()
 	}
 	if err != nil {
@@ -124,6 +127,24 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	// a restart, so it is abandoned rather than drained.
 	_ = s.engine.Close(closedContext())
 	return s.err()
+}
+
+// countDeadLetters sets the dead letter gauge from the store at start.
+func (s *Scheduler) countDeadLetters() error {
+	var n int64
+	for after := uint64(0); ; {
+		page, next, err := s.cfg.Store.ListDeadLetters("", after, store.MaxLimit)
+		if err != nil {
+			return fmt.Errorf("scheduler: counting dead letters: %w", err)
+		}
+		n += int64(len(page))
+		if next == 0 {
+			break
+		}
+		after = next
+	}
+	s.counters.deadLetters.Store(n)
+	return nil
 }
 
 func closedContext() context.Context {

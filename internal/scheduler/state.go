@@ -52,7 +52,8 @@ func (p *partition) currentDL(id uint64) (*storepb.DeadLetter, bool, error) {
 	return dl, err == nil, err
 }
 
-// decideDL is decide for dead letters.
+// decideDL is decide for dead letters. Removing one counts down the
+// dead letter gauge once the change is durable.
 func (p *partition) decideDL(id uint64, dl *storepb.DeadLetter) {
 	pd := p.pendingDLs[id]
 	if pd == nil {
@@ -61,7 +62,10 @@ func (p *partition) decideDL(id uint64, dl *storepb.DeadLetter) {
 	}
 	pd.dl = dl
 	pd.refs++
-	p.then(func(error) {
+	p.then(func(err error) {
+		if err == nil && dl == nil {
+			p.s.counters.deadLetters.Add(-1)
+		}
 		if pd.refs--; pd.refs == 0 {
 			delete(p.pendingDLs, id)
 		}
