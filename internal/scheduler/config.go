@@ -22,6 +22,7 @@ const (
 	DefaultMaxPayload   = 1 << 20
 	DefaultMaxInbox     = 1 << 16
 	DefaultGroupCache   = 1 << 16
+	DefaultSweep        = time.Minute
 	DefaultMaxAttempts  = 5
 	DefaultRetryDelay   = time.Second
 )
@@ -73,6 +74,15 @@ type Config struct {
 	// memory. Default 65536.
 	GroupCache int
 
+	// DeadLetterPolicy returns a client's dead letter limits, enforced by
+	// a sweep every SweepInterval (so the queue may exceed them until the
+	// next sweep). Nil: no limits and no sweep.
+	DeadLetterPolicy func(client string) DeadLetterLimits
+
+	// SweepInterval is how often dead letter limits are enforced. Default
+	// one minute.
+	SweepInterval time.Duration
+
 	// DefaultMode applies to tasks registered with
 	// DISPATCH_MODE_UNSPECIFIED. Default NEXT_ON_ERROR.
 	DefaultMode storepb.DispatchMode
@@ -106,6 +116,9 @@ func (c *Config) ensureDefaults() {
 	if c.MaxInbox == 0 {
 		c.MaxInbox = DefaultMaxInbox
 	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = DefaultSweep
+	}
 	if c.GroupCache == 0 {
 		c.GroupCache = DefaultGroupCache
 	}
@@ -128,6 +141,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("scheduler: Config.Horizon must be at least two ticks, got %v", c.Horizon)
 	case c.LoadInterval <= 0 || c.LoadInterval >= c.Horizon:
 		return fmt.Errorf("scheduler: Config.LoadInterval must be positive and below Horizon (%v), got %v", c.Horizon, c.LoadInterval)
+	case c.SweepInterval < 0:
+		return fmt.Errorf("scheduler: Config.SweepInterval must be positive, got %v", c.SweepInterval)
 	case c.MaxPayload < 0 || c.MaxInbox < 1 || c.GroupCache < 0:
 		return errors.New("scheduler: Config.MaxPayload and MaxInbox must be positive, GroupCache not negative")
 	}

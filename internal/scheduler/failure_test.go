@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -214,5 +215,68 @@ func TestRecurringFailureDeadLettersTheOccurrenceAndGoesOn(t *testing.T) {
 	dls, _, _ := h.s.DeadLetters(context.Background(), Caller{Client: "acme"}, "acme", 0, 10)
 	if len(dls) != 1 || dls[0].Task.Id != v.Task.Id || dls[0].Task.DueMs != epoch.Add(time.Second).UnixMilli() {
 		t.Fatalf("dead letters %v", dls)
+	}
+}
+
+// The dead letter sweep keeps each client's queue within its limits,
+// oldest first, and never deletes a group's blocked head.
+func TestDeadLetterSweepEnforcesClientLimits(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.Retry = FixedRetry{Attempts: 1}
+		c.SweepInterval = time.Minute
+		c.DeadLetterPolicy = func(client string) DeadLetterLimits {
+			if client == "acme" {
+				return DeadLetterLimits{MaxEntries: 2, Retention: time.Hour}
+			}
+			return DeadLetterLimits{}
+		}
+	})
+	block := storepb.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR
+	h.register(RegisterRequest{Payload: payload("head"), Group: "g", Mode: block})
+	h.settle()
+	h.fail(h.expect("head", 1), errRefused)
+	for i := range 4 {
+		h.register(RegisterRequest{Payload: payload("x")})
+		h.register(RegisterRequest{Client: "globex", Payload: payload("y")})
+		h.settle()
+		h.fail(h.next(), errRefused)
+		h.fail(h.next(), errRefused)
+		h.advance(time.Duration(i+1) * time.Second) // distinct failure times
+	}
+	count := func(client string) (n int, heads int) {
+		dls, _, err := h.s.DeadLetters(context.Background(), Caller{Admin: true}, client, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dl := range dls {
+			if dl.BlocksGroup {
+				heads++
+			}
+		}
+		return len(dls), heads
+	}
+	sweep := func(d time.Duration) {
+		t.Helper()
+		before := h.s.sweeps.Load()
+		h.advance(d)
+		deadline := time.Now().Add(waitLimit)
+		for h.s.sweeps.Load() == before {
+			if time.Now().After(deadline) {
+				t.Fatal("no dead letter sweep ran")
+			}
+			runtime.Gosched()
+		}
+		h.settle()
+	}
+	sweep(time.Minute)
+	if n, heads := count("acme"); n != 3 || heads != 1 {
+		t.Fatalf("acme keeps %d dead letters (%d blocked heads), want 2 plus the blocked head", n, heads)
+	}
+	if n, _ := count("globex"); n != 4 {
+		t.Fatalf("globex, without limits, keeps %d, want 4", n)
+	}
+	sweep(time.Hour) // past retention
+	if n, heads := count("acme"); n != 1 || heads != 1 {
+		t.Fatalf("after retention acme keeps %d (%d heads), want only the blocked head", n, heads)
 	}
 }

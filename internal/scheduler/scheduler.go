@@ -26,6 +26,8 @@ type Scheduler struct {
 	startOnce, stopOnce, abortOnce sync.Once
 	stop                           chan struct{} // closed: stop firing, drain attempts
 	abort                          chan struct{} // closed: exit now
+	sweeper                        sync.WaitGroup
+	sweeps                         atomic.Uint64 // sweeps finished
 }
 
 // New checks cfg and builds a scheduler; it does not touch the store yet.
@@ -90,6 +92,9 @@ func (s *Scheduler) start(ctx context.Context) error {
 		p.inbox.open()
 		go p.run(s.stop, s.abort)
 	}
+	if s.cfg.DeadLetterPolicy != nil {
+		s.sweeper.Go(func() { s.sweep(s.stop) })
+	}
 	return nil
 }
 
@@ -109,6 +114,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	if s.engine == nil {
 		return nil
 	}
+	s.sweeper.Wait()
 	for _, p := range s.parts {
 		select {
 		case <-p.done:
