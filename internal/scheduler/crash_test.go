@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
 // The crash test runs a child process that registers, updates and cancels
@@ -28,10 +30,18 @@ import (
 //     came before its acknowledgement);
 //   - nothing was delivered after its cancellation was acknowledged;
 //   - within a group, tasks were first delivered in acceptance order, across
-//     every crash and restart.
+//     every crash and restart;
+//   - a one-shot task acknowledged by the receiver is delivered again only
+//     after a crash (it was in flight when the process died), never twice
+//     within one run;
+//   - a BLOCK_ON_ERROR group whose head always fails stays blocked: once
+//     that head is registered, no later task of its group is delivered, in
+//     any round or after.
 //
-// Log lines: "R id group" (registered), "X id" (about to cancel), "C id"
-// (cancelled), "D id attempt" (delivery attempt).
+// Log lines: "R id group interval" (registered; group "-" for none), "X id"
+// (about to cancel), "C id" (cancelled), "D id attempt" (attempt started),
+// "D id attempt interval" (attempt started), "A id" (attempt acknowledged by the receiver), "P id" (the poison head of
+// the blocked group), and "ROUND" between runs.
 
 const crashChildEnv = "BOOMERANG_SCHEDULER_CRASH_DIR"
 
@@ -45,7 +55,7 @@ func TestCrashRecoveryKeepsEveryAcknowledgement(t *testing.T) {
 		if len(lines) == 0 {
 			t.Fatalf("round %d: child logged nothing", round)
 		}
-		log = append(log, lines...)
+		log = append(append(log, lines...), "ROUND")
 	}
 	log = append(log, drainAfterCrashes(t, dir, log)...)
 	checkCrashHistory(t, log)
@@ -113,16 +123,20 @@ func childMain() bool {
 		Partitions: 2,
 		Retry:      FixedRetry{Attempts: 4, Delay: 15 * time.Millisecond},
 		Deliverer: DelivererFunc(func(d Delivery, done func(error)) {
-			emit("D %d %d", d.Task.Id, d.Attempt)
-			if attempts.Add(1)%5 == 0 {
+			emit("D %d %d %d", d.Task.Id, d.Attempt, d.Task.IntervalMs)
+			if string(d.Task.Payload) == poison || attempts.Add(1)%5 == 0 {
 				done(errRefused)
 				return
 			}
+			emit("A %d", d.Task.Id)
 			done(nil)
 		}),
 	})
 	if err == nil {
 		err = s.Start(context.Background())
+	}
+	if err == nil {
+		err = registerPoison(s, dir, emit)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child: scheduler:", err)
@@ -132,6 +146,28 @@ func childMain() bool {
 		go childWorker(s, w, emit)
 	}
 	select {}
+}
+
+const poison = "poison"
+
+// registerPoison gives the blocked group its head once: a task that always
+// fails, with one attempt, in BLOCK_ON_ERROR mode. A marker beside the
+// store remembers it across rounds.
+func registerPoison(s *Scheduler, dir string, emit func(string, ...any)) error {
+	marker := dir + ".poison"
+	if _, err := os.Stat(marker); err == nil {
+		return nil
+	}
+	v, _, err := s.Register(context.Background(), RegisterRequest{
+		Client: "crash", Group: "blk", Payload: []byte(poison), IdempotencyKey: poison,
+		Mode:  storepb.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR,
+		Retry: &storepb.RetryPolicy{MaxAttempts: 1},
+	})
+	if err != nil {
+		return err
+	}
+	emit("P %d", v.Task.Id)
+	return os.WriteFile(marker, nil, 0o644)
 }
 
 func childWorker(s *Scheduler, w int, emit func(string, ...any)) {
@@ -147,14 +183,18 @@ func childWorker(s *Scheduler, w int, emit func(string, ...any)) {
 			req := RegisterRequest{Client: "crash", Payload: []byte("p"), Delay: 10 * time.Millisecond}
 			// Recurring tasks are rare: they never end, and every round
 			// adds some.
-			if g := rng.IntN(50); g < 32 {
+			switch g := rng.IntN(50); {
+			case g < 32:
 				req.Group = "g" + strconv.Itoa(g%8)
-			} else if g == 32 {
+			case g == 32:
 				req.Interval = 300 * time.Millisecond
+			case g == 33:
+				req.Group = "blk"
+				req.Mode = storepb.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR
 			}
 			v, _, err := s.Register(ctx, req)
 			if err == nil {
-				emit("R %d %s", v.Task.Id, req.Group)
+				emit("R %d %s %d", v.Task.Id, cmp.Or(req.Group, "-"), req.Interval.Milliseconds())
 				mine = append(mine, v.Task.Id)
 			}
 		case op < 8:
@@ -182,10 +222,14 @@ func drainAfterCrashes(t *testing.T, dir string, log []string) []string {
 	need, done := map[uint64]bool{}, map[uint64]bool{}
 	for _, line := range log {
 		f := strings.Fields(line)
+		if len(f) < 2 || f[0] == "P" {
+			continue
+		}
 		id, _ := strconv.ParseUint(f[1], 10, 64)
-		if f[0] == "R" {
+		switch {
+		case f[0] == "R" && f[2] != "blk": // the blocked group's tasks never run
 			need[id] = true
-		} else {
+		case f[0] != "R":
 			done[id] = true
 		}
 	}
@@ -200,14 +244,18 @@ func drainAfterCrashes(t *testing.T, dir string, log []string) []string {
 	var mu sync.Mutex
 	var lines []string
 	arrived := make(chan struct{}, 1)
-	s, err := New(Config{Store: st, Partitions: 2, Deliverer: DelivererFunc(func(d Delivery, done func(error)) {
+	s, err := New(Config{Store: st, Partitions: 2, Retry: FixedRetry{Attempts: 4}, Deliverer: DelivererFunc(func(d Delivery, done func(error)) {
 		mu.Lock()
-		lines = append(lines, fmt.Sprintf("D %d %d", d.Task.Id, d.Attempt))
+		lines = append(lines, fmt.Sprintf("D %d %d %d", d.Task.Id, d.Attempt, d.Task.IntervalMs))
 		delete(need, d.Task.Id)
 		mu.Unlock()
 		select {
 		case arrived <- struct{}{}:
 		default:
+		}
+		if string(d.Task.Payload) == poison {
+			done(errRefused)
+			return
 		}
 		done(nil)
 	})})
@@ -254,32 +302,52 @@ func drainAfterCrashes(t *testing.T, dir string, log []string) []string {
 func checkCrashHistory(t *testing.T, log []string) {
 	t.Helper()
 	group := map[uint64]string{}
+	recurring := map[uint64]bool{}
 	acked := map[uint64]bool{}
 	cancelling := map[uint64]bool{}
 	cancelled := map[uint64]bool{}
 	delivered := map[uint64]bool{}
+	ackedThisRound := map[uint64]bool{}
 	lastFirst := map[string]uint64{}
+	var poisonID uint64
 	registered := 0
 	for i, line := range log {
 		f := strings.Fields(line)
+		if f[0] == "ROUND" {
+			clear(ackedThisRound)
+			continue
+		}
 		id, err := strconv.ParseUint(f[1], 10, 64)
 		if err != nil {
 			t.Fatalf("line %d %q: %v", i, line, err)
 		}
 		switch f[0] {
+		case "P":
+			poisonID = id
+			group[id] = "blk"
+		case "A":
+			ackedThisRound[id] = true
 		case "R":
 			registered++
 			acked[id] = true
-			if len(f) > 2 {
+			if f[2] != "-" {
 				group[id] = f[2]
 			}
+			recurring[id] = f[3] != "0"
 		case "X":
 			cancelling[id] = true
 		case "C":
 			cancelled[id] = true
 		case "D":
+			recurring[id] = recurring[id] || f[3] != "0" // the R line may be lost to the kill
 			if cancelled[id] {
 				t.Fatalf("line %d: task %d delivered after its cancellation was acknowledged", i, id)
+			}
+			if ackedThisRound[id] && !recurring[id] {
+				t.Fatalf("line %d: task %d delivered again after its receiver acknowledged it, with no crash between", i, id)
+			}
+			if group[id] == "blk" && poisonID != 0 && id > poisonID {
+				t.Fatalf("line %d: task %d of the blocked group delivered after its failing head %d", i, id, poisonID)
 			}
 			if g, ok := group[id]; ok && !delivered[id] {
 				if prev := lastFirst[g]; id < prev {
@@ -290,8 +358,17 @@ func checkCrashHistory(t *testing.T, log []string) {
 			delivered[id] = true
 		}
 	}
+	blocked := 0
+	for id, g := range group {
+		if g == "blk" && id > poisonID {
+			blocked++
+		}
+	}
+	if poisonID == 0 || !delivered[poisonID] || blocked == 0 {
+		t.Fatalf("the blocked group saw no traffic: head %d attempted %v, %d tasks behind it", poisonID, delivered[poisonID], blocked)
+	}
 	for id := range acked {
-		if !delivered[id] && !cancelling[id] {
+		if !delivered[id] && !cancelling[id] && group[id] != "blk" {
 			t.Fatalf("task %d was acknowledged but never delivered", id)
 		}
 	}
