@@ -295,6 +295,8 @@ func TestInvalidRequestsNameTheField(t *testing.T) {
 		{RegisterRequest{Client: "c", Interval: time.Microsecond}, "interval"},
 		{RegisterRequest{Client: "c", Mode: 42}, "mode"},
 		{RegisterRequest{Client: "c", Retry: &storepb.RetryPolicy{Jitter: 2}}, "retry.jitter"},
+		{RegisterRequest{Client: "c", Group: "\xff"}, "group"},
+		{RegisterRequest{Client: "c", IdempotencyKey: "\xc3"}, "idempotency_key"},
 	} {
 		_, _, err := h.s.Register(context.Background(), tc.req)
 		var fe *FieldError
@@ -302,4 +304,6 @@ func TestInvalidRequestsNameTheField(t *testing.T) {
 			t.Errorf("Register(%+v) = %v, want a FieldError for %q", tc.req, err, tc.field)
 		}
 	}
+	// None of them may have stopped the scheduler.
+	h.register(RegisterRequest{Payload: payload("ok"), Delay: time.Hour})
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
@@ -19,6 +20,16 @@ const (
 
 func (s *Scheduler) validateRegister(req *RegisterRequest) error {
 	now := s.cfg.Clock.Now()
+	// Strings are stored in protobuf records, which must be UTF-8: a bad
+	// one would make the store refuse the whole journal batch.
+	for field, v := range map[string]string{
+		"client": req.Client, "group": req.Group, "idempotency_key": req.IdempotencyKey,
+		"callback.endpoint": req.Callback.GetEndpoint(), "callback.pool": req.Callback.GetPool(),
+	} {
+		if !utf8.ValidString(v) {
+			return invalid(field, "must be valid UTF-8")
+		}
+	}
 	switch {
 	case req.Client == "":
 		return invalid("client", "is required")

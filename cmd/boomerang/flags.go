@@ -1,0 +1,119 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/boomerangd/boomerang/internal/auth"
+	"github.com/boomerangd/boomerang/internal/delivery"
+	"github.com/boomerangd/boomerang/internal/server"
+)
+
+// DefaultShutdownTimeout bounds a graceful shutdown.
+const DefaultShutdownTimeout = 30 * time.Second
+
+// options are everything the serve command is told.
+type options struct {
+	cfg             server.Config
+	configFile      string
+	pools           poolFlag
+	logLevel        string
+	logFormat       string
+	shutdownTimeout time.Duration
+}
+
+func newOptions() *options { return &options{pools: poolFlag{}} }
+
+// register binds the options to flags with their defaults.
+func (o *options) register(fs *pflag.FlagSet) {
+	c := &o.cfg
+	fs.StringVar(&o.configFile, "config", "", "YAML file of settings, keyed by flag name (flags and environment win over it)")
+	fs.StringVar(&c.DataDir, "data-dir", server.DefaultDataDir, "directory of the store; created if missing")
+	fs.StringVar(&c.TCPAddr, "tcp-addr", server.DefaultTCPAddr, "raw TCP (protobuf frames) listen address; port 0 picks one")
+	fs.StringVar(&c.HTTPAddr, "http-addr", server.DefaultHTTPAddr, "HTTP listen address: Connect/gRPC/gRPC-Web/JSON, /metrics, /healthz, /readyz")
+	fs.IntVar(&c.MaxPayloadBytes, "max-payload-bytes", server.DefaultMaxPayloadBytes, "largest task payload in bytes")
+	fs.IntVar(&c.MaxFrameBytes, "max-frame-bytes", 0, "largest raw TCP frame and Connect message in bytes (0: max-payload-bytes + 64 KiB)")
+	fs.IntVar(&c.MaxInFlight, "max-in-flight", server.DefaultMaxInFlight, "requests one raw TCP connection may have outstanding before it is not read further")
+	fs.IntVar(&c.MaxConnections, "max-connections", server.DefaultMaxConnections, "open raw TCP connections; more are refused with BUSY")
+	fs.DurationVar(&c.HandshakeTimeout, "handshake-timeout", server.DefaultHandshakeTimeout, "time a new raw TCP connection has to send its first frame (and HTTP request headers)")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "idle raw TCP and HTTP keep-alive connections are closed after this")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", server.DefaultWriteTimeout, "a raw TCP client that does not read its responses for this long is disconnected")
+	fs.DurationVar(&c.SessionTTL, "session-ttl", auth.DefaultSessionTTL, "how long a session lives after login or refresh")
+	fs.StringVar(&c.AdminID, "admin-id", server.DefaultAdminID, "id of the admin client created on first start")
+	fs.StringVar(&c.AdminPassword, "admin-password", "", "password of the admin created on first start (empty: generate one and print it once)")
+	fs.IntVar(&c.Partitions, "partitions", 0, "scheduler partitions, a power of two (0: GOMAXPROCS rounded up)")
+	fs.Var(&o.pools, "pool", "dispatch pool name=maxConcurrent[,maxPerSecond]; repeatable (maxPerSecond 0: no rate limit)")
+	fs.DurationVar(&c.DeliveryTimeout, "delivery-timeout", delivery.DefaultTimeout, "timeout of a delivery attempt whose callback sets none")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "on SIGINT or SIGTERM, how long to wait for requests and deliveries under way")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
+}
+
+// poolFlag collects --pool values.
+type poolFlag map[string]delivery.PoolConfig
+
+// parsePool parses name=maxConcurrent[,maxPerSecond].
+func parsePool(s string) (string, delivery.PoolConfig, error) {
+	var pc delivery.PoolConfig
+	name, limits, ok := strings.Cut(strings.TrimSpace(s), "=")
+	if !ok || name == "" {
+		return "", pc, fmt.Errorf("pool %q: want name=maxConcurrent[,maxPerSecond]", s)
+	}
+	concurrent, rate, hasRate := strings.Cut(limits, ",")
+	n, err := strconv.Atoi(strings.TrimSpace(concurrent))
+	if err != nil || n < 1 {
+		return "", pc, fmt.Errorf("pool %q: maxConcurrent must be a positive integer", s)
+	}
+	pc.MaxConcurrent = n
+	if hasRate {
+		r, err := strconv.ParseFloat(strings.TrimSpace(rate), 64)
+		if err != nil || r < 0 {
+			return "", pc, fmt.Errorf("pool %q: maxPerSecond must be a number, not negative", s)
+		}
+		pc.MaxPerSecond = r
+	}
+	return name, pc, nil
+}
+
+func (p poolFlag) String() string { return strings.Join(p.GetSlice(), " ") }
+
+func (p poolFlag) Set(s string) error { return p.Append(s) }
+
+func (p poolFlag) Type() string { return "pool" }
+
+// Append adds one pool; pflag.SliceValue lets the environment and the
+// config file give several.
+func (p poolFlag) Append(s string) error {
+	name, pc, err := parsePool(s)
+	if err != nil {
+		return err
+	}
+	p[name] = pc
+	return nil
+}
+
+// Replace sets the pools to vals.
+func (p poolFlag) Replace(vals []string) error {
+	clear(p)
+	for _, v := range vals {
+		if err := p.Append(v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GetSlice returns the pools in flag syntax, sorted by name.
+func (p poolFlag) GetSlice() []string {
+	var out []string
+	for name, pc := range p {
+		out = append(out, fmt.Sprintf("%s=%d,%g", name, pc.MaxConcurrent, pc.MaxPerSecond))
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/boomerangd/boomerang/internal/server"
+)
+
+// serve runs the server until SIGINT or SIGTERM, then shuts it down
+// gracefully within the shutdown timeout. A second signal during the
+// shutdown ends the process at once.
+func serve(ctx context.Context, o *options, stderr io.Writer) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	log := newLogger(o, stderr)
+	cfg := o.cfg
+	cfg.Logger = log
+	cfg.Version = buildVersion()
+	srv, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	if pw := srv.BootstrapPassword(); pw != "" {
+		printAdminPassword(stderr, cfg.AdminID, pw)
+	}
+	<-ctx.Done()
+	stop() // a second signal now ends the process
+	log.Info("shutting down: finishing requests and deliveries under way", "timeout", o.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer cancel()
+	return srv.Stop(sctx)
+}
+
+// printAdminPassword shows a generated admin password, the only time it
+// is ever shown.
+func printAdminPassword(w io.Writer, id, password string) {
+	fmt.Fprintf(w, "\n*** boomerang: created admin client %q with generated password: %s\n"+
+		"*** Store it now: it is shown only this once (set --admin-password or BOOMERANG_ADMIN_PASSWORD to choose one).\n\n", id, password)
+}
+
+func newLogger(o *options, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: logLevels[o.logLevel]}
+	if o.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,134 @@
+package auth
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Defaults for Config fields left at zero.
+const (
+	DefaultSessionTTL           = time.Hour
+	DefaultExpiredRetention     = 24 * time.Hour
+	DefaultLoginBackoff         = 200 * time.Millisecond
+	DefaultMaxLoginBackoff      = 30 * time.Second
+	DefaultMaxSessionsPerClient = 1000
+	DefaultMaxThrottled         = 1 << 16
+)
+
+// Default argon2id parameters: the OWASP recommendation for argon2id
+// (19 MiB, two passes, one lane). They are stored with each hash, so
+// raising them later leaves existing passwords valid.
+const (
+	DefaultHashTime      = 2
+	DefaultHashMemoryKiB = 19 * 1024
+	DefaultHashThreads   = 1
+)
+
+// HashParams are argon2id's cost parameters.
+type HashParams struct {
+	Time      uint32 // passes over memory
+	MemoryKiB uint32 // memory in KiB
+	Threads   uint8  // lanes
+}
+
+// Config configures an Auth.
+type Config struct {
+	// SessionTTL is how long a session lives after login or refresh.
+	// Default 1 hour.
+	SessionTTL time.Duration
+
+	// ExpiredRetention is how long an expired session is remembered, so
+	// that it is answered with ErrSessionExpired rather than
+	// ErrUnknownSession. Default 24 hours.
+	ExpiredRetention time.Duration
+
+	// LoginBackoff is the wait imposed after a client's first failed
+	// login; it doubles with each further failure up to MaxLoginBackoff.
+	// Defaults 200 ms and 30 s.
+	LoginBackoff    time.Duration
+	MaxLoginBackoff time.Duration
+
+	// MaxSessionsPerClient bounds one client's live sessions; a login
+	// beyond it ends the client's oldest session. Default 1000.
+	MaxSessionsPerClient int
+
+	// MaxThrottled bounds the client ids whose failed logins are
+	// remembered. Default 65536.
+	MaxThrottled int
+
+	// Hash sets the cost of new password hashes. Zero fields take the
+	// DefaultHash* values.
+	Hash HashParams
+
+	// MaxConcurrentHashes bounds password hashes computed at once, each
+	// holding Hash.MemoryKiB of memory. Default GOMAXPROCS.
+	MaxConcurrentHashes int
+
+	// Clock decides session expiry and login backoff. Default: the real
+	// clock.
+	Clock clockwork.Clock
+
+	// Logger receives client registrations and bootstrap events, never
+	// per-login lines. Default: discard.
+	Logger *slog.Logger
+}
+
+func (c *Config) ensureDefaults() {
+	if c.SessionTTL == 0 {
+		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.ExpiredRetention == 0 {
+		c.ExpiredRetention = DefaultExpiredRetention
+	}
+	if c.LoginBackoff == 0 {
+		c.LoginBackoff = DefaultLoginBackoff
+	}
+	if c.MaxLoginBackoff == 0 {
+		c.MaxLoginBackoff = DefaultMaxLoginBackoff
+	}
+	if c.MaxSessionsPerClient == 0 {
+		c.MaxSessionsPerClient = DefaultMaxSessionsPerClient
+	}
+	if c.MaxThrottled == 0 {
+		c.MaxThrottled = DefaultMaxThrottled
+	}
+	if c.Hash.Time == 0 {
+		c.Hash.Time = DefaultHashTime
+	}
+	if c.Hash.MemoryKiB == 0 {
+		c.Hash.MemoryKiB = DefaultHashMemoryKiB
+	}
+	if c.Hash.Threads == 0 {
+		c.Hash.Threads = DefaultHashThreads
+	}
+	if c.MaxConcurrentHashes == 0 {
+		c.MaxConcurrentHashes = runtime.GOMAXPROCS(0)
+	}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.SessionTTL < time.Second:
+		return fmt.Errorf("auth: Config.SessionTTL must be at least 1s, got %v", c.SessionTTL)
+	case c.ExpiredRetention < 0:
+		return fmt.Errorf("auth: Config.ExpiredRetention must not be negative, got %v", c.ExpiredRetention)
+	case c.LoginBackoff < 0 || c.MaxLoginBackoff < c.LoginBackoff:
+		return fmt.Errorf("auth: Config.LoginBackoff (%v) must not be negative nor above MaxLoginBackoff (%v)", c.LoginBackoff, c.MaxLoginBackoff)
+	case c.MaxSessionsPerClient < 1 || c.MaxThrottled < 1 || c.MaxConcurrentHashes < 1:
+		return errors.New("auth: Config.MaxSessionsPerClient, MaxThrottled and MaxConcurrentHashes must be positive")
+	case c.Hash.MemoryKiB < 8*uint32(c.Hash.Threads):
+		return fmt.Errorf("auth: Config.Hash.MemoryKiB must be at least 8 KiB per thread, got %d", c.Hash.MemoryKiB)
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package auth
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"go.uber.org/goleak"
+
+	"github.com/boomerangd/boomerang/internal/store"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// epoch is the fake clock's start.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// lightHash keeps tests fast under -race; the format and the checks are
+// the same as with the production parameters.
+var lightHash = HashParams{Time: 1, MemoryKiB: 64, Threads: 1}
+
+type fixture struct {
+	dir   string
+	st    *store.Store
+	clock *clockwork.FakeClock
+	a     *Auth
+	tune  func(*Config)
+}
+
+// newFixture runs an Auth over a real store in a temp dir and a fake
+// clock.
+func newFixture(t *testing.T, tune func(*Config)) *fixture {
+	t.Helper()
+	f := &fixture{dir: t.TempDir(), clock: clockwork.NewFakeClockAt(epoch), tune: tune}
+	f.open(t)
+	t.Cleanup(func() { f.close(t) })
+	return f
+}
+
+func (f *fixture) open(t *testing.T) {
+	t.Helper()
+	st, err := store.Open(f.dir, store.Options{})
+	if err != nil {
+		t.Fatalf("store.Open: %v", err)
+	}
+	cfg := Config{Clock: f.clock, Hash: lightHash}
+	if f.tune != nil {
+		f.tune(&cfg)
+	}
+	a, err := New(st, cfg)
+	if err != nil {
+		_ = st.Close()
+		t.Fatalf("New: %v", err)
+	}
+	f.st, f.a = st, a
+}
+
+func (f *fixture) close(t *testing.T) {
+	t.Helper()
+	if f.st == nil {
+		return
+	}
+	if err := f.st.Close(); err != nil {
+		t.Errorf("store.Close: %v", err)
+	}
+	f.st, f.a = nil, nil
+}
+
+// reopen simulates a restart: a new Auth over the same directory.
+func (f *fixture) reopen(t *testing.T) {
+	t.Helper()
+	f.close(t)
+	f.open(t)
+}
+
+func (f *fixture) register(t *testing.T, id, password string, admin bool) {
+	t.Helper()
+	if _, _, err := f.a.RegisterClient(ClientSpec{ID: id, Password: password, Admin: admin}); err != nil {
+		t.Fatalf("RegisterClient(%q): %v", id, err)
+	}
+}
+
+func (f *fixture) login(t *testing.T, id, password string) Session {
+	t.Helper()
+	s, err := f.a.Login(id, password)
+	if err != nil {
+		t.Fatalf("Login(%q): %v", id, err)
+	}
+	return s
+}

@@ -1,0 +1,92 @@
+package auth
+
+import (
+	"sync"
+	"time"
+)
+
+// throttle slows down password guessing per client id: after a failed
+// login, attempts for the same id are refused until a backoff has passed,
+// without running the KDF. The backoff doubles with each consecutive
+// failure up to a maximum; a success, or a quiet period of twice the
+// maximum, resets it.
+type throttle struct {
+	base, max time.Duration
+	limit     int
+
+	mu      sync.Mutex
+	entries map[string]*failures
+}
+
+type failures struct {
+	count int
+	until time.Time // attempts before this are refused
+}
+
+func newThrottle(cfg *Config) *throttle {
+	return &throttle{base: cfg.LoginBackoff, max: cfg.MaxLoginBackoff, limit: cfg.MaxThrottled, entries: map[string]*failures{}}
+}
+
+// wait returns how long client must still wait before its next attempt;
+// zero means it may try now.
+func (t *throttle) wait(client string, now time.Time) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if f := t.entries[client]; f != nil && now.Before(f.until) {
+		return f.until.Sub(now)
+	}
+	return 0
+}
+
+// fail records a failed attempt and returns the backoff it imposes.
+func (t *throttle) fail(client string, now time.Time) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.entries[client]
+	if f == nil {
+		t.makeRoom(now)
+		f = &failures{}
+		t.entries[client] = f
+	}
+	if t.forgotten(f, now) {
+		f.count = 0
+	}
+	f.count++
+	wait := t.max
+	if shift := f.count - 1; shift < 32 && t.base<<shift < t.max {
+		wait = t.base << shift
+	}
+	f.until = now.Add(wait)
+	return wait
+}
+
+// succeed clears a client's failures.
+func (t *throttle) succeed(client string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.entries, client)
+}
+
+// forgotten reports whether f's failures are old enough to start over.
+func (t *throttle) forgotten(f *failures, now time.Time) bool {
+	return now.Sub(f.until) >= 2*t.max
+}
+
+// makeRoom keeps the table within its limit: first by dropping forgotten
+// entries, then, under a flood of distinct ids, an arbitrary one.
+func (t *throttle) makeRoom(now time.Time) {
+	if len(t.entries) < t.limit {
+		return
+	}
+	for id, f := range t.entries {
+		if t.forgotten(f, now) {
+			delete(t.entries, id)
+		}
+	}
+	for id := range t.entries {
+		if len(t.entries) < t.limit {
+			break
+		}
+		delete(t.entries, id)
+	}
+}

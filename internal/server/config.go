@@ -1,0 +1,216 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"github.com/boomerangd/boomerang/internal/auth"
+	"github.com/boomerangd/boomerang/internal/delivery"
+	"github.com/boomerangd/boomerang/internal/scheduler"
+	"github.com/boomerangd/boomerang/internal/store"
+)
+
+// Defaults for Config fields left at zero. They work on a laptop with no
+// other services.
+const (
+	DefaultDataDir          = "./boomerang-data"
+	DefaultTCPAddr          = "127.0.0.1:7070"
+	DefaultHTTPAddr         = "127.0.0.1:7071"
+	DefaultMaxPayloadBytes  = 1 << 20
+	DefaultFrameOverhead    = 64 << 10 // MaxFrameBytes = MaxPayloadBytes + this
+	DefaultMaxInFlight      = 256
+	DefaultMaxConnections   = 10000
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultIdleTimeout      = 5 * time.Minute
+	DefaultWriteTimeout     = 30 * time.Second
+	DefaultCloseLinger      = time.Second
+	DefaultAdminID          = "admin"
+	DefaultVersion          = "dev"
+)
+
+// Limits on Config values.
+const (
+	// MinFrameOverhead is the least room a frame must leave beyond the
+	// largest payload, for the other fields of a request.
+	MinFrameOverhead = 4 << 10
+	// MaxFrameLimit bounds MaxFrameBytes: 64 MiB.
+	MaxFrameLimit = 64 << 20
+)
+
+// Config configures a Server. Zero fields take the defaults above unless
+// their comment says otherwise.
+type Config struct {
+	// DataDir holds the store. Default "./boomerang-data"; created if
+	// missing.
+	DataDir string
+
+	// TCPAddr is the raw TCP (protobuf frames) listen address; HTTPAddr
+	// serves Connect (gRPC, gRPC-Web, HTTP/JSON), /metrics, /healthz and
+	// /readyz. Port 0 picks a free port (see TCPAddr and HTTPAddr
+	// methods). Defaults 127.0.0.1:7070 and 127.0.0.1:7071.
+	TCPAddr  string
+	HTTPAddr string
+
+	// MaxPayloadBytes bounds a task's payload; the scheduler's limit
+	// follows it. Default 1 MiB.
+	MaxPayloadBytes int
+
+	// MaxFrameBytes bounds one raw TCP frame (without its length prefix)
+	// and one Connect request message; list responses are cut short to
+	// stay under it. It must leave MinFrameOverhead beyond
+	// MaxPayloadBytes. Default MaxPayloadBytes + 64 KiB.
+	MaxFrameBytes int
+
+	// MaxInFlight bounds the requests of one raw TCP connection that are
+	// running or waiting for their response to be written; the
+	// connection is not read further until one finishes. Default 256.
+	MaxInFlight int
+
+	// MaxConnections bounds open raw TCP connections; beyond it new ones
+	// get a BUSY error frame and are closed. Default 10000.
+	MaxConnections int
+
+	// HandshakeTimeout is how long a new raw TCP connection may take to
+	// send its first frame. Default 10 s.
+	HandshakeTimeout time.Duration
+
+	// IdleTimeout closes a raw TCP connection that sent nothing and had
+	// nothing outstanding for this long, and an HTTP keep-alive
+	// connection idle for as long. A frame must also arrive whole within
+	// it once begun. Default 5 minutes.
+	IdleTimeout time.Duration
+
+	// WriteTimeout bounds one write of responses to a raw TCP connection;
+	// a client that stops reading is disconnected after it. Default 30 s.
+	WriteTimeout time.Duration
+
+	// CloseLinger is how long a closing raw TCP connection keeps
+	// discarding input after its last response, so that unread input
+	// does not reset the connection and destroy responses in flight.
+	// Default 1 s.
+	CloseLinger time.Duration
+
+	// SessionTTL is how long a session lives after login or refresh.
+	// Default 1 hour.
+	SessionTTL time.Duration
+
+	// AdminID and AdminPassword create the first admin when the store has
+	// no clients. An empty AdminPassword generates one, available once
+	// from BootstrapPassword. Both are ignored once clients exist.
+	// Default AdminID "admin".
+	AdminID       string
+	AdminPassword string
+
+	// PasswordHash sets the argon2id cost of new password hashes. Zero
+	// fields take the auth.DefaultHash* values.
+	PasswordHash auth.HashParams
+
+	// Partitions is the number of scheduler partitions, a power of two.
+	// Default: GOMAXPROCS rounded up.
+	Partitions int
+
+	// Pools are the delivery engine's named dispatch pools, and
+	// DeliveryTimeout its per-attempt timeout for callbacks that set
+	// none. Default: only the default pool; delivery.DefaultTimeout.
+	Pools           map[string]delivery.PoolConfig
+	DeliveryTimeout time.Duration
+
+	// Version is reported by GetServerInfo. Default "dev".
+	Version string
+
+	// Logger receives lifecycle events and errors, never a line per
+	// request. Default: discard.
+	Logger *slog.Logger
+
+	// Clock drives task due times, session expiry and login backoff.
+	// Socket deadlines and latency metrics use real time. Default: the
+	// real clock.
+	Clock clockwork.Clock
+
+	// Deliverer and Retry replace parts of the delivery engine, for
+	// tests. With a nil Deliverer the server runs the delivery engine,
+	// which also decides retries unless Retry is set. With a Deliverer
+	// and no Retry, the scheduler's default retry applies.
+	Deliverer scheduler.Deliverer
+	Retry     scheduler.RetryDecider
+}
+
+func (c *Config) ensureDefaults() {
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	if c.TCPAddr == "" {
+		c.TCPAddr = DefaultTCPAddr
+	}
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = DefaultHTTPAddr
+	}
+	if c.MaxPayloadBytes == 0 {
+		c.MaxPayloadBytes = DefaultMaxPayloadBytes
+	}
+	if c.MaxFrameBytes == 0 {
+		c.MaxFrameBytes = c.MaxPayloadBytes + DefaultFrameOverhead
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.CloseLinger == 0 {
+		c.CloseLinger = DefaultCloseLinger
+	}
+	if c.SessionTTL == 0 {
+		c.SessionTTL = auth.DefaultSessionTTL
+	}
+	if c.AdminID == "" {
+		c.AdminID = DefaultAdminID
+	}
+	if c.Version == "" {
+		c.Version = DefaultVersion
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
+}
+
+func (c *Config) validate() error {
+	for name, addr := range map[string]string{"TCPAddr": c.TCPAddr, "HTTPAddr": c.HTTPAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("server: Config.%s %q must be host:port: %v", name, addr, err)
+		}
+	}
+	switch {
+	case c.MaxPayloadBytes < 0:
+		return fmt.Errorf("server: Config.MaxPayloadBytes must not be negative, got %d", c.MaxPayloadBytes)
+	case c.MaxFrameBytes > MaxFrameLimit:
+		return fmt.Errorf("server: Config.MaxFrameBytes must be at most %d, got %d", MaxFrameLimit, c.MaxFrameBytes)
+	case c.MaxFrameBytes < c.MaxPayloadBytes+MinFrameOverhead:
+		return fmt.Errorf("server: Config.MaxFrameBytes (%d) must exceed MaxPayloadBytes (%d) by at least %d bytes",
+			c.MaxFrameBytes, c.MaxPayloadBytes, MinFrameOverhead)
+	case c.Partitions < 1 || c.Partitions&(c.Partitions-1) != 0 || c.Partitions > store.Shards:
+		return fmt.Errorf("server: Config.Partitions must be a power of two between 1 and %d, got %d", store.Shards, c.Partitions)
+	case c.MaxInFlight < 1 || c.MaxConnections < 1:
+		return errors.New("server: Config.MaxInFlight and MaxConnections must be positive")
+	case c.HandshakeTimeout < 0 || c.IdleTimeout < 0 || c.WriteTimeout < 0 || c.CloseLinger < 0:
+		return errors.New("server: Config.HandshakeTimeout, IdleTimeout, WriteTimeout and CloseLinger must not be negative")
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+
+	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
+	"github.com/boomerangd/boomerang/api/boomerang/v1/boomerangv1connect"
+	"github.com/boomerangd/boomerang/internal/auth"
+)
+
+// connectHandler serves the Service as boomerang.v1.BoomerangService over
+// Connect, gRPC and gRPC-Web. The session travels in the
+// "Authorization: Bearer <session id>" header.
+type connectHandler struct {
+	svc *Service
+	m   *metrics
+}
+
+var _ boomerangv1connect.BoomerangServiceHandler = (*connectHandler)(nil)
+
+// newConnectHandler returns the handler's path prefix and the handler.
+func newConnectHandler(svc *Service, m *metrics, maxFrame int) (string, http.Handler) {
+	return boomerangv1connect.NewBoomerangServiceHandler(&connectHandler{svc: svc, m: m},
+		connect.WithReadMaxBytes(maxFrame),
+		connect.WithRecover(func(_ context.Context, spec connect.Spec, _ http.Header, r any) error {
+			svc.log.Error("request panicked", "procedure", spec.Procedure, "panic", r)
+			return ConnectError(fmt.Errorf("panic: %v", r))
+		}),
+	)
+}
+
+// sessionOf returns the session id of a request's Authorization header.
+func sessionOf(h http.Header) string {
+	v := h.Get("Authorization")
+	if len(v) > 7 && strings.EqualFold(v[:7], "Bearer ") {
+		return strings.TrimSpace(v[7:])
+	}
+	return ""
+}
+
+// serve authenticates a request, runs op and maps its error.
+func serve[Req, Resp any](ctx context.Context, h *connectHandler, name string, req *connect.Request[Req],
+	op func(context.Context, auth.Principal, *Req) (*Resp, error)) (*connect.Response[Resp], error) {
+	start := time.Now()
+	p, err := h.svc.Authenticate(sessionOf(req.Header()))
+	var resp *Resp
+	if err == nil {
+		resp, err = op(ctx, p, req.Msg)
+	}
+	return answer(h, name, start, resp, err)
+}
+
+// answer counts a request and wraps its result for Connect.
+func answer[Resp any](h *connectHandler, name string, start time.Time, resp *Resp, err error) (*connect.Response[Resp], error) {
+	h.m.observe(name, StatusOf(err), time.Since(start))
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return connect.NewResponse(resp), nil
+}
+
+func (h *connectHandler) Login(ctx context.Context, req *connect.Request[boomerangv1.LoginRequest]) (*connect.Response[boomerangv1.LoginResponse], error) {
+	start := time.Now()
+	resp, err := h.svc.Login(ctx, req.Msg)
+	return answer(h, "Login", start, resp, err)
+}
+
+func (h *connectHandler) RefreshSession(ctx context.Context, req *connect.Request[boomerangv1.RefreshSessionRequest]) (*connect.Response[boomerangv1.RefreshSessionResponse], error) {
+	start := time.Now()
+	resp, err := h.svc.RefreshSession(ctx, sessionOf(req.Header()), req.Msg)
+	return answer(h, "RefreshSession", start, resp, err)
+}
+
+func (h *connectHandler) RegisterClient(ctx context.Context, req *connect.Request[boomerangv1.RegisterClientRequest]) (*connect.Response[boomerangv1.RegisterClientResponse], error) {
+	return serve(ctx, h, "RegisterClient", req, h.svc.RegisterClient)
+}
+
+func (h *connectHandler) DeregisterClient(ctx context.Context, req *connect.Request[boomerangv1.DeregisterClientRequest]) (*connect.Response[boomerangv1.DeregisterClientResponse], error) {
+	return serve(ctx, h, "DeregisterClient", req, h.svc.DeregisterClient)
+}
+
+func (h *connectHandler) ListClients(ctx context.Context, req *connect.Request[boomerangv1.ListClientsRequest]) (*connect.Response[boomerangv1.ListClientsResponse], error) {
+	return serve(ctx, h, "ListClients", req, h.svc.ListClients)
+}
+
+func (h *connectHandler) RegisterTask(ctx context.Context, req *connect.Request[boomerangv1.RegisterTaskRequest]) (*connect.Response[boomerangv1.RegisterTaskResponse], error) {
+	return serve(ctx, h, "RegisterTask", req, h.svc.RegisterTask)
+}
+
+func (h *connectHandler) UpdateTask(ctx context.Context, req *connect.Request[boomerangv1.UpdateTaskRequest]) (*connect.Response[boomerangv1.UpdateTaskResponse], error) {
+	return serve(ctx, h, "UpdateTask", req, h.svc.UpdateTask)
+}
+
+func (h *connectHandler) CancelTask(ctx context.Context, req *connect.Request[boomerangv1.CancelTaskRequest]) (*connect.Response[boomerangv1.CancelTaskResponse], error) {
+	return serve(ctx, h, "CancelTask", req, h.svc.CancelTask)
+}
+
+func (h *connectHandler) GetTask(ctx context.Context, req *connect.Request[boomerangv1.GetTaskRequest]) (*connect.Response[boomerangv1.GetTaskResponse], error) {
+	return serve(ctx, h, "GetTask", req, h.svc.GetTask)
+}
+
+func (h *connectHandler) ListTasks(ctx context.Context, req *connect.Request[boomerangv1.ListTasksRequest]) (*connect.Response[boomerangv1.ListTasksResponse], error) {
+	return serve(ctx, h, "ListTasks", req, h.svc.ListTasks)
+}
+
+func (h *connectHandler) ListDeadLetters(ctx context.Context, req *connect.Request[boomerangv1.ListDeadLettersRequest]) (*connect.Response[boomerangv1.ListDeadLettersResponse], error) {
+	return serve(ctx, h, "ListDeadLetters", req, h.svc.ListDeadLetters)
+}
+
+func (h *connectHandler) GetDeadLetter(ctx context.Context, req *connect.Request[boomerangv1.GetDeadLetterRequest]) (*connect.Response[boomerangv1.GetDeadLetterResponse], error) {
+	return serve(ctx, h, "GetDeadLetter", req, h.svc.GetDeadLetter)
+}
+
+func (h *connectHandler) ReplayDeadLetter(ctx context.Context, req *connect.Request[boomerangv1.ReplayDeadLetterRequest]) (*connect.Response[boomerangv1.ReplayDeadLetterResponse], error) {
+	return serve(ctx, h, "ReplayDeadLetter", req, h.svc.ReplayDeadLetter)
+}
+
+func (h *connectHandler) DeleteDeadLetter(ctx context.Context, req *connect.Request[boomerangv1.DeleteDeadLetterRequest]) (*connect.Response[boomerangv1.DeleteDeadLetterResponse], error) {
+	return serve(ctx, h, "DeleteDeadLetter", req, h.svc.DeleteDeadLetter)
+}
+
+func (h *connectHandler) GetGroup(ctx context.Context, req *connect.Request[boomerangv1.GetGroupRequest]) (*connect.Response[boomerangv1.GetGroupResponse], error) {
+	return serve(ctx, h, "GetGroup", req, h.svc.GetGroup)
+}
+
+func (h *connectHandler) UnblockGroup(ctx context.Context, req *connect.Request[boomerangv1.UnblockGroupRequest]) (*connect.Response[boomerangv1.UnblockGroupResponse], error) {
+	return serve(ctx, h, "UnblockGroup", req, h.svc.UnblockGroup)
+}
+
+func (h *connectHandler) SkipGroup(ctx context.Context, req *connect.Request[boomerangv1.SkipGroupRequest]) (*connect.Response[boomerangv1.SkipGroupResponse], error) {
+	return serve(ctx, h, "SkipGroup", req, h.svc.SkipGroup)
+}
+
+func (h *connectHandler) GetServerInfo(ctx context.Context, req *connect.Request[boomerangv1.GetServerInfoRequest]) (*connect.Response[boomerangv1.GetServerInfoResponse], error) {
+	return serve(ctx, h, "GetServerInfo", req, h.svc.GetServerInfo)
+}

@@ -1,0 +1,122 @@
+package server
+
+import (
+	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
+	"github.com/boomerangd/boomerang/internal/scheduler"
+	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/store/storepb"
+)
+
+// The wire enums DispatchMode, Protocol and Backoff have the same numbers
+// as the store's; values are checked before they are converted.
+
+var taskStatuses = map[scheduler.Status]boomerangv1.TaskStatus{
+	scheduler.StatusScheduled:  boomerangv1.TaskStatus_TASK_STATUS_SCHEDULED,
+	scheduler.StatusQueued:     boomerangv1.TaskStatus_TASK_STATUS_QUEUED,
+	scheduler.StatusDelivering: boomerangv1.TaskStatus_TASK_STATUS_DELIVERING,
+	scheduler.StatusRetrying:   boomerangv1.TaskStatus_TASK_STATUS_RETRYING,
+}
+
+func taskToWire(v scheduler.TaskView) *boomerangv1.Task {
+	t := v.Task
+	if t == nil {
+		return nil
+	}
+	return &boomerangv1.Task{
+		Id:               t.Id,
+		Client:           t.Client,
+		Group:            t.Group,
+		Payload:          t.Payload,
+		FireAtMs:         t.DueMs,
+		RepeatIntervalMs: t.IntervalMs,
+		Seq:              t.Seq,
+		Mode:             boomerangv1.DispatchMode(t.Mode),
+		Status:           taskStatuses[v.Status],
+		Attempts:         t.Attempts,
+		NextAttemptMs:    t.NextAttemptMs,
+		LastError:        t.LastError,
+		Fires:            t.Fires,
+		IdempotencyKey:   t.IdempotencyKey,
+		Callback:         callbackToWire(t.Callback),
+		Retry:            retryToWire(t.Retry),
+		CreatedMs:        t.CreatedMs,
+		UpdatedMs:        t.UpdatedMs,
+	}
+}
+
+func deadLetterToWire(d *storepb.DeadLetter) *boomerangv1.DeadLetter {
+	return &boomerangv1.DeadLetter{
+		Id:          store.DeadLetterID(d),
+		Task:        taskToWire(scheduler.TaskView{Task: d.Task}),
+		LastError:   d.LastError,
+		Attempts:    d.Attempts,
+		FailedMs:    d.FailedMs,
+		BlocksGroup: d.BlocksGroup,
+	}
+}
+
+func groupToWire(g *storepb.Group) *boomerangv1.Group {
+	return &boomerangv1.Group{
+		Client:              g.Client,
+		Group:               g.Group,
+		NextSeq:             g.NextSeq,
+		Blocked:             g.BlockedTask != 0,
+		BlockedDeadLetterId: g.BlockedTask, // the blocked head is a dead letter id
+		BlockedSinceMs:      g.BlockedSinceMs,
+	}
+}
+
+func clientToWire(c *storepb.Client) *boomerangv1.ClientConfig {
+	cc := &boomerangv1.ClientConfig{
+		Id:          c.Id,
+		Admin:       c.Admin,
+		Callback:    callbackToWire(c.Callback),
+		Retry:       retryToWire(c.Retry),
+		DefaultMode: boomerangv1.DispatchMode(c.DefaultMode),
+		CreatedMs:   c.CreatedMs,
+	}
+	if c.DlqMaxEntries != 0 || c.DlqRetentionMs != 0 {
+		cc.DeadLetters = &boomerangv1.DeadLetterPolicy{MaxEntries: c.DlqMaxEntries, RetentionMs: c.DlqRetentionMs}
+	}
+	return cc
+}
+
+func callbackToWire(c *storepb.Callback) *boomerangv1.Callback {
+	if c == nil {
+		return nil
+	}
+	return &boomerangv1.Callback{
+		Protocol: boomerangv1.Protocol(c.Protocol), Endpoint: c.Endpoint, TimeoutMs: c.TimeoutMs, Pool: c.Pool,
+	}
+}
+
+func callbackFromWire(c *boomerangv1.Callback) *storepb.Callback {
+	if c == nil {
+		return nil
+	}
+	return &storepb.Callback{
+		Protocol: storepb.Protocol(c.Protocol), Endpoint: c.Endpoint, TimeoutMs: c.TimeoutMs, Pool: c.Pool,
+	}
+}
+
+func retryToWire(r *storepb.RetryPolicy) *boomerangv1.RetryPolicy {
+	if r == nil {
+		return nil
+	}
+	return &boomerangv1.RetryPolicy{
+		Backoff: boomerangv1.Backoff(r.Backoff), InitialIntervalMs: r.InitialIntervalMs, MaxIntervalMs: r.MaxIntervalMs,
+		Multiplier: r.Multiplier, Jitter: r.Jitter, MaxAttempts: r.MaxAttempts,
+	}
+}
+
+func retryFromWire(r *boomerangv1.RetryPolicy) *storepb.RetryPolicy {
+	if r == nil {
+		return nil
+	}
+	return &storepb.RetryPolicy{
+		Backoff: storepb.BackoffKind(r.Backoff), InitialIntervalMs: r.InitialIntervalMs, MaxIntervalMs: r.MaxIntervalMs,
+		Multiplier: r.Multiplier, Jitter: r.Jitter, MaxAttempts: r.MaxAttempts,
+	}
+}
+
+func toStoreMode(m boomerangv1.DispatchMode) storepb.DispatchMode { return storepb.DispatchMode(m) }

@@ -1,0 +1,48 @@
+package server
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// maxHeaderBytes bounds an HTTP request's headers.
+const maxHeaderBytes = 64 << 10
+
+// newHTTPServer serves the Connect handler, /metrics, /healthz and
+// /readyz. Cleartext HTTP/2 (h2c, with prior knowledge) is on beside
+// HTTP/1.1, so gRPC clients work without TLS.
+func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
+	mux := http.NewServeMux()
+	path, handler := newConnectHandler(s.svc, s.m, s.cfg.MaxFrameBytes)
+	mux.Handle(path, handler)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", s.serveReady)
+
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	return &http.Server{
+		Handler:           mux,
+		Protocols:         protocols,
+		ReadHeaderTimeout: s.cfg.HandshakeTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+}
+
+// serveReady answers 200 while the store is open, the scheduler runs and
+// the server is not stopping; 503 otherwise.
+func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
+	if !s.ready.Load() {
+		http.Error(w, "not ready: starting or stopping", http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write([]byte("ready\n"))
+}

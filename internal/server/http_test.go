@@ -1,0 +1,115 @@
+package server
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
+)
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+func TestHealthAndMetrics(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, nil)
+	defer http.DefaultClient.CloseIdleConnections()
+	ts.addClients(t)
+	base := "http://" + ts.HTTPAddr()
+	if code, body := get(t, base+"/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Fatalf("/healthz: %d %q", code, body)
+	}
+	if code, _ := get(t, base+"/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz: %d", code)
+	}
+	c := dialTCP(t, ts.TCPAddr())
+	c.login("alice", "alice-password")
+	okResponse(t, c.call(registerReq(&boomerangv1.RegisterTaskRequest{When: delay(60_000)})))
+	if resp := c.call(getReq(12345)); resp.Error.GetStatus() != boomerangv1.Status_STATUS_NOT_FOUND {
+		t.Fatal(resp)
+	}
+
+	wants := []string{
+		`boomerang_requests_total{operation="Login",status="OK"} 1`,
+		`boomerang_requests_total{operation="RegisterTask",status="OK"} 1`,
+		`boomerang_requests_total{operation="GetTask",status="NOT_FOUND"} 1`,
+		`boomerang_request_duration_seconds_count{operation="RegisterTask"} 1`,
+		"boomerang_tasks_registered_total 1",
+		"boomerang_tasks_fired_total 0",
+		"boomerang_deliveries_started_total 0",
+		"boomerang_deliveries_succeeded_total 0",
+		"boomerang_deliveries_failed_total 0",
+		"boomerang_dead_letters 0",
+		"boomerang_wheel_timers",
+		"boomerang_blocked_groups 0",
+		"boomerang_inbox_depth",
+		"boomerang_engine_queued 0",
+		"boomerang_tcp_connections 1",
+		"boomerang_sessions 1",
+		"boomerang_store_commits_total",
+		"go_goroutines",
+	}
+	// A raw TCP request is counted once its response is flushed, which
+	// may be just after the client read it: poll.
+	var missing []string
+	poll(t, "the metrics", func() bool {
+		code, body := get(t, base+"/metrics")
+		if code != http.StatusOK {
+			t.Fatalf("/metrics: %d", code)
+		}
+		missing = missing[:0]
+		for _, want := range wants {
+			if !strings.Contains(body, want) {
+				missing = append(missing, want)
+			}
+		}
+		if len(missing) > 0 {
+			t.Logf("/metrics lacks %q", missing)
+		}
+		return len(missing) == 0
+	})
+}
+
+func TestReadyzFollowsLifecycle(t *testing.T) {
+	t.Parallel()
+	s, err := New(Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	s.serveReady(rec, httptest.NewRequest("GET", "/readyz", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz before Start: %d", rec.Code)
+	}
+	ts := startServer(t, nil)
+	rec = httptest.NewRecorder()
+	ts.serveReady(rec, httptest.NewRequest("GET", "/readyz", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("/readyz while running: %d", rec.Code)
+	}
+	srv := ts.Server
+	ts.stop(t)
+	rec = httptest.NewRecorder()
+	srv.serveReady(rec, httptest.NewRequest("GET", "/readyz", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz after Stop: %d", rec.Code)
+	}
+	if err := srv.Stop(context.Background()); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+}

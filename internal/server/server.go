@@ -1,0 +1,251 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/bits"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
+	"github.com/boomerangd/boomerang/internal/auth"
+	"github.com/boomerangd/boomerang/internal/scheduler"
+	"github.com/boomerangd/boomerang/internal/store"
+)
+
+// Server is the Boomerang server: the store, auth, the scheduler and its
+// delivery engine, the raw TCP listener and the HTTP listener. Create it
+// with New, Start it, and Stop it.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+
+	st      *store.Store
+	auth    *auth.Auth
+	engine  engine // nil when Config.Deliverer is set
+	sched   *scheduler.Scheduler
+	svc     *Service
+	m       *metrics
+	tcp     *tcpServer
+	httpSrv *http.Server
+	httpLn  net.Listener
+	started time.Time
+
+	bootstrapPassword string
+
+	ready    atomic.Bool
+	startMu  sync.Mutex
+	begun    bool
+	torn     bool // teardown ran
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// New checks cfg and returns a server; Start opens and listens.
+func New(cfg Config) (*Server, error) {
+	cfg.ensureDefaults()
+	if cfg.Partitions == 0 {
+		cfg.Partitions = min(store.Shards, 1<<bits.Len(uint(runtime.GOMAXPROCS(0)-1)))
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Server{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// Start opens the store, creates the bootstrap admin on first start,
+// starts the delivery engine and the scheduler (recovering every task),
+// then listens. It returns once requests are served. On failure what was
+// started is stopped again.
+func (s *Server) Start(ctx context.Context) error {
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	if s.begun {
+		return errors.New("server: Start called twice")
+	}
+	s.begun = true
+	if err := s.start(ctx); err != nil {
+		_ = s.teardown(context.Background())
+		return err
+	}
+	s.ready.Store(true)
+	s.log.Info("listening", "tcp", s.TCPAddr(), "http", s.HTTPAddr(), "data", s.cfg.DataDir,
+		"partitions", s.cfg.Partitions, "version", s.cfg.Version)
+	return nil
+}
+
+func (s *Server) start(ctx context.Context) error {
+	var err error
+	s.started = s.cfg.Clock.Now()
+	if s.st, err = store.Open(s.cfg.DataDir, store.Options{Logger: s.log.With("component", "store")}); err != nil {
+		return err
+	}
+	s.auth, err = auth.New(s.st, auth.Config{
+		SessionTTL: s.cfg.SessionTTL, Hash: s.cfg.PasswordHash, Clock: s.cfg.Clock, Logger: s.log.With("component", "auth"),
+	})
+	if err != nil {
+		return err
+	}
+	pw, created, err := s.auth.Bootstrap(s.cfg.AdminID, s.cfg.AdminPassword)
+	if err != nil {
+		return err
+	}
+	if created {
+		s.bootstrapPassword = pw
+	}
+
+	reg := prometheus.NewRegistry()
+	if err := registerRuntime(reg); err != nil {
+		return err
+	}
+	if s.m, err = newMetrics(reg); err != nil {
+		return err
+	}
+	deliverer, retry, err := s.deliverer(reg)
+	if err != nil {
+		return err
+	}
+	s.sched, err = scheduler.New(scheduler.Config{
+		Store: s.st, Deliverer: deliverer, Retry: retry, Clock: s.cfg.Clock, Logger: s.log.With("component", "scheduler"),
+		Partitions: s.cfg.Partitions, MaxPayload: s.cfg.MaxPayloadBytes,
+		DeadLetterPolicy: s.deadLetterLimits,
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.sched.Start(ctx); err != nil {
+		return err
+	}
+	if err := reg.Register(&stateCollector{sched: s.sched, st: s.st, auth: s.auth}); err != nil {
+		return err
+	}
+	s.svc = &Service{
+		auth: s.auth, sched: s.sched, clock: s.cfg.Clock, log: s.log,
+		maxPayload: s.cfg.MaxPayloadBytes, listBudget: s.cfg.MaxFrameBytes - responseOverhead,
+		info: s.info, clientChanged: s.clientChanged,
+	}
+	return s.listen(reg)
+}
+
+// deadLetterLimits is a client's dead letter policy, as the scheduler's
+// sweep enforces it; an unknown client has none.
+func (s *Server) deadLetterLimits(client string) scheduler.DeadLetterLimits {
+	c, err := s.st.Client(client)
+	if err != nil {
+		return scheduler.DeadLetterLimits{}
+	}
+	return scheduler.DeadLetterLimits{
+		MaxEntries: int(c.DlqMaxEntries),
+		Retention:  time.Duration(c.DlqRetentionMs) * time.Millisecond,
+	}
+}
+
+func (s *Server) listen(reg *prometheus.Registry) error {
+	tcpLn, err := net.Listen("tcp", s.cfg.TCPAddr)
+	if err != nil {
+		return fmt.Errorf("server: listen on TCP address %s: %w", s.cfg.TCPAddr, err)
+	}
+	s.tcp = newTCPServer(&s.cfg, s.svc, s.m, tcpLn)
+	if s.httpLn, err = net.Listen("tcp", s.cfg.HTTPAddr); err != nil {
+		_ = tcpLn.Close()
+		s.tcp = nil
+		return fmt.Errorf("server: listen on HTTP address %s: %w", s.cfg.HTTPAddr, err)
+	}
+	s.tcp.start()
+	s.httpSrv = s.newHTTPServer(reg)
+	go func() {
+		if err := s.httpSrv.Serve(s.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("HTTP server failed", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Stop stops accepting connections and requests, answers the requests
+// already read, waits for the delivery attempts under way, then closes
+// the store. If ctx ends first, connections are cut and attempts still
+// under way are delivered again after the next start. Stop may be called
+// more than once, also after a failed Start; later calls return the first
+// one's result.
+func (s *Server) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.startMu.Lock()
+		defer s.startMu.Unlock()
+		s.ready.Store(false)
+		s.stopErr = s.teardown(ctx)
+		if s.begun {
+			s.log.Info("stopped", "err", s.stopErr)
+		}
+	})
+	return s.stopErr
+}
+
+// teardown stops whatever was started, in reverse order, once.
+func (s *Server) teardown(ctx context.Context) error {
+	if s.torn {
+		return nil
+	}
+	s.torn = true
+	var errs []error
+	if s.tcp != nil {
+		errs = append(errs, s.tcp.shutdown(ctx))
+	}
+	if s.httpSrv != nil {
+		if err := s.httpSrv.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+			_ = s.httpSrv.Close()
+		}
+	} else if s.httpLn != nil {
+		_ = s.httpLn.Close()
+	}
+	if s.sched != nil {
+		errs = append(errs, s.sched.Stop(ctx))
+	}
+	if s.engine != nil {
+		errs = append(errs, s.engine.Close(ctx))
+	}
+	if s.st != nil {
+		errs = append(errs, s.st.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// TCPAddr returns the raw TCP listener's address, "" before Start.
+func (s *Server) TCPAddr() string {
+	if s.tcp == nil {
+		return ""
+	}
+	return s.tcp.ln.Addr().String()
+}
+
+// HTTPAddr returns the HTTP listener's address, "" before Start.
+func (s *Server) HTTPAddr() string {
+	if s.httpLn == nil {
+		return ""
+	}
+	return s.httpLn.Addr().String()
+}
+
+// BootstrapPassword returns the admin password generated by this start,
+// or "" if none was (a password was configured, or clients existed).
+func (s *Server) BootstrapPassword() string { return s.bootstrapPassword }
+
+func (s *Server) info() *boomerangv1.GetServerInfoResponse {
+	return &boomerangv1.GetServerInfoResponse{
+		Version:         s.cfg.Version,
+		StartedMs:       s.started.UnixMilli(),
+		Partitions:      uint32(s.cfg.Partitions),
+		TcpAddress:      s.TCPAddr(),
+		HttpAddress:     s.HTTPAddr(),
+		MaxPayloadBytes: uint64(s.cfg.MaxPayloadBytes),
+		MaxFrameBytes:   uint64(s.cfg.MaxFrameBytes),
+	}
+}

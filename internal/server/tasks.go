@@ -1,0 +1,201 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
+	"github.com/boomerangd/boomerang/internal/auth"
+	"github.com/boomerangd/boomerang/internal/delivery"
+	"github.com/boomerangd/boomerang/internal/scheduler"
+	"github.com/boomerangd/boomerang/internal/store/storepb"
+)
+
+// RegisterTask schedules a task of the caller. Its dispatch mode is the
+// task's, else the client's default, else NEXT_ON_ERROR; its callback is
+// the task's override over the client's, checked here.
+func (s *Service) RegisterTask(ctx context.Context, p auth.Principal, req *boomerangv1.RegisterTaskRequest) (*boomerangv1.RegisterTaskResponse, error) {
+	client, err := s.auth.Client(p.Client)
+	if err != nil {
+		return nil, about(err, "client %q", p.Client)
+	}
+	now := s.clock.Now()
+	r := scheduler.RegisterRequest{
+		Client:         p.Client,
+		Group:          req.Group,
+		Payload:        req.Payload,
+		Interval:       time.Duration(req.RepeatIntervalMs) * time.Millisecond,
+		Mode:           toStoreMode(req.Mode),
+		Retry:          retryFromWire(req.Retry),
+		Callback:       callbackFromWire(req.Callback),
+		IdempotencyKey: req.IdempotencyKey,
+	}
+	err = firstError(
+		checkPayload(req.Payload, s.maxPayload),
+		checkInterval("repeat_interval_ms", req.RepeatIntervalMs),
+		checkName("group", req.Group, scheduler.MaxGroupLen),
+		checkName("idempotency_key", req.IdempotencyKey, scheduler.MaxIdempotencyKeyLen),
+		checkMode("mode", req.Mode),
+		checkRetry("retry.", req.Retry),
+		checkCallbackOverride(req.Callback),
+	)
+	if err != nil {
+		return nil, err
+	}
+	switch w := req.When.(type) {
+	case *boomerangv1.RegisterTaskRequest_DelayMs:
+		if err := checkDelay("delay_ms", w.DelayMs); err != nil {
+			return nil, err
+		}
+		// The due time is decided here, from the same clock as the
+		// checks, rather than by the scheduler after queueing.
+		r.At = now.Add(time.Duration(w.DelayMs) * time.Millisecond)
+	case *boomerangv1.RegisterTaskRequest_FireAtMs:
+		if err := checkFireAt("fire_at_ms", w.FireAtMs, now); err != nil {
+			return nil, err
+		}
+		r.At = time.UnixMilli(w.FireAtMs)
+	}
+	if r.Mode == storepb.DispatchMode_DISPATCH_MODE_UNSPECIFIED {
+		r.Mode = client.DefaultMode
+	}
+	if r.Mode == storepb.DispatchMode_DISPATCH_MODE_UNSPECIFIED {
+		r.Mode = storepb.DispatchMode_DISPATCH_MODE_NEXT_ON_ERROR
+	}
+	if err := delivery.ValidateCallback(delivery.Effective(r.Callback, client.Callback), len(req.Payload)); err != nil {
+		return nil, err
+	}
+	view, created, err := s.sched.Register(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return &boomerangv1.RegisterTaskResponse{Task: taskToWire(view), Created: created}, nil
+}
+
+// UpdateTask changes a task's payload, due time or interval. A new due
+// time starts a new occurrence with fresh attempts.
+func (s *Service) UpdateTask(ctx context.Context, p auth.Principal, req *boomerangv1.UpdateTaskRequest) (*boomerangv1.UpdateTaskResponse, error) {
+	now := s.clock.Now()
+	r := scheduler.UpdateRequest{ID: req.Id, Payload: req.Payload}
+	if err := firstError(checkID("id", req.Id), checkPayload(req.Payload, s.maxPayload)); err != nil {
+		return nil, err
+	}
+	switch w := req.When.(type) {
+	case *boomerangv1.UpdateTaskRequest_DelayMs:
+		if err := checkDelay("delay_ms", w.DelayMs); err != nil {
+			return nil, err
+		}
+		at := now.Add(time.Duration(w.DelayMs) * time.Millisecond)
+		r.At = &at
+	case *boomerangv1.UpdateTaskRequest_FireAtMs:
+		if err := checkFireAt("fire_at_ms", w.FireAtMs, now); err != nil {
+			return nil, err
+		}
+		at := time.UnixMilli(w.FireAtMs)
+		r.At = &at
+	}
+	if req.RepeatIntervalMs != nil {
+		if err := checkInterval("repeat_interval_ms", *req.RepeatIntervalMs); err != nil {
+			return nil, err
+		}
+		d := time.Duration(*req.RepeatIntervalMs) * time.Millisecond
+		r.Interval = &d
+	}
+	if r.Payload == nil && r.At == nil && r.Interval == nil {
+		return nil, invalid("body", "must set payload, delay_ms, fire_at_ms or repeat_interval_ms")
+	}
+	if len(r.Payload) > delivery.MaxUDPPayload {
+		if err := s.checkUDPPayload(ctx, p, req.Id, len(r.Payload)); err != nil {
+			return nil, err
+		}
+	}
+	view, err := s.sched.Update(ctx, caller(p), r)
+	if err != nil {
+		return nil, about(err, "task %d", req.Id)
+	}
+	return &boomerangv1.UpdateTaskResponse{Task: taskToWire(view)}, nil
+}
+
+// checkUDPPayload refuses a new payload too large for a task delivered
+// over UDP.
+func (s *Service) checkUDPPayload(ctx context.Context, p auth.Principal, id uint64, size int) error {
+	view, err := s.sched.Get(ctx, caller(p), id)
+	if err != nil {
+		return about(err, "task %d", id)
+	}
+	var clientCallback *storepb.Callback
+	if c, err := s.auth.Client(view.Task.Client); err == nil {
+		clientCallback = c.Callback
+	}
+	return delivery.ValidateCallback(delivery.Effective(view.Task.Callback, clientCallback), size)
+}
+
+// CancelTask deletes a task; once it answers OK the task never fires
+// again. A task whose delivery attempt is under way gives CONFLICT.
+func (s *Service) CancelTask(ctx context.Context, p auth.Principal, req *boomerangv1.CancelTaskRequest) (*boomerangv1.CancelTaskResponse, error) {
+	if err := checkID("id", req.Id); err != nil {
+		return nil, err
+	}
+	if err := s.sched.Cancel(ctx, caller(p), req.Id); err != nil {
+		return nil, about(err, "task %d", req.Id)
+	}
+	return &boomerangv1.CancelTaskResponse{}, nil
+}
+
+// GetTask returns a task with its live status.
+func (s *Service) GetTask(ctx context.Context, p auth.Principal, req *boomerangv1.GetTaskRequest) (*boomerangv1.GetTaskResponse, error) {
+	if err := checkID("id", req.Id); err != nil {
+		return nil, err
+	}
+	view, err := s.sched.Get(ctx, caller(p), req.Id)
+	if err != nil {
+		return nil, about(err, "task %d", req.Id)
+	}
+	return &boomerangv1.GetTaskResponse{Task: taskToWire(view)}, nil
+}
+
+// ListTasks lists tasks in id order, a page at a time. A page is also cut
+// short to keep the response under the frame limit.
+func (s *Service) ListTasks(ctx context.Context, p auth.Principal, req *boomerangv1.ListTasksRequest) (*boomerangv1.ListTasksResponse, error) {
+	client, err := owner(p, req.Client, true)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := pageSize(req.PageSize)
+	if err != nil {
+		return nil, err
+	}
+	q := scheduler.ListQuery{Client: client, Group: req.Group, Recurring: req.Recurring, After: req.PageToken, Limit: limit}
+	if err := checkName("group", req.Group, scheduler.MaxGroupLen); err != nil {
+		return nil, err
+	}
+	if req.DueFromMs != 0 {
+		q.DueFrom = time.UnixMilli(req.DueFromMs)
+	}
+	if req.DueToMs != 0 {
+		q.DueTo = time.UnixMilli(req.DueToMs)
+	}
+	if req.DueFromMs != 0 && req.DueToMs != 0 && req.DueToMs <= req.DueFromMs {
+		return nil, invalid("due_to_ms", "must be after due_from_ms (%d), got %d", req.DueFromMs, req.DueToMs)
+	}
+	switch req.Status {
+	case boomerangv1.TaskStatus_TASK_STATUS_UNSPECIFIED:
+	case boomerangv1.TaskStatus_TASK_STATUS_SCHEDULED, boomerangv1.TaskStatus_TASK_STATUS_RETRYING:
+		retrying := req.Status == boomerangv1.TaskStatus_TASK_STATUS_RETRYING
+		q.Retrying = &retrying
+	default:
+		return nil, invalid("status", "must be SCHEDULED, RETRYING or unspecified; ask GetTask for a task's live status")
+	}
+	views, next, err := s.sched.List(ctx, caller(p), q)
+	if err != nil {
+		return nil, err
+	}
+	resp := &boomerangv1.ListTasksResponse{Tasks: make([]*boomerangv1.Task, len(views)), NextPageToken: next}
+	for i, v := range views {
+		resp.Tasks[i] = taskToWire(v)
+	}
+	if n := fit(resp.Tasks, s.listBudget); n < len(resp.Tasks) {
+		resp.Tasks, resp.NextPageToken = resp.Tasks[:n], resp.Tasks[n-1].Id
+	}
+	return resp, nil
+}
