@@ -1,0 +1,137 @@
+package delivery
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/boomerangd/boomerang/internal/delivery/webhook"
+	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/store/storepb"
+)
+
+// clientInfo is what deliveries need of a client, resolved once.
+type clientInfo struct {
+	unknown  bool // not registered
+	callback *storepb.Callback
+	retry    *storepb.RetryPolicy // complete: the client's over Config.DefaultRetry
+	signer   *webhook.Signer      // nil without a signing secret
+	route    route                // the client's own callback, when routeErr is nil
+	routeErr error
+}
+
+// clientEntry caches one client. Deliver reads it without a lock while it
+// is fresh; a stale or missing entry is loaded off the caller's goroutine
+// while the attempts that need it wait in the entry.
+type clientEntry struct {
+	info  atomic.Pointer[clientInfo] // last loaded; kept while stale for Next
+	fresh atomic.Bool
+
+	mu      sync.Mutex
+	gen     uint64 // bumped by Invalidate
+	loading bool
+	waiting []*attempt
+}
+
+type clientCache struct {
+	entries sync.Map // client id → *clientEntry
+}
+
+func (c *clientCache) entry(id string) *clientEntry {
+	if v, ok := c.entries.Load(id); ok {
+		return v.(*clientEntry)
+	}
+	v, _ := c.entries.LoadOrStore(id, &clientEntry{})
+	return v.(*clientEntry)
+}
+
+// peek returns the last loaded state of a known client, or nil.
+func (c *clientCache) peek(id string) *clientInfo {
+	v, ok := c.entries.Load(id)
+	if !ok {
+		return nil
+	}
+	info := v.(*clientEntry).info.Load()
+	if info == nil || info.unknown {
+		return nil
+	}
+	return info
+}
+
+// Invalidate makes the engine read the client's configuration again
+// before its next delivery. Call it after a client is changed or
+// deregistered. Until then, retry decisions use what was last read.
+func (e *Engine) Invalidate(clientID string) {
+	v, ok := e.clients.entries.Load(clientID)
+	if !ok {
+		return
+	}
+	ent := v.(*clientEntry)
+	ent.mu.Lock()
+	ent.gen++
+	ent.fresh.Store(false)
+	ent.mu.Unlock()
+}
+
+// withClient runs dispatch for a once its client is known: at once when
+// cached, else after a load on another goroutine.
+func (e *Engine) withClient(a *attempt) {
+	ent := e.clients.entry(a.task.Client)
+	if ent.fresh.Load() {
+		e.dispatch(a, ent.info.Load())
+		return
+	}
+	ent.mu.Lock()
+	if ent.fresh.Load() {
+		ent.mu.Unlock()
+		e.dispatch(a, ent.info.Load())
+		return
+	}
+	ent.waiting = append(ent.waiting, a)
+	if !ent.loading {
+		ent.loading = true
+		go e.load(a.task.Client, ent, ent.gen)
+	}
+	ent.mu.Unlock()
+}
+
+func (e *Engine) load(id string, ent *clientEntry, gen uint64) {
+	rec, err := e.cfg.Clients.Client(id)
+	var info *clientInfo
+	switch {
+	case err == nil:
+		info = e.newClientInfo(rec)
+	case errors.Is(err, store.ErrNotFound):
+		info = &clientInfo{unknown: true}
+	default:
+		e.cfg.Logger.Warn("delivery: reading a client failed", "client", id, "err", err)
+	}
+	ent.mu.Lock()
+	waiting := ent.waiting
+	ent.waiting, ent.loading = nil, false
+	if info != nil {
+		ent.info.Store(info)
+		ent.fresh.Store(ent.gen == gen) // invalidated meanwhile: read again next time
+	}
+	ent.mu.Unlock()
+	for _, a := range waiting {
+		if info == nil {
+			a.reject(fmt.Errorf("delivery: reading client %q: %w", id, err))
+			continue
+		}
+		e.dispatch(a, info)
+	}
+}
+
+func (e *Engine) newClientInfo(c *storepb.Client) *clientInfo {
+	info := &clientInfo{
+		callback: c.GetCallback(),
+		retry:    fillRetry(c.GetRetry(), e.cfg.DefaultRetry),
+	}
+	if secret := c.GetSigningSecret(); len(secret) > 0 {
+		info.signer = webhook.NewSigner(secret)
+	}
+	info.route, info.routeErr = e.newRoute(info.callback)
+	return info
+}

@@ -1,0 +1,107 @@
+package delivery
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+var (
+	// ErrClosed: the engine is closing or closed. The attempt did not
+	// reach the endpoint, or was cut short; the scheduler retries it after
+	// Config.OverloadDelay without counting it against the task's limit.
+	ErrClosed = errors.New("delivery: engine closed")
+	// ErrPoolFull: the attempt's dispatch pool had MaxQueued attempts
+	// waiting. Retried like ErrClosed.
+	ErrPoolFull = errors.New("delivery: dispatch pool queue is full")
+	// ErrTimeout: no acknowledgement within the attempt's timeout.
+	ErrTimeout = errors.New("delivery: timed out")
+	// ErrUnreachable: the endpoint could not be reached, or the connection
+	// broke before it answered.
+	ErrUnreachable = errors.New("delivery: endpoint unreachable")
+	// ErrRejected: the endpoint answered, but not with an acknowledgement:
+	// an HTTP status other than 2xx, an Ack with ok false, a gRPC error.
+	ErrRejected = errors.New("delivery: endpoint rejected the delivery")
+	// ErrNoCallback: neither the task nor its client has a callback.
+	ErrNoCallback = errors.New("delivery: no callback configured")
+	// ErrUnknownClient: the task's client is not registered.
+	ErrUnknownClient = errors.New("delivery: unknown client")
+	// ErrInvalidCallback: the effective callback cannot be used (an
+	// unknown protocol, an endpoint that does not parse, a payload too big
+	// for a UDP datagram).
+	ErrInvalidCallback = errors.New("delivery: invalid callback")
+)
+
+// permanentError marks a failure that no retry can fix: the scheduler
+// dead-letters the occurrence at once.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+func permanent(err error) error { return &permanentError{err: err} }
+
+// IsPermanent reports whether err says retrying cannot help.
+func IsPermanent(err error) bool {
+	_, ok := errors.AsType[*permanentError](err)
+	return ok
+}
+
+// StatusError is an HTTP answer other than 2xx.
+type StatusError struct {
+	Code int
+	// RetryAfter is the delay a 429 or 503 asked for (Retry-After), or 0.
+	RetryAfter time.Duration
+	// Detail is the start of the response body, for the task's last error.
+	Detail string
+}
+
+func (e *StatusError) Error() string {
+	msg := fmt.Sprintf("delivery: HTTP %d %s", e.Code, http.StatusText(e.Code))
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+// Unwrap makes errors.Is(err, ErrRejected) true.
+func (e *StatusError) Unwrap() error { return ErrRejected }
+
+// retryableStatus says what each HTTP status does: 2xx acknowledges (not
+// asked here); 408, 425, 429 and every 5xx are retried; every other
+// status, including 3xx (redirects are not followed), fails for good.
+func retryableStatus(code int) bool {
+	switch {
+	case code == http.StatusRequestTimeout, code == http.StatusTooEarly, code == http.StatusTooManyRequests:
+		return true
+	case code >= 500 && code <= 599:
+		return true
+	}
+	return false
+}
+
+// Outcomes of attempts, as metric labels, indexed by outcomeOf.
+var outcomes = []string{"ok", "rejected", "timeout", "unreachable", "overloaded", "invalid", "closed"}
+
+// outcomeOf classifies an attempt's result: an index into outcomes.
+func outcomeOf(err error) int {
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, ErrRejected):
+		return 1
+	case errors.Is(err, ErrTimeout):
+		return 2
+	case errors.Is(err, ErrUnreachable):
+		return 3
+	case errors.Is(err, ErrPoolFull):
+		return 4
+	case errors.Is(err, ErrClosed):
+		return 6
+	}
+	return 5
+}
+
+// overloaded reports a refusal that says nothing about the endpoint.
+func overloaded(err error) bool { return errors.Is(err, ErrPoolFull) || errors.Is(err, ErrClosed) }
