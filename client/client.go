@@ -1,0 +1,371 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
+)
+
+// Credentials are a registered client's id and password. With them a
+// Client logs in at Dial and again whenever its session expires or the
+// server forgets it (after a restart).
+type Credentials struct {
+	ClientID string
+	Password string
+}
+
+// Client is a connection to a Boomerang server over raw TCP. It is safe
+// for concurrent use: calls from many goroutines share one connection and
+// are pipelined on it.
+type Client struct {
+	addr  string
+	creds Credentials
+	opts  options
+	log   *slog.Logger
+
+	ids   atomic.Uint64
+	slots chan struct{} // one token per request in flight
+
+	live atomic.Pointer[conn] // cur, for the fast path of calls
+
+	mu      sync.Mutex
+	cur     *conn         // nil while reconnecting
+	ready   chan struct{} // closed when cur is set again, or on Close
+	closed  bool
+	dialErr error // why the last reconnection attempt failed
+
+	sess     sessionState
+	loginMu  sync.Mutex   // one login at a time
+	maxFrame atomic.Int64 // the server's frame limit; 0 = unknown
+
+	stop chan struct{}   // closed by Close
+	life context.Context // canceled by Close: bounds background dials and refreshes
+	end  context.CancelFunc
+	bg   sync.WaitGroup
+}
+
+// Dial connects to the server at addr (host:port). With credentials it
+// logs in; with WithSession it adopts that session instead. Either way it
+// then asks for the server's limits, which also proves the session
+// works. Without credentials or session it only connects: call Login.
+//
+// ctx bounds Dial only; the Client lives until Close.
+func Dial(ctx context.Context, addr string, creds Credentials, opts ...Option) (*Client, error) {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return nil, fmt.Errorf("client: bad address %q: %w", addr, err)
+	}
+	o := newOptions(opts)
+	c := &Client{
+		addr:  addr,
+		creds: creds,
+		opts:  o,
+		log:   o.logger,
+		slots: make(chan struct{}, o.maxInFlight),
+		ready: make(chan struct{}),
+		stop:  make(chan struct{}),
+	}
+	c.life, c.end = context.WithCancel(context.Background())
+	c.sess.init()
+	nc, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.install(nc)
+	c.bg.Add(1)
+	go c.refreshLoop()
+	if err := c.handshake(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Client) handshake(ctx context.Context) error {
+	switch {
+	case c.opts.session.ID != "":
+		c.sess.set(c.opts.session, time.Now())
+	case c.hasCredentials():
+		if _, err := c.Login(ctx, &boomerangv1.LoginRequest{ClientId: c.creds.ClientID, Password: c.creds.Password}); err != nil {
+			return err
+		}
+	default:
+		return nil
+	}
+	info, err := c.GetServerInfo(ctx, &boomerangv1.GetServerInfoRequest{})
+	if err != nil {
+		return err
+	}
+	c.maxFrame.Store(int64(info.GetMaxFrameBytes()))
+	return nil
+}
+
+func (c *Client) hasCredentials() bool { return c.creds.ClientID != "" }
+
+// Addr is the server address the Client dials.
+func (c *Client) Addr() string { return c.addr }
+
+// Close closes the connection. Calls in flight fail with ErrClosed (wrapped
+// in ErrConnectionLost); later calls fail with ErrClosed. It is idempotent.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	cur := c.cur
+	if cur == nil {
+		close(c.ready) // wake callers waiting for a reconnection
+	}
+	c.cur = nil
+	c.live.Store(nil)
+	close(c.stop)
+	c.end()
+	c.mu.Unlock()
+	if cur != nil {
+		cur.close(ErrClosed)
+	}
+	c.bg.Wait()
+	return nil
+}
+
+func (c *Client) dial(ctx context.Context) (net.Conn, error) {
+	d := net.Dialer{Timeout: c.opts.dialTimeout}
+	nc, err := d.DialContext(ctx, "tcp", c.addr)
+	if err != nil {
+		return nil, fmt.Errorf("client: cannot connect to %s: %w", c.addr, err)
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	return nc, nil
+}
+
+// install makes nc the current connection and wakes waiting callers.
+func (c *Client) install(nc net.Conn) {
+	cn := newConn(nc, c.opts.maxResponse, c.lost)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		cn.close(ErrClosed)
+		return
+	}
+	c.cur = cn
+	c.live.Store(cn)
+	c.dialErr = nil
+	close(c.ready)
+	c.mu.Unlock()
+}
+
+// lost is called once by a connection that failed, with the number of
+// requests that failed with it. Unless the Client is closing, it starts
+// reconnecting.
+func (c *Client) lost(cn *conn, cause error, inFlight int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.cur != cn {
+		return
+	}
+	c.cur = nil
+	c.live.Store(nil)
+	c.ready = make(chan struct{})
+	if inFlight > 0 {
+		c.log.Warn("connection lost; reconnecting", "addr", c.addr, "err", cause, "failed_requests", inFlight)
+	} else {
+		// Typically the server closing an idle connection.
+		c.log.Info("connection closed; reconnecting", "addr", c.addr, "err", cause)
+	}
+	c.bg.Add(1)
+	go c.reconnect()
+}
+
+// reconnect dials with exponential backoff and jitter until it succeeds
+// or the Client closes.
+func (c *Client) reconnect() {
+	defer c.bg.Done()
+	wait := c.opts.reconnectMin
+	for attempt := 1; ; attempt++ {
+		timer := time.NewTimer(wait/2 + rand.N(wait/2+1))
+		select {
+		case <-c.stop:
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+		ctx, cancel := context.WithTimeout(c.life, c.opts.dialTimeout)
+		nc, err := c.dial(ctx)
+		cancel()
+		if err == nil {
+			c.log.Info("reconnected", "addr", c.addr, "attempts", attempt)
+			c.install(nc)
+			return
+		}
+		c.mu.Lock()
+		c.dialErr = err
+		c.mu.Unlock()
+		wait = min(2*wait, c.opts.reconnectMax)
+	}
+}
+
+// conn returns the current connection, waiting for a reconnection if
+// needed.
+func (c *Client) conn(ctx context.Context) (*conn, error) {
+	if cn := c.live.Load(); cn != nil {
+		return cn, nil
+	}
+	for {
+		c.mu.Lock()
+		cur, ready, closed, dialErr := c.cur, c.ready, c.closed, c.dialErr
+		c.mu.Unlock()
+		switch {
+		case closed:
+			return nil, ErrClosed
+		case cur != nil:
+			return cur, nil
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			if dialErr != nil {
+				return nil, fmt.Errorf("client: not connected (%w): %w", dialErr, ctx.Err())
+			}
+			return nil, fmt.Errorf("client: not connected: %w", ctx.Err())
+		}
+	}
+}
+
+// do sends req and returns the server's successful response, or an error:
+// an *Error for a refused request, ErrConnectionLost, ErrClosed, or the
+// context's error.
+//
+// A request refused for its session (expired, or unknown after a refresh
+// or a server restart) is sent once more: with the current session if
+// another call has replaced it meanwhile, else after logging in again when
+// the Client has credentials.
+func (c *Client) do(ctx context.Context, req *boomerangv1.Request) (*boomerangv1.Response, error) {
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("client: waiting for a request slot: %w", ctx.Err())
+	}
+	defer func() { <-c.slots }()
+
+	_, isLogin := req.GetBody().(*boomerangv1.Request_Login)
+	if !isLogin {
+		req.SessionId = c.sess.id()
+	}
+	resp, err := c.roundTrip(ctx, req)
+	if err == nil && !isLogin && sessionRefused(resp.GetError()) {
+		if c.renewSession(ctx, req.SessionId) {
+			req.SessionId = c.sess.id()
+			resp, err = c.roundTrip(ctx, req)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if e := resp.GetError(); e != nil {
+		return nil, newError(e)
+	}
+	return resp, nil
+}
+
+func sessionRefused(e *boomerangv1.Error) bool {
+	s := e.GetStatus()
+	return s == boomerangv1.Status_STATUS_SESSION_EXPIRED || s == boomerangv1.Status_STATUS_UNAUTHORIZED
+}
+
+// roundTrip sends one request and waits for its response.
+func (c *Client) roundTrip(ctx context.Context, req *boomerangv1.Request) (*boomerangv1.Response, error) {
+	req.RequestId = c.ids.Add(1)
+	buf := framePool.Get().(*[]byte)
+	defer framePool.Put(buf)
+	frame, size, err := encode((*buf)[:0], req)
+	if err != nil {
+		return nil, err
+	}
+	if cap(frame) <= maxPooledFrame {
+		*buf = frame // keep the grown buffer; send copies the frame
+	}
+	if limit := c.maxFrame.Load(); limit > 0 && int64(size) > limit {
+		return nil, &Error{
+			Status:  boomerangv1.Status_STATUS_INVALID_REQUEST,
+			Field:   "payload",
+			Message: fmt.Sprintf("the request is %d bytes; the server takes frames of at most %d bytes", size, limit),
+		}
+	}
+	cl := &call{id: req.RequestId, result: make(chan result, 1)}
+	for {
+		cn, err := c.conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := cn.send(cl, frame); errors.Is(err, errNotSent) {
+			runtime.Gosched() // let the failed connection hand over
+			continue          // never written: it may go out on the next connection
+		}
+		select {
+		case r := <-cl.result:
+			if r.err == nil {
+				c.adopt(r.resp)
+			}
+			return r.resp, r.err
+		case <-ctx.Done():
+			cn.abandon(cl.id)
+			return nil, fmt.Errorf("client: waiting for the response: %w", ctx.Err())
+		}
+	}
+}
+
+// adopt takes the session from a successful login or refresh.
+func (c *Client) adopt(resp *boomerangv1.Response) {
+	if resp.GetError() != nil {
+		return
+	}
+	switch b := resp.GetBody().(type) {
+	case *boomerangv1.Response_Login:
+		c.sess.set(Session{
+			ID:        b.Login.GetSessionId(),
+			ExpiresAt: time.UnixMilli(b.Login.GetExpiresAtMs()),
+			Admin:     b.Login.GetAdmin(),
+		}, time.Now())
+	case *boomerangv1.Response_RefreshSession:
+		admin := c.Session().Admin
+		c.sess.set(Session{
+			ID:        b.RefreshSession.GetSessionId(),
+			ExpiresAt: time.UnixMilli(b.RefreshSession.GetExpiresAtMs()),
+			Admin:     admin,
+		}, time.Now())
+	}
+}
+
+// framePool recycles encoding buffers: a frame is copied into the
+// connection's outbox, so its buffer is free once sent.
+var framePool = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledFrame is the largest buffer kept in framePool.
+const maxPooledFrame = 64 << 10
+
+// encode appends req to buf as one length-delimited frame, and returns
+// the frame and the size of the message in it.
+func encode(buf []byte, req *boomerangv1.Request) ([]byte, int, error) {
+	size := proto.Size(req)
+	buf = protowire.AppendVarint(buf, uint64(size))
+	buf, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(buf, req)
+	if err != nil {
+		return nil, 0, fmt.Errorf("client: encoding the request: %w", err)
+	}
+	return buf, size, nil
+}

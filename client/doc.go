@@ -1,0 +1,83 @@
+// Package client is the Go SDK for Boomerang: it schedules, inspects and
+// manages tasks on a Boomerang server over the raw TCP protocol, and with
+// its receivers takes the callbacks the server delivers.
+//
+// # Connecting
+//
+//	c, err := client.Dial(ctx, "127.0.0.1:7070", client.Credentials{ClientID: "billing", Password: pw})
+//	if err != nil { ... }
+//	defer c.Close()
+//	task, err := c.Schedule(ctx, []byte("invoice 42"), client.After(90*time.Second), client.InGroup("customer-7"))
+//
+// Dial opens one TCP connection, logs in with the credentials, and asks
+// the server for its limits. Every operation of the service is a method
+// taking and returning the boomerangv1 messages (RegisterTask, ListTasks,
+// ReplayDeadLetter, ...); Schedule, Cancel, Tasks and DeadLetters are
+// shorter forms of the common ones.
+//
+// # Pipelining
+//
+// A Client is safe for concurrent use. Calls from any number of
+// goroutines share its connection: each request carries its own id, the
+// server answers in any order, and a reader goroutine hands each response
+// to its caller. Requests that arrive together leave in one write. At most
+// WithMaxInFlight requests (default DefaultMaxInFlight) are unanswered at
+// a time; further calls wait for a slot, within their context.
+//
+// # Sessions
+//
+// The server identifies a client by the session id that login returns.
+// The Client refreshes its session before it expires (after two thirds of
+// its lifetime). A request refused with SESSION_EXPIRED or UNAUTHORIZED is
+// sent once more: with the current session if another call replaced it
+// meanwhile, otherwise after logging in again with the credentials (so an
+// UNAUTHORIZED that means "not allowed" costs one extra login). Since
+// sessions live in the server's memory, this is also how a Client carries
+// on after the server restarts. A Client made with WithSession and no
+// credentials cannot log in again: its calls then fail with
+// ErrSessionExpired or ErrUnauthorized. Session returns the session in
+// use, for tools that save it.
+//
+// # Connection loss and reconnection
+//
+// When the connection breaks, every request in flight on it fails at once
+// with ErrConnectionLost: it may or may not have taken effect on the
+// server, and the Client cannot know which. A request that must happen
+// exactly once should carry an idempotency key (WithIdempotencyKey) and
+// be retried on ErrConnectionLost; the retry returns the task the first
+// attempt created, if it did. Calls made after the break was noticed are
+// not affected: they wait for the next connection.
+//
+// The Client reconnects in the background with exponential backoff and
+// jitter (WithReconnectBackoff). Calls made meanwhile wait for the new
+// connection until their context ends. If the server closed the
+// connection with an error frame (a frame it could not read, an idle
+// timeout), ErrConnectionLost wraps that *Error. Requests larger than the
+// server's frame limit are refused locally with ErrInvalidRequest rather
+// than sent, since the server would close the connection and fail every
+// request in flight on it.
+//
+// # Deadlines
+//
+// Every method honours its context: waiting for a slot, for a connection
+// and for the response. A call abandoned by its context may still take
+// effect on the server; its late response is discarded.
+//
+// # Errors
+//
+// A request the server refused returns an *Error with the Status, the
+// server's Message and, for INVALID_REQUEST, the offending Field. It
+// matches the sentinel for its status with errors.Is (ErrInvalidRequest,
+// ErrUnauthorized, ErrSessionExpired, ErrNotFound, ErrBusy, ErrGroupFull,
+// ErrConflict, ErrInternal); errors.As extracts it; StatusOf reads the
+// status of any error. Another client's task is ErrNotFound, as if it did
+// not exist. ErrBusy and ErrGroupFull are safe to retry after a pause.
+//
+// # Receiving callbacks
+//
+// The server delivers due tasks to the callback registered for the client
+// (HTTP, gRPC, raw TCP or UDP). The receivers in this package serve those
+// protocols and hand each delivery to a Handler: HTTPReceiver (webhooks,
+// with signature checks; see also VerifyWebhook), GRPCReceiver,
+// TCPReceiver and UDPReceiver. See receiver.go.
+package client

@@ -1,0 +1,92 @@
+package client
+
+import (
+	"io"
+	"log/slog"
+	"time"
+)
+
+// Defaults for options left unset.
+const (
+	// DefaultDialTimeout bounds one attempt to open the TCP connection.
+	DefaultDialTimeout = 5 * time.Second
+	// DefaultReconnectMin and DefaultReconnectMax bound the wait between
+	// attempts to reconnect after the connection breaks; the wait doubles
+	// from the first to the second, with jitter.
+	DefaultReconnectMin = 100 * time.Millisecond
+	DefaultReconnectMax = 5 * time.Second
+	// DefaultMaxInFlight is how many requests one Client may have sent and
+	// not yet answered. Further calls wait for a slot (or their context).
+	DefaultMaxInFlight = 8192
+	// DefaultMaxResponse is the largest response frame read, in bytes.
+	DefaultMaxResponse = 64 << 20
+)
+
+// Option tunes a Client at Dial.
+type Option func(*options)
+
+type options struct {
+	dialTimeout  time.Duration
+	reconnectMin time.Duration
+	reconnectMax time.Duration
+	maxInFlight  int
+	maxResponse  int
+	logger       *slog.Logger
+	session      Session
+}
+
+func newOptions(opts []Option) options {
+	o := options{}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.dialTimeout <= 0 {
+		o.dialTimeout = DefaultDialTimeout
+	}
+	if o.reconnectMin <= 0 {
+		o.reconnectMin = DefaultReconnectMin
+	}
+	if o.reconnectMax <= 0 {
+		o.reconnectMax = DefaultReconnectMax
+	}
+	o.reconnectMax = max(o.reconnectMax, o.reconnectMin)
+	if o.maxInFlight <= 0 {
+		o.maxInFlight = DefaultMaxInFlight
+	}
+	if o.maxResponse <= 0 {
+		o.maxResponse = DefaultMaxResponse
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return o
+}
+
+// WithDialTimeout bounds each attempt to open the connection, at Dial and
+// when reconnecting. Default DefaultDialTimeout.
+func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.dialTimeout = d } }
+
+// WithReconnectBackoff sets the shortest and longest wait between
+// reconnection attempts. Defaults DefaultReconnectMin and
+// DefaultReconnectMax.
+func WithReconnectBackoff(minWait, maxWait time.Duration) Option {
+	return func(o *options) { o.reconnectMin, o.reconnectMax = minWait, maxWait }
+}
+
+// WithMaxInFlight bounds the requests sent and not yet answered. Default
+// DefaultMaxInFlight.
+func WithMaxInFlight(n int) Option { return func(o *options) { o.maxInFlight = n } }
+
+// WithMaxResponse bounds the size of a response frame; a larger one breaks
+// the connection. Default DefaultMaxResponse.
+func WithMaxResponse(bytes int) Option { return func(o *options) { o.maxResponse = bytes } }
+
+// WithLogger sets where the Client logs connection changes and session
+// refreshes. It never logs per request. Default: nowhere.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithSession makes the Client use an existing session, for example one a
+// command-line tool saved earlier, instead of logging in at Dial. With
+// credentials too, an expired or unknown session is replaced by a new
+// login; without, calls fail with ErrSessionExpired or ErrUnauthorized.
+func WithSession(s Session) Option { return func(o *options) { o.session = s } }

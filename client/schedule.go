@@ -1,0 +1,142 @@
+package client
+
+import (
+	"context"
+	"iter"
+	"time"
+
+	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
+)
+
+// ScheduleOption sets a field of the registration Schedule sends.
+type ScheduleOption func(*boomerangv1.RegisterTaskRequest)
+
+// After makes the task due d from now.
+func After(d time.Duration) ScheduleOption {
+	return func(r *boomerangv1.RegisterTaskRequest) {
+		r.When = &boomerangv1.RegisterTaskRequest_DelayMs{DelayMs: d.Milliseconds()}
+	}
+}
+
+// At makes the task due at t.
+func At(t time.Time) ScheduleOption {
+	return func(r *boomerangv1.RegisterTaskRequest) {
+		r.When = &boomerangv1.RegisterTaskRequest_FireAtMs{FireAtMs: t.UnixMilli()}
+	}
+}
+
+// Every repeats the task every d after its previous due time.
+func Every(d time.Duration) ScheduleOption {
+	return func(r *boomerangv1.RegisterTaskRequest) { r.RepeatIntervalMs = d.Milliseconds() }
+}
+
+// InGroup puts the task in a group: a group's tasks are delivered one at a
+// time, in due order.
+func InGroup(group string) ScheduleOption {
+	return func(r *boomerangv1.RegisterTaskRequest) { r.Group = group }
+}
+
+// WithIdempotencyKey makes a repeated registration with the same key
+// return the existing task instead of creating another, so a registration
+// whose answer was lost can be retried safely.
+func WithIdempotencyKey(key string) ScheduleOption {
+	return func(r *boomerangv1.RegisterTaskRequest) { r.IdempotencyKey = key }
+}
+
+// WithMode sets the task's dispatch mode.
+func WithMode(m boomerangv1.DispatchMode) ScheduleOption {
+	return func(r *boomerangv1.RegisterTaskRequest) { r.Mode = m }
+}
+
+// WithCallback overrides the client's callback for this task.
+func WithCallback(cb *boomerangv1.Callback) ScheduleOption {
+	return func(r *boomerangv1.RegisterTaskRequest) { r.Callback = cb }
+}
+
+// WithRetry overrides the client's retry policy for this task.
+func WithRetry(p *boomerangv1.RetryPolicy) ScheduleOption {
+	return func(r *boomerangv1.RegisterTaskRequest) { r.Retry = p }
+}
+
+// Schedule registers a task with payload, due now unless After or At says
+// otherwise, and returns it once it is durable.
+func (c *Client) Schedule(ctx context.Context, payload []byte, opts ...ScheduleOption) (*boomerangv1.Task, error) {
+	req := &boomerangv1.RegisterTaskRequest{Payload: payload}
+	for _, opt := range opts {
+		opt(req)
+	}
+	resp, err := c.RegisterTask(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.GetTask(), nil
+}
+
+// Cancel deletes the task with id.
+func (c *Client) Cancel(ctx context.Context, id uint64) error {
+	_, err := c.CancelTask(ctx, &boomerangv1.CancelTaskRequest{Id: id})
+	return err
+}
+
+// Tasks yields every task q selects, page after page, starting at
+// q.PageToken. It stops at the first error, which it yields.
+func (c *Client) Tasks(ctx context.Context, q *boomerangv1.ListTasksRequest) iter.Seq2[*boomerangv1.Task, error] {
+	return func(yield func(*boomerangv1.Task, error) bool) {
+		page := cloneListTasks(q)
+		for {
+			resp, err := c.ListTasks(ctx, page)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, t := range resp.GetTasks() {
+				if !yield(t, nil) {
+					return
+				}
+			}
+			if resp.GetNextPageToken() == 0 {
+				return
+			}
+			page.PageToken = resp.GetNextPageToken()
+		}
+	}
+}
+
+// DeadLetters yields every dead letter q selects, page after page. It
+// stops at the first error, which it yields.
+func (c *Client) DeadLetters(ctx context.Context, q *boomerangv1.ListDeadLettersRequest) iter.Seq2[*boomerangv1.DeadLetter, error] {
+	return func(yield func(*boomerangv1.DeadLetter, error) bool) {
+		page := &boomerangv1.ListDeadLettersRequest{Client: q.GetClient(), PageToken: q.GetPageToken(), PageSize: q.GetPageSize()}
+		for {
+			resp, err := c.ListDeadLetters(ctx, page)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, d := range resp.GetDeadLetters() {
+				if !yield(d, nil) {
+					return
+				}
+			}
+			if resp.GetNextPageToken() == 0 {
+				return
+			}
+			page.PageToken = resp.GetNextPageToken()
+		}
+	}
+}
+
+func cloneListTasks(q *boomerangv1.ListTasksRequest) *boomerangv1.ListTasksRequest {
+	if q == nil {
+		return &boomerangv1.ListTasksRequest{}
+	}
+	c := &boomerangv1.ListTasksRequest{
+		Client: q.Client, Group: q.Group, DueFromMs: q.DueFromMs, DueToMs: q.DueToMs,
+		Status: q.Status, PageToken: q.PageToken, PageSize: q.PageSize,
+	}
+	if q.Recurring != nil {
+		r := *q.Recurring
+		c.Recurring = &r
+	}
+	return c
+}

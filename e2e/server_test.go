@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/boomerangd/boomerang/client"
+)
+
+const (
+	waitLimit     = 60 * time.Second
+	adminPassword = "admin-password-e2e"
+)
+
+// server is a running boomerang process.
+type server struct {
+	t       *testing.T
+	dataDir string
+	cmd     *exec.Cmd
+	tcp     string
+	http    string
+	lines   chan map[string]string // parsed stderr lines; closed at exit
+	exited  chan struct{}
+	waitErr error
+}
+
+// startServer runs boomerang on free ports with dataDir ("" = a new temp
+// dir) and extra flags.
+func startServer(t *testing.T, dataDir string, extra ...string) *server {
+	t.Helper()
+	if dataDir == "" {
+		dataDir = t.TempDir()
+	}
+	args := append([]string{"serve", "--data-dir", dataDir, "--tcp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+		"--admin-password", adminPassword}, extra...)
+	cmd := exec.Command(filepath.Join(binDir, "boomerang"), args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{t: t, dataDir: dataDir, cmd: cmd, lines: make(chan map[string]string, 1024), exited: make(chan struct{})}
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		defer close(s.lines)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			kv := parseLogLine(sc.Text())
+			kv["_line"] = sc.Text()
+			select {
+			case s.lines <- kv:
+			default: // nobody is watching; drop
+			}
+		}
+	}()
+	go func() {
+		<-readerDone
+		s.waitErr = cmd.Wait()
+		close(s.exited)
+	}()
+	t.Cleanup(func() { s.kill() })
+	s.awaitAddresses()
+	return s
+}
+
+// awaitAddresses reads the log until both listening addresses are known.
+func (s *server) awaitAddresses() {
+	s.t.Helper()
+	timeout := time.After(waitLimit)
+	var seen []string
+	for s.tcp == "" || s.http == "" {
+		select {
+		case kv, ok := <-s.lines:
+			if !ok {
+				s.t.Fatalf("boomerang exited before listening:\n%s", strings.Join(seen, "\n"))
+			}
+			seen = append(seen, kv["_line"])
+			s.noteAddresses(kv)
+		case <-timeout:
+			s.t.Fatalf("boomerang did not report its addresses:\n%s", strings.Join(seen, "\n"))
+		}
+	}
+}
+
+// noteAddresses picks listening addresses out of a log line.
+func (s *server) noteAddresses(kv map[string]string) {
+	for k, v := range kv {
+		switch k {
+		case "tcp", "tcp_addr", "tcp_address":
+			s.tcp = v
+		case "http", "http_addr", "http_address":
+			s.http = v
+		}
+	}
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (s *server) kill() {
+	select {
+	case <-s.exited:
+		return
+	default:
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.exited
+}
+
+// stop sends SIGTERM and returns the exit error.
+func (s *server) stop() error {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+		return s.waitErr
+	case <-time.After(waitLimit):
+		s.kill()
+		return errors.New("boomerang did not stop within the wait limit")
+	}
+}
+
+// dial connects the SDK with credentials.
+func (s *server) dial(t *testing.T, id, password string, opts ...client.Option) *client.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	c, err := client.Dial(ctx, s.tcp, client.Credentials{ClientID: id, Password: password}, opts...)
+	if err != nil {
+		t.Fatalf("Dial %s as %s: %v", s.tcp, id, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func (s *server) admin(t *testing.T) *client.Client { return s.dial(t, "admin", adminPassword) }
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// parseLogLine splits a log/slog text line into its keys and values.
+func parseLogLine(line string) map[string]string {
+	kv := map[string]string{}
+	for line != "" {
+		eq := strings.IndexByte(line, '=')
+		if eq < 0 {
+			break
+		}
+		key, rest := line[:eq], line[eq+1:]
+		var val string
+		if q, err := strconv.QuotedPrefix(rest); err == nil {
+			val, _ = strconv.Unquote(q)
+			rest = rest[len(q):]
+		} else if sp := strings.IndexByte(rest, ' '); sp >= 0 {
+			val, rest = rest[:sp], rest[sp:]
+		} else {
+			val, rest = rest, ""
+		}
+		kv[key] = val
+		line = strings.TrimLeft(rest, " ")
+	}
+	return kv
+}

@@ -1,0 +1,121 @@
+package boomtool
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/boomerangd/boomerang/internal/server"
+)
+
+const adminPassword = "tool-admin-password"
+
+// startServer runs a real server in-process on free ports. The tests
+// schedule tasks in the future, so nothing is delivered.
+func startServer(t *testing.T) string {
+	t.Helper()
+	srv, err := server.New(server.Config{
+		DataDir: t.TempDir(), TCPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdminPassword: adminPassword,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(context.Background()); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return srv.TCPAddr()
+}
+
+func (tl *tool) ok(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errOut := tl.run("", args...)
+	if code != 0 {
+		t.Fatalf("boomtool %v: exit %d: %s", args, code, errOut)
+	}
+	return out
+}
+
+func (tl *tool) json(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	out := tl.ok(t, append(args, "-o", "json")...)
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("boomtool %v printed %q: %v", args, out, err)
+	}
+	return m
+}
+
+// The main flows in-process: login with a saved session, client
+// registration, and a task's life; the e2e package runs every command
+// through the binary.
+func TestAgainstServer(t *testing.T) {
+	addr := startServer(t)
+	admin := newTool(t)
+	admin.now = time.Now()
+	out := admin.ok(t, "login", "--addr", addr, "--client", "admin", "--password", adminPassword)
+	if !strings.Contains(out, "Logged in to "+addr+" as admin (admin)") {
+		t.Fatalf("login printed %q", out)
+	}
+	var saved savedSession
+	b, err := os.ReadFile(filepath.Join(admin.dir, "boomerang", "session.json"))
+	if err != nil || json.Unmarshal(b, &saved) != nil || saved.Addr != addr || saved.Client != "admin" || !saved.Admin {
+		t.Fatalf("session file %s: %v", b, err)
+	}
+	// The saved session carries the address too: no --addr from now on.
+	reg := admin.json(t, "client", "register", "tina", "--callback", "udp://127.0.0.1:9")
+	pw, _ := reg["generatedPassword"].(string)
+	if len(pw) < 16 || reg["client"].(map[string]any)["id"] != "tina" {
+		t.Fatalf("client register -o json = %v", reg)
+	}
+	if out := admin.ok(t, "client", "list"); !strings.Contains(out, "tina") || !strings.Contains(out, "udp://127.0.0.1:9") {
+		t.Fatalf("client list:\n%s", out)
+	}
+
+	tina := newTool(t)
+	tina.now = time.Now()
+	tina.env[EnvAddr], tina.env[EnvClient], tina.env[EnvPassword] = addr, "tina", pw
+	out = tina.ok(t, "set", "hello", "--delay", "1h", "--group", "g")
+	if !strings.HasPrefix(out, "Scheduled task ") {
+		t.Fatalf("set printed %q", out)
+	}
+	id := strings.Fields(out)[2]
+	id = strings.TrimSuffix(id, ",")
+	if out := tina.ok(t, "show", id); !strings.Contains(out, `"hello"`) || !strings.Contains(out, "(in 1h)") && !strings.Contains(out, "(in 59m59s)") {
+		t.Fatalf("show:\n%s", out)
+	}
+	tina.ok(t, "update", id, "--every", "5m")
+	if out := tina.ok(t, "list"); !strings.Contains(out, "every 5m") || !strings.Contains(out, id) {
+		t.Fatalf("list:\n%s", out)
+	}
+	tina.ok(t, "delete", id)
+	code, _, errOut := tina.run("", "show", id)
+	if code != 1 || !strings.Contains(errOut, "not found") {
+		t.Fatalf("show after delete: exit %d, %q", code, errOut)
+	}
+	if out := tina.ok(t, "list"); !strings.Contains(out, "No tasks.") {
+		t.Fatalf("empty list:\n%s", out)
+	}
+	code, _, errOut = tina.run("", "client", "list")
+	if code != 1 || !strings.Contains(errOut, "unauthorized") {
+		t.Fatalf("client list as tina: exit %d, %q", code, errOut)
+	}
+	if out := tina.ok(t, "dlq", "list"); !strings.Contains(out, "No dead letters.") {
+		t.Fatalf("dlq list:\n%s", out)
+	}
+	code, _, errOut = tina.run("", "set", "x", "--every", "-1s")
+	if code != 1 || !strings.Contains(errOut, "invalid") {
+		t.Fatalf("negative interval: exit %d, %q", code, errOut)
+	}
+	admin.ok(t, "client", "deregister", "tina")
+}
