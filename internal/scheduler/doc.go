@@ -23,7 +23,7 @@
 // A request reaches its partition's inbox. The loop validates it against
 // its state, decides everything the change needs (id, sequence, times),
 // and adds the records to the partition's open journal batch. A journal
-// goroutine per partition commits batches to the store, synced; while it
+// goroutine per partition commits batches to the store; while it
 // syncs one batch the loop fills the next, so under load one fsync covers
 // many requests, and the store shares fsyncs between partitions too. When
 // a batch is durable the loop applies it (wheel inserts, group gate
@@ -32,6 +32,12 @@
 // never start any: nothing is delivered that is not on disk. If a commit
 // fails the scheduler stops and every waiting caller gets the error; the
 // store holds exactly the acknowledged state.
+//
+// Only batches that answer a caller are synced. The scheduler's own
+// changes (delivery outcomes, retries, dead-lettering, the sweep) are
+// committed without an fsync: the log is sequential, so the next synced
+// batch covers them, and a crash that loses some only repeats deliveries,
+// which at-least-once allows. Deliveries never wait for the disk.
 //
 // # Tiers
 //

@@ -63,7 +63,7 @@ func (p *partition) unblock(c Caller, client, group string, done func(result)) {
 	g.rec.BlockedTask, g.rec.BlockedSinceMs = 0, 0
 	p.open.b.PutGroup(g.rec)
 	release := p.decide(t.Id, t)
-	p.then(func(err error) {
+	p.thenAck(func(err error) {
 		release()
 		releaseGroup()
 		if err == nil {
@@ -104,7 +104,7 @@ func (p *partition) skip(c Caller, client, group string, done func(result)) {
 func (p *partition) skipHead(g *groupState, releaseGroup func(), done func(result)) {
 	g.rec.BlockedTask, g.rec.BlockedSinceMs = 0, 0
 	p.open.b.PutGroup(g.rec)
-	p.then(func(err error) {
+	p.thenAck(func(err error) {
 		releaseGroup()
 		if err == nil {
 			p.reopen(g, func(f *flight) {
@@ -188,7 +188,7 @@ func (p *partition) replay(c Caller, id uint64, done func(result)) {
 	p.decideDL(dl.Id, nil)
 	p.open.b.PutTask(t)
 	release := p.decide(t.Id, t)
-	p.then(func(err error) {
+	p.thenAck(func(err error) {
 		release()
 		releaseGroup()
 		if err == nil {
@@ -208,7 +208,7 @@ func (p *partition) dropDeadLetter(c Caller, id uint64, done func(result)) {
 	p.open.b.DeleteDeadLetter(dl)
 	p.decideDL(dl.Id, nil)
 	if !dl.BlocksGroup {
-		p.then(func(err error) { done(result{err: err}) })
+		p.thenAck(func(err error) { done(result{err: err}) })
 		return
 	}
 	g, releaseGroup, err := p.group(dl.Task.Client, dl.Task.Group)

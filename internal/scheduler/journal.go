@@ -9,10 +9,19 @@ import (
 
 // journalBatch is the records of many decisions, committed together, and
 // what to do once they are durable.
+//
+// A batch is synced to disk only when it holds a change a caller is told
+// about (sync): registrations, updates, cancels, and operator actions on
+// groups and dead letters. The scheduler's own changes (delivery
+// outcomes, retries, dead-lettering, the sweep) are committed without an
+// fsync: losing them in a crash only repeats a delivery, and the next
+// synced batch makes them durable too (the log is sequential). This keeps
+// fsyncs off the delivery path.
 type journalBatch struct {
 	b      *store.Batch
 	shards map[uint16]bool // shards whose id counter moved
 	ops    []func(err error)
+	sync   bool
 }
 
 func newJournalBatch(st *store.Store) *journalBatch {
@@ -24,6 +33,13 @@ func (j *journalBatch) len() int { return len(j.ops) }
 // then queues fn to run on the loop after the batch is durable, with the
 // commit error if it is not.
 func (p *partition) then(fn func(err error)) { p.open.ops = append(p.open.ops, fn) }
+
+// thenAck is then for a change a caller is told about: the batch is
+// synced before fn runs.
+func (p *partition) thenAck(fn func(err error)) {
+	p.open.sync = true
+	p.then(fn)
+}
 
 // flush hands the open batch to the journal goroutine if it is idle. While
 // it syncs, the loop fills the next batch: one fsync covers everything
@@ -43,7 +59,11 @@ func (p *partition) flush() {
 // journal commits batches, one at a time, and reports back to the loop.
 func (p *partition) journal() {
 	for j := range p.journalCh {
-		err := p.s.cfg.Store.Commit(j.b)
+		commit := p.s.cfg.Store.CommitNoSync
+		if j.sync {
+			commit = p.s.cfg.Store.Commit
+		}
+		err := commit(j.b)
 		if err != nil {
 			err = fmt.Errorf("scheduler: journal commit: %w", err)
 		}

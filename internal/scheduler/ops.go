@@ -59,7 +59,7 @@ func (p *partition) register(req *RegisterRequest, shard uint16, done func(resul
 		p.idem[ik] = w
 	}
 	release := p.decide(t.Id, t)
-	p.then(func(err error) {
+	p.thenAck(func(err error) {
 		release()
 		releaseGroup()
 		if w != nil {
@@ -173,7 +173,7 @@ func (p *partition) update(c Caller, req *UpdateRequest, done func(result)) {
 	}
 	p.open.b.ReplaceTask(t, upd)
 	release := p.decide(upd.Id, upd)
-	p.then(func(err error) {
+	p.thenAck(func(err error) {
 		release()
 		if err == nil {
 			p.applyChange(upd)
@@ -201,7 +201,7 @@ func (p *partition) cancel(c Caller, id uint64, done func(result)) {
 		p.open.b.DeleteIdempotency(store.ShardOf(id), t.Client, t.IdempotencyKey)
 	}
 	release := p.decide(id, nil)
-	p.then(func(err error) {
+	p.thenAck(func(err error) {
 		release()
 		if err == nil {
 			if f := p.flights[id]; f != nil && f.state == flightRetrying {

@@ -307,3 +307,40 @@ func TestInvalidRequestsNameTheField(t *testing.T) {
 	// None of them may have stopped the scheduler.
 	h.register(RegisterRequest{Payload: payload("ok"), Delay: time.Hour})
 }
+
+// Registrations and cancels are synced before they are acknowledged;
+// delivery outcomes, retries and dead-lettering are committed without an
+// fsync, so deliveries never wait for the disk.
+func TestOnlyAcknowledgedChangesAreSynced(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.Retry = FixedRetry{Attempts: 2, Delay: time.Second} })
+	synced := func() uint64 { return h.st.Stats().SyncedCommits }
+	before := synced()
+	ok := h.register(RegisterRequest{Payload: payload("ok"), Group: "g"})
+	bad := h.register(RegisterRequest{Payload: payload("bad"), Group: "g"})
+	gone := h.register(RegisterRequest{Payload: payload("gone"), Delay: time.Hour})
+	if err := h.s.Cancel(context.Background(), Caller{Client: "acme"}, gone.Task.Id); err != nil {
+		t.Fatal(err)
+	}
+	afterAcks := synced()
+	if afterAcks < before+2 { // batches may hold several requests
+		t.Fatalf("%d synced commits for 3 registrations and a cancel", afterAcks-before)
+	}
+	commits := h.st.Stats().Commits
+	h.settle()
+	h.ack(h.expect("ok", 1))
+	h.fail(h.expect("bad", 1), errRefused)
+	h.advance(time.Second)
+	h.fail(h.expect("bad", 2), errRefused)
+	if got := synced(); got != afterAcks {
+		t.Fatalf("%d synced commits for delivery outcomes, want none", got-afterAcks)
+	}
+	if h.st.Stats().Commits < commits+3 {
+		t.Fatal("delivery outcomes were not committed")
+	}
+	if _, err := h.s.Get(context.Background(), Caller{Client: "acme"}, ok.Task.Id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("delivered task: %v, want ErrNotFound", err)
+	}
+	if _, err := h.s.Get(context.Background(), Caller{Client: "acme"}, bad.Task.Id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("dead-lettered task: %v, want ErrNotFound", err)
+	}
+}

@@ -61,7 +61,7 @@ func TestHealthAndMetrics(t *testing.T) {
 		"boomerang_engine_queued 0",
 		"boomerang_tcp_connections 1",
 		"boomerang_sessions 1",
-		"boomerang_store_commits_total",
+		"boomerang_store_commits_total", "boomerang_store_synced_commits_total",
 		"go_goroutines",
 	}
 	// A raw TCP request is counted once its response is flushed, which

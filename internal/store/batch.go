@@ -279,7 +279,18 @@ func (b *Batch) delete(key []byte) {
 // is in progress to the WAL and covers all of them with the next fsync.
 //
 // An empty batch is a no-op. After Commit, Reset the batch to reuse it.
-func (s *Store) Commit(b *Batch) (err error) {
+func (s *Store) Commit(b *Batch) error { return s.commit(b, pebble.Sync) }
+
+// CommitNoSync applies b atomically without waiting for an fsync: it is
+// for changes whose loss in a machine crash only repeats work, never
+// loses acknowledged work (a delivery outcome: the delivery happens
+// again). Pebble's write-ahead log is sequential, so a later Commit makes
+// b durable too, and whatever survives a crash is a prefix of the
+// commits. The write reaches the log asynchronously, so even a process
+// crash may lose the last few.
+func (s *Store) CommitNoSync(b *Batch) error { return s.commit(b, pebble.NoSync) }
+
+func (s *Store) commit(b *Batch, opts *pebble.WriteOptions) (err error) {
 	switch {
 	case b.err != nil:
 		return b.err
@@ -304,10 +315,13 @@ func (s *Store) Commit(b *Batch) (err error) {
 	}()
 	defer recoverFatal(&err)
 
-	if err := s.db.Apply(b.pb, pebble.Sync); err != nil {
+	if err := s.db.Apply(b.pb, opts); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
 	b.committed = true
+	if opts.Sync {
+		s.c.syncedCommits.Add(1)
+	}
 	s.c.commits.Add(1)
 	s.c.commitOps.Add(uint64(b.count))
 	return nil

@@ -386,3 +386,34 @@ func TestDeadLettersOfOneRecurringTask(t *testing.T) {
 		t.Fatalf("dead letter outside its task's shard: Commit = %v, want ErrInvalid", err)
 	}
 }
+
+// TestCommitNoSync: an unsynced commit is visible at once, does not wait
+// for or count as a synced commit, and a later synced commit makes it
+// durable with itself.
+func TestCommitNoSync(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	unsynced, synced := task("acme", "g", 1, 100), task("acme", "g", 2, 200)
+	b := s.NewBatch()
+	b.PutTask(unsynced)
+	if err := s.CommitNoSync(b); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Task(unsynced.Id); err != nil || got == nil {
+		t.Fatalf("Task after CommitNoSync = %v, %v", got, err)
+	}
+	if st := s.Stats(); st.Commits != 1 || st.SyncedCommits != 0 {
+		t.Fatalf("Stats %+v, want 1 commit, none synced", st)
+	}
+	commit(t, s, func(b *Batch) { b.PutTask(synced) })
+	if st := s.Stats(); st.Commits != 2 || st.SyncedCommits != 1 {
+		t.Fatalf("Stats %+v, want 2 commits, 1 synced", st)
+	}
+	want := rawKeys(t, s)
+	closeStore(t, s)
+	s = openStore(t, dir)
+	if got := rawKeys(t, s); !slices.Equal(got, want) {
+		t.Fatalf("after reopen %+v\nwant %+v", got, want)
+	}
+}

@@ -9,12 +9,13 @@ import (
 
 // counters are the Store's cheap, always-on statistics.
 type counters struct {
-	commits     atomic.Uint64 // successful non-empty Commit calls
-	commitOps   atomic.Uint64 // operations in those commits
-	walSyncs    atomic.Uint64 // fsyncs of WAL files
-	walBytes    atomic.Uint64 // bytes written to WAL files
-	syncs       atomic.Uint64 // fsyncs of any file or directory
-	corruptions atomic.Uint64 // corruption events reported by Pebble
+	commits       atomic.Uint64 // successful non-empty commits, synced or not
+	syncedCommits atomic.Uint64 // those by Commit, which waits for an fsync
+	commitOps     atomic.Uint64 // operations in all commits
+	walSyncs      atomic.Uint64 // fsyncs of WAL files
+	walBytes      atomic.Uint64 // bytes written to WAL files
+	syncs         atomic.Uint64 // fsyncs of any file or directory
+	corruptions   atomic.Uint64 // corruption events reported by Pebble
 }
 
 // countingFS wraps the filesystem Pebble uses to count fsyncs and WAL bytes
