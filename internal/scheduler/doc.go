@@ -26,10 +26,11 @@
 // goroutine per partition commits batches to the store; while it
 // syncs one batch the loop fills the next, so under load one fsync covers
 // many requests, and the store shares fsyncs between partitions too. When
-// a batch is durable the loop applies it (wheel inserts, group gate
+// a batch is committed the loop applies it (wheel inserts, group gate
 // releases) and only then answers the callers. Deciding may only suppress
-// work before it is durable (a cancel removes the task's timer at once),
-// never start any: nothing is delivered that is not on disk. If a commit
+// work before it is committed (a cancel removes the task's timer at once),
+// never start any: no task is delivered that a crash could make
+// unregistered. If a commit
 // fails the scheduler stops and every waiting caller gets the error; the
 // store holds exactly the acknowledged state.
 //
@@ -37,7 +38,10 @@
 // changes (delivery outcomes, retries, dead-lettering, the sweep) are
 // committed without an fsync: the log is sequential, so the next synced
 // batch covers them, and a crash that loses some only repeats deliveries,
-// which at-least-once allows. Deliveries never wait for the disk.
+// which at-least-once allows. Deliveries never wait for the disk. What
+// survives a crash is always a prefix of the commits, so the state after
+// recovery is one the scheduler passed through: a task whose successful
+// delivery was lost is delivered again, before the rest of its group.
 //
 // # Tiers
 //
@@ -73,9 +77,10 @@
 //     the dead letter as its head until Unblock (deliver it again, then
 //     continue) or Skip (leave it in the dead letter queue and continue).
 //
-// The group gate is released only after the outcome is durable, so the next
-// task of a group never starts before its predecessor's result would
-// survive a crash.
+// The group gate is released only after the outcome is committed, so the
+// next task of a group never starts before its predecessor's result is in
+// the log. The commit is not synced (see above): a crash may lose it, and
+// then the predecessor is delivered again first.
 //
 // # Cancel and update
 //
