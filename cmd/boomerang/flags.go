@@ -36,6 +36,7 @@ func (o *options) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", server.DefaultDataDir, "directory of the store; created if missing")
 	fs.StringVar(&c.TCPAddr, "tcp-addr", server.DefaultTCPAddr, "raw TCP (protobuf frames) listen address; port 0 picks one")
 	fs.StringVar(&c.HTTPAddr, "http-addr", server.DefaultHTTPAddr, "HTTP listen address: Connect/gRPC/gRPC-Web/JSON, /metrics, /healthz, /readyz")
+	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go's profiler under /debug/pprof/ on the HTTP address")
 	fs.IntVar(&c.MaxPayloadBytes, "max-payload-bytes", server.DefaultMaxPayloadBytes, "largest task payload in bytes")
 	fs.IntVar(&c.MaxFrameBytes, "max-frame-bytes", 0, "largest raw TCP frame and Connect message in bytes (0: max-payload-bytes + 64 KiB)")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", server.DefaultMaxInFlight, "requests one raw TCP connection may have outstanding before it is not read further")

@@ -56,6 +56,10 @@ type Config struct {
 	TCPAddr  string
 	HTTPAddr string
 
+	// Pprof serves Go's profiler (net/http/pprof) under /debug/pprof/ on
+	// HTTPAddr. Off by default: profiles show internals and cost CPU.
+	Pprof bool
+
 	// MaxPayloadBytes bounds a task's payload; the scheduler's limit
 	// follows it. Default 1 MiB.
 	MaxPayloadBytes int

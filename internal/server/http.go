@@ -3,6 +3,7 @@ package server
 import (
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -12,7 +13,7 @@ import (
 const maxHeaderBytes = 64 << 10
 
 // newHTTPServer serves the Connect handler, /metrics, /healthz and
-// /readyz. Cleartext HTTP/2 (h2c, with prior knowledge) is on beside
+// /readyz, and /debug/pprof/ when Config.Pprof is set. Cleartext HTTP/2 (h2c, with prior knowledge) is on beside
 // HTTP/1.1, so gRPC clients work without TLS.
 func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 	mux := http.NewServeMux()
@@ -23,6 +24,13 @@ func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", s.serveReady)
+	if s.cfg.Pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)

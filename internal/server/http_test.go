@@ -113,3 +113,17 @@ func TestReadyzFollowsLifecycle(t *testing.T) {
 		t.Fatalf("second Stop: %v", err)
 	}
 }
+
+// The profiler is served only when asked for.
+func TestPprofIsOptIn(t *testing.T) {
+	t.Parallel()
+	defer http.DefaultClient.CloseIdleConnections()
+	off := startServer(t, nil)
+	if code, _ := get(t, "http://"+off.HTTPAddr()+"/debug/pprof/"); code != http.StatusNotFound {
+		t.Fatalf("/debug/pprof/ without Pprof: %d, want 404", code)
+	}
+	on := startServer(t, func(c *Config) { c.Pprof = true })
+	if code, body := get(t, "http://"+on.HTTPAddr()+"/debug/pprof/"); code != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Fatalf("/debug/pprof/ with Pprof: %d %.80q", code, body)
+	}
+}
