@@ -86,7 +86,7 @@ func (a *attempt) end(err error, stopTimer bool) {
 		a.route.pool.release(a)
 	}
 	a.done(err)
-	a.e.gate.exit()
+	a.e.gate.Exit()
 }
 
 // over reports whether the attempt has ended; transports skip ended

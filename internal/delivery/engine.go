@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/boomerangd/boomerang/internal/gate"
 	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
@@ -21,7 +22,7 @@ type Engine struct {
 	pools   map[string]*pool
 	byProto [len(protocolLabels)]transport // by storepb.Protocol; [0] unused
 	metrics *metrics
-	gate    *gate
+	gate    *gate.Gate
 	ids     atomic.Uint64
 
 	ctx    context.Context // cancelled when Close gives up waiting
@@ -44,7 +45,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg, pools: map[string]*pool{}, gate: newGate(), janitorDone: make(chan struct{})}
+	e := &Engine{cfg: cfg, pools: map[string]*pool{}, gate: gate.New(), janitorDone: make(chan struct{})}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	for name, pc := range cfg.Pools {
 		e.pools[name] = newPool(name, pc, cfg.Clock)
@@ -90,7 +91,7 @@ func (e *Engine) transports() []transport { return e.byProto[1:] }
 // waits in its pool, or fails at once (done called before Deliver returns)
 // when it cannot be made.
 func (e *Engine) Deliver(d scheduler.Delivery, done func(error)) {
-	if !e.gate.enter() {
+	if !e.gate.Enter() {
 		e.metrics.record(&attempt{}, ErrClosed)
 		done(ErrClosed)
 		return
@@ -194,13 +195,13 @@ func (e *Engine) Close(ctx context.Context) error {
 }
 
 func (e *Engine) close(ctx context.Context) error {
-	e.gate.shut()
+	e.gate.Shut()
 	for _, p := range e.pools {
 		for _, a := range p.close() {
 			a.reject(ErrClosed)
 		}
 	}
-	err := e.gate.wait(ctx)
+	err := e.gate.Wait(ctx)
 	e.cancel() // cuts HTTP and gRPC attempts short, stops the janitor
 	for _, t := range e.transports() {
 		t.close() // fails TCP attempts awaiting an Ack
@@ -208,7 +209,7 @@ func (e *Engine) close(ctx context.Context) error {
 	if err != nil {
 		// Everything under way now ends promptly: its context is
 		// cancelled or its connection closed.
-		_ = e.gate.wait(context.Background())
+		_ = e.gate.Wait(context.Background())
 	}
 	<-e.janitorDone
 	for _, p := range e.pools {

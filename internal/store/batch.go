@@ -304,7 +304,7 @@ func (s *Store) commit(b *Batch, opts *pebble.WriteOptions) (err error) {
 	if err := s.enter(); err != nil {
 		return err
 	}
-	defer s.gate.exit()
+	defer s.gate.Exit()
 	defer func() {
 		if err != nil {
 			b.spent = true

@@ -47,7 +47,7 @@ func (s *Store) Idempotency(shard uint16, client, key string) (uint64, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
 	}
-	defer s.gate.exit()
+	defer s.gate.Exit()
 	what := fmt.Sprintf("idempotency key %q of client %q", key, client)
 	var id uint64
 	err := get(s.db, what, idempotencyKey(shard, client, key), func(v []byte) error {
@@ -66,7 +66,7 @@ func readRecord[M proto.Message](s *Store, what string, key []byte, m M) (M, err
 	if err := s.enter(); err != nil {
 		return zero, err
 	}
-	defer s.gate.exit()
+	defer s.gate.Exit()
 	if err := getRecord(s.db, what, key, m); err != nil {
 		return zero, err
 	}

@@ -28,7 +28,7 @@ func (s *Store) ScanDue(shard uint16, fromMs, toMs int64, fn func(dueMs int64, i
 	if err := s.enter(); err != nil {
 		return err
 	}
-	defer s.gate.exit()
+	defer s.gate.Exit()
 	return scanDue(s.db, shard, fromMs, toMs, fn)
 }
 
@@ -37,7 +37,7 @@ func (s *Store) TasksDue(shard uint16, fromMs, toMs int64, fn func(*storepb.Task
 	if err := s.enter(); err != nil {
 		return err
 	}
-	defer s.gate.exit()
+	defer s.gate.Exit()
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
 	return scanDue(snap, shard, fromMs, toMs, func(_ int64, id uint64) error {
@@ -103,7 +103,7 @@ func (s *Store) ListTasks(q TaskQuery) ([]*storepb.Task, uint64, error) {
 	if err := s.enter(); err != nil {
 		return nil, 0, err
 	}
-	defer s.gate.exit()
+	defer s.gate.Exit()
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
 
@@ -146,7 +146,7 @@ func (s *Store) ListDeadLetters(client string, after uint64, limit int) ([]*stor
 	if err := s.enter(); err != nil {
 		return nil, 0, err
 	}
-	defer s.gate.exit()
+	defer s.gate.Exit()
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
 
@@ -175,7 +175,7 @@ func (s *Store) ScanGroups(shard uint16, fn func(*storepb.Group) error) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
-	defer s.gate.exit()
+	defer s.gate.Exit()
 	prefix := shardPrefix(tagGroup, shard)
 	return scan(s.db, prefix, prefixEnd(prefix), func(k, v []byte) error {
 		g := new(storepb.Group)
@@ -193,7 +193,7 @@ func (s *Store) ScanBlockedGroups(shard uint16, fn func(*storepb.Group) error) e
 	if err := s.enter(); err != nil {
 		return err
 	}
-	defer s.gate.exit()
+	defer s.gate.Exit()
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
 	prefix := shardPrefix(tagBlocked, shard)
@@ -216,7 +216,7 @@ func (s *Store) ListClients() ([]*storepb.Client, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
-	defer s.gate.exit()
+	defer s.gate.Exit()
 	var clients []*storepb.Client
 	prefix := []byte{tagClient}
 	err := scan(s.db, prefix, prefixEnd(prefix), func(k, v []byte) error {

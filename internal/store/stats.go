@@ -35,7 +35,7 @@ func (s *Store) Stats() Stats {
 		Corruptions:   s.c.corruptions.Load(),
 	}
 	if s.enter() == nil {
-		defer s.gate.exit()
+		defer s.gate.Exit()
 		st.DiskBytes = s.db.Metrics().DiskSpaceUsage()
 	}
 	return st

@@ -1,12 +1,14 @@
 package store
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 
+	"github.com/boomerangd/boomerang/internal/gate"
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -36,7 +38,7 @@ type Store struct {
 	db   *pebble.DB
 	dir  string
 	lock *dirLock
-	gate *gate
+	gate *gate.Gate
 	c    *counters
 
 	failure atomic.Pointer[error] // set once Pebble hit a fatal write error
@@ -68,7 +70,7 @@ func open(dir string, o Options, filesystem vfs.FS) (_ *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, lock: lock, gate: newGate(), c: new(counters)}
+	s := &Store{dir: dir, lock: lock, gate: gate.New(), c: new(counters)}
 	opened := false
 	defer func() {
 		if !opened {
@@ -165,13 +167,13 @@ func (s *Store) initSchema() error {
 	return nil
 }
 
-// enter admits an operation; callers defer s.gate.exit() when it is nil.
+// enter admits an operation; callers defer s.gate.Exit() when it is nil.
 func (s *Store) enter() error {
-	if !s.gate.enter() {
+	if !s.gate.Enter() {
 		return ErrClosed
 	}
 	if f := s.failure.Load(); f != nil {
-		s.gate.exit()
+		s.gate.Exit()
 		return *f
 	}
 	return nil
@@ -187,7 +189,10 @@ func (s *Store) fail(err error) {
 // be called from a scan callback.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.gate.shut()
+		// Pebble panics when a closed DB is used, so Close must not close
+		// it under a running Commit or scan.
+		s.gate.Shut()
+		_ = s.gate.Wait(context.Background())
 		err := closeDB(s.db)
 		if lerr := s.lock.release(); err == nil && lerr != nil {
 			err = fmt.Errorf("store: release lock: %w", lerr)
