@@ -44,7 +44,6 @@ type partition struct {
 	idem       map[string]*idemWait   // registrations by idempotency key, in the journal
 
 	nextID      map[uint16]uint64 // per-shard id counters (low 48 bits)
-	rr          int               // round-robin cursor over shards for ungrouped tasks
 	loadedUntil int64             // tasks due before this (Unix ms) are in the wheel
 	nextLoad    time.Time
 

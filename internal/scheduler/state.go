@@ -130,13 +130,6 @@ func (p *partition) allocID(shard uint16) uint64 {
 	return store.MakeID(shard, p.nextID[shard])
 }
 
-// ungroupedShard picks a shard for an ungrouped task without an
-// idempotency key, spreading them over the partition's shards.
-func (p *partition) ungroupedShard() uint16 {
-	p.rr = (p.rr + 1) % len(p.shards)
-	return p.shards[p.rr]
-}
-
 // schedule puts a task's current occurrence in the wheel if it is due
 // before the loaded horizon; later ones wait for the loader. It is armed
 // at its due time even when a retry is pending, so that after a restart a
