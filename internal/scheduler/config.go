@@ -86,9 +86,16 @@ type Config struct {
 	// DefaultMode applies to tasks registered with
 	// DISPATCH_MODE_UNSPECIFIED. Default NEXT_ON_ERROR.
 	DefaultMode storepb.DispatchMode
+
+	// engineRing is the group gate's ring size per partition; tests shrink
+	// it to make due tasks wait in the backlog. Default 1<<14.
+	engineRing int
 }
 
 func (c *Config) ensureDefaults() {
+	if c.engineRing == 0 {
+		c.engineRing = 1 << 14
+	}
 	if c.Retry == nil {
 		c.Retry = FixedRetry{Attempts: DefaultMaxAttempts, Delay: DefaultRetryDelay}
 	}

@@ -52,7 +52,9 @@ type partition struct {
 	journalCh   chan *journalBatch
 
 	fired    []firedTimer
-	unread   int // messages of the current batch not yet run
+	toRead   []uint64                 // ids of fired tasks to read together
+	read     map[uint64]*storepb.Task // their records (nil: none), during advance
+	unread   int                      // messages of the current batch not yet run
 	gauges   gauges
 	stopping bool
 	done     chan struct{}
@@ -135,6 +137,7 @@ func newPartition(s *Scheduler, index int) (*partition, error) {
 		blocked:    make(map[string]*flight),
 		pending:    make(map[uint64]*pendingTask),
 		pendingDLs: make(map[uint64]*pendingDL),
+		read:       make(map[uint64]*storepb.Task),
 		groups:     make(map[string]*groupState),
 		idem:       make(map[string]*idemWait),
 		nextID:     make(map[uint16]uint64),

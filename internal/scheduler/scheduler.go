@@ -60,7 +60,7 @@ func (s *Scheduler) start(ctx context.Context) error {
 		Handler:    handle,
 		Partitions: s.cfg.Partitions,
 		Workers:    1, // the handler only posts to a loop
-		RingSize:   1 << 14,
+		RingSize:   s.cfg.engineRing,
 		MaxPending: -1, // the wheel and the store bound what can be due
 		MaxQueued:  1 << 22,
 	})

@@ -417,3 +417,46 @@ func TestCommitNoSync(t *testing.T) {
 		t.Fatalf("after reopen %+v\nwant %+v", got, want)
 	}
 }
+
+// TestTasksReadsManyInOrder: Tasks returns every stored task of a sorted
+// id list, across shards, and nil for the ids without one.
+func TestTasksReadsManyInOrder(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, t.TempDir())
+	var ids []uint64
+	stored := map[uint64]bool{}
+	commit(t, s, func(b *Batch) {
+		for i := range 300 {
+			tk := task("acme", "", uint64(i+1), 100)
+			tk.Id = MakeID(uint16(i%7*(Shards/8)), uint64(i+1))
+			ids = append(ids, tk.Id)
+			if i%3 != 0 { // every third id has no task
+				b.PutTask(tk)
+				stored[tk.Id] = true
+			}
+		}
+	})
+	slices.Sort(ids)
+	var got []uint64
+	err := s.Tasks(ids, func(id uint64, tk *storepb.Task) {
+		got = append(got, id)
+		switch {
+		case stored[id] && (tk == nil || tk.Id != id):
+			t.Errorf("task %#x: got %v", id, tk)
+		case !stored[id] && tk != nil:
+			t.Errorf("task %#x was never stored, got %v", id, tk)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, ids) {
+		t.Fatalf("Tasks passed %d ids, want the %d asked for, in order", len(got), len(ids))
+	}
+	if err := s.Tasks([]uint64{ids[1], ids[0]}, func(uint64, *storepb.Task) {}); err == nil {
+		t.Fatal("Tasks accepted descending ids")
+	}
+	if err := s.Tasks(nil, func(uint64, *storepb.Task) { t.Fatal("called for no ids") }); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -156,4 +157,49 @@ func BenchmarkStats(b *testing.B) {
 	for b.Loop() {
 		_ = s.Stats()
 	}
+}
+
+// BenchmarkReadTasks reads 200,000 tasks (64-byte payloads, flushed to an
+// sstable) in id order, as the scheduler reads the tasks that fire
+// together: one Task call each (the baseline) against one Tasks call.
+func BenchmarkReadTasks(b *testing.B) {
+	s := openStore(b, b.TempDir())
+	const n = 200_000
+	ids := make([]uint64, 0, n)
+	for start := 0; start < n; start += 10_000 {
+		bt := s.NewBatch()
+		for i := start; i < start+10_000; i++ {
+			tk := task("acme", "", uint64(i+1), 100)
+			tk.Id = MakeID(uint16(i%Shards), uint64(i/Shards+1))
+			tk.Payload = make([]byte, 64)
+			bt.PutTask(tk)
+			ids = append(ids, tk.Id)
+		}
+		if err := s.Commit(bt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(ids)
+	b.Run("Task", func(b *testing.B) {
+		for i := range b.N {
+			if _, err := s.Task(ids[i%n]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Tasks", func(b *testing.B) {
+		for done := 0; done < b.N; done += n {
+			err := s.Tasks(ids[:min(n, b.N-done)], func(id uint64, t *storepb.Task) {
+				if t == nil {
+					b.Fatalf("task %#x missing", id)
+				}
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

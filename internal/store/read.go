@@ -1,9 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
@@ -14,6 +16,54 @@ import (
 // Task returns the task with the given id.
 func (s *Store) Task(id uint64) (*storepb.Task, error) {
 	return readRecord(s, fmt.Sprintf("task %#x", id), taskKey(id), new(storepb.Task))
+}
+
+// Tasks reads the tasks with the given ids, which must be ascending, with
+// one iterator: for many ids that is several times cheaper than a Task
+// call for each. fn gets every id in order with its task, or nil if there
+// is none.
+func (s *Store) Tasks(ids []uint64, fn func(id uint64, t *storepb.Task)) (err error) {
+	if len(ids) == 0 {
+		return nil
+	}
+	if !slices.IsSorted(ids) {
+		return errors.New("store: Tasks needs ascending ids")
+	}
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.gate.Exit()
+	upper := taskKey(ids[len(ids)-1])
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: taskKey(ids[0]), UpperBound: append(upper, 0)})
+	if err != nil {
+		return readError("read tasks", err)
+	}
+	defer func() {
+		if cerr := it.Close(); cerr != nil && err == nil {
+			err = readError("read tasks", cerr)
+		}
+	}()
+	key := make([]byte, 0, len(upper))
+	for _, id := range ids {
+		key = binary.BigEndian.AppendUint64(appendShard(key[:0], tagTask, ShardOf(id)), id)
+		if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
+			if err := it.Error(); err != nil {
+				return readError("read tasks", err)
+			}
+			fn(id, nil)
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return readError("read tasks", err)
+		}
+		t := new(storepb.Task)
+		if err := proto.Unmarshal(v, t); err != nil {
+			return corruptf("task %#x: %v", id, err)
+		}
+		fn(id, t)
+	}
+	return nil
 }
 
 // Group returns a group's state.
