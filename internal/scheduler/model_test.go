@@ -32,7 +32,9 @@ func TestSchedulerMatchesModel(t *testing.T) {
 			rt.Fatal(err)
 		}
 		defer os.RemoveAll(dir)
+		ring := rapid.SampledFrom([]int{2, 1 << 14}).Draw(rt, "ring") // 2: due tasks queue in the backlog
 		h := startHarness(rt, dir, func(c *Config) {
+			c.engineRing = ring
 			c.Horizon, c.LoadInterval = 3*time.Second, time.Second
 			c.Retry = FixedRetry{Attempts: modelAttempts, Delay: time.Second}
 		})
