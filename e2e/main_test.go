@@ -23,7 +23,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-		"github.com/boomerangd/boomerang/cmd/boomerang", "github.com/boomerangd/boomerang/cmd/boomtool")
+		"github.com/boomerangd/boomerang/cmd/boomerang", "github.com/boomerangd/boomerang/cmd/boomtool",
+		"github.com/boomerangd/boomerang/examples/receiver")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		os.RemoveAll(dir)

@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -34,7 +35,7 @@ func main() {
 }
 
 func run() error {
-	listen := flag.String("listen", "127.0.0.1:8080", "address to listen on")
+	listen := flag.String("listen", "127.0.0.1:8080", "address to listen on; port 0 picks a free one")
 	path := flag.String("path", "/hook", "URL path of the webhook")
 	text := flag.String("secret", "", "the client's signing secret, as text")
 	hexSecret := flag.String("secret-hex", "", "the client's signing secret, hex encoded")
@@ -61,7 +62,11 @@ func run() error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(*path, r)
-	srv := &http.Server{Addr: *listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -71,8 +76,8 @@ func run() error {
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	fmt.Printf("receiving on http://%s%s\n", *listen, *path)
-	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+	fmt.Printf("receiving on http://%s%s\n", ln.Addr(), *path)
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
