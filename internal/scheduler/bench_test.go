@@ -17,7 +17,10 @@ import (
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
-var benchCallers = flag.Int("scheduler.callers", 256, "concurrent callers in BenchmarkRegister")
+var (
+	benchCallers    = flag.Int("scheduler.callers", 256, "concurrent callers in BenchmarkRegister")
+	benchPartitions = flag.Int("scheduler.partitions", 0, "Config.Partitions in BenchmarkRegister (0: the default)")
+)
 
 // benchScheduler runs a scheduler on the real clock and a store in a temp
 // dir, delivering everything at once.
@@ -61,7 +64,7 @@ func BenchmarkRegister(b *testing.B) {
 }
 
 func benchRegister(b *testing.B, groups int) {
-	s, st := benchScheduler(b, nil)
+	s, st := benchScheduler(b, func(c *Config) { c.Partitions = *benchPartitions })
 	payload := make([]byte, 256)
 	callers := *benchCallers
 	var next atomic.Int64
