@@ -23,9 +23,11 @@
 // A request reaches its partition's inbox. The loop validates it against
 // its state, decides everything the change needs (id, sequence, times),
 // and adds the records to the partition's open journal batch. A journal
-// goroutine per partition commits batches to the store; while it
-// syncs one batch the loop fills the next, so under load one fsync covers
-// many requests, and the store shares fsyncs between partitions too. When
+// goroutine per partition writes batches to the store's log in order, the
+// next one while the last one syncs (at most two at a time), and reports
+// each back to the loop once it is synced; meanwhile the loop fills the
+// next batch, so under load one fsync covers many requests, and the store
+// shares fsyncs between partitions too. When
 // a batch is committed the loop applies it (wheel inserts, group gate
 // releases) and only then answers the callers. Deciding may only suppress
 // work before it is committed (a cancel removes the task's timer at once),

@@ -188,7 +188,7 @@ func (h *harness) quiet() bool {
 			p.inbox.mu.Unlock()
 			now := p.now()
 			next, armed := p.wheel.NextExpiry()
-			if p.journalBusy || p.open.len() > 0 || len(p.backlog) > 0 || waiting > 0 || p.unread > 0 ||
+			if p.inJournal > 0 || p.open.len() > 0 || len(p.backlog) > 0 || waiting > 0 || p.unread > 0 ||
 				(armed && !next.After(now)) || !now.Before(p.nextLoad) {
 				quiet = false
 			}

@@ -41,39 +41,67 @@ func (p *partition) thenAck(fn func(err error)) {
 	p.then(fn)
 }
 
-// flush hands the open batch to the journal goroutine if it is idle. While
-// it syncs, the loop fills the next batch: one fsync covers everything
-// that arrived during the previous one.
+// journalDepth is how many batches may be in the journal at once: one
+// syncing while the next is written to the log behind it.
+const journalDepth = 2
+
+// flush hands the open batch to the journal unless journalDepth batches
+// are already there. While they sync, the loop fills the next batch: one
+// fsync covers everything that arrived in the meantime.
 func (p *partition) flush() {
-	if p.journalBusy || p.open.len() == 0 {
+	if p.inJournal >= journalDepth || p.open.len() == 0 {
 		return
 	}
 	for sh := range p.open.shards {
 		p.open.b.PutShardMeta(sh, &storepb.ShardMeta{LastId: p.nextID[sh]})
 	}
-	p.journalBusy = true
+	p.inJournal++
 	p.journalCh <- p.open
 	p.open = newJournalBatch(p.s.cfg.Store)
 }
 
-// journal commits batches, one at a time, and reports back to the loop.
+// logged is a batch in the log, its fsync (if it needs one) under way.
+type logged struct {
+	j    *journalBatch
+	wait func() error // nil: nothing to wait for
+	err  error
+}
+
+// journal writes batches to the log in order and, on a second goroutine,
+// waits for each one's fsync and reports back to the loop, in the same
+// order: the next batch goes into the log while the last one syncs.
 func (p *partition) journal() {
+	syncing := make(chan logged, journalDepth)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for l := range syncing {
+			err := l.err
+			if err == nil && l.wait != nil {
+				err = l.wait()
+			}
+			if err != nil {
+				err = fmt.Errorf("scheduler: journal commit: %w", err)
+			}
+			p.inbox.post(func() { p.journaled(l.j, err) })
+		}
+	}()
 	for j := range p.journalCh {
-		commit := p.s.cfg.Store.CommitNoSync
+		l := logged{j: j}
 		if j.sync {
-			commit = p.s.cfg.Store.Commit
+			l.wait, l.err = p.s.cfg.Store.CommitAsync(j.b)
+		} else {
+			l.err = p.s.cfg.Store.CommitNoSync(j.b)
 		}
-		err := commit(j.b)
-		if err != nil {
-			err = fmt.Errorf("scheduler: journal commit: %w", err)
-		}
-		p.inbox.post(func() { p.journaled(j, err) })
+		syncing <- l
 	}
+	close(syncing)
+	<-done
 }
 
 // journaled applies a durable batch, or fails the scheduler.
 func (p *partition) journaled(j *journalBatch, err error) {
-	p.journalBusy = false
+	p.inJournal--
 	if err != nil {
 		p.s.fail(err)
 	}

@@ -47,9 +47,9 @@ type partition struct {
 	loadedUntil int64             // tasks due before this (Unix ms) are in the wheel
 	nextLoad    time.Time
 
-	open        *journalBatch
-	journalBusy bool
-	journalCh   chan *journalBatch
+	open      *journalBatch
+	inJournal int // batches handed to the journal and not yet back
+	journalCh chan *journalBatch
 
 	fired    []firedTimer
 	toRead   []uint64                 // ids of fired tasks to read together
@@ -141,7 +141,7 @@ func newPartition(s *Scheduler, index int) (*partition, error) {
 		groups:     make(map[string]*groupState),
 		idem:       make(map[string]*idemWait),
 		nextID:     make(map[uint16]uint64),
-		journalCh:  make(chan *journalBatch, 1),
+		journalCh:  make(chan *journalBatch, journalDepth),
 		done:       make(chan struct{}),
 	}
 	for sh := index; sh < store.Shards; sh += s.cfg.Partitions {
@@ -225,7 +225,7 @@ func (p *partition) sleep(timer clockwork.Timer, stop, abort <-chan struct{}) bo
 // drained reports that a stopping partition has nothing left that it
 // must finish: no attempt under way and nothing waiting for the journal.
 func (p *partition) drained() bool {
-	if p.journalBusy || p.open.len() > 0 {
+	if p.inJournal > 0 || p.open.len() > 0 {
 		return false
 	}
 	for _, f := range p.flights {

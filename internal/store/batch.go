@@ -290,21 +290,66 @@ func (s *Store) Commit(b *Batch) error { return s.commit(b, pebble.Sync) }
 // crash may lose the last few.
 func (s *Store) CommitNoSync(b *Batch) error { return s.commit(b, pebble.NoSync) }
 
-func (s *Store) commit(b *Batch, opts *pebble.WriteOptions) (err error) {
-	switch {
-	case b.err != nil:
-		return b.err
-	case b.count == 0:
+// CommitAsync is Commit in two halves, for a single goroutine that
+// commits batches in order and wants the next one in the log while the
+// last one syncs: it applies b and returns once the change is in the
+// log, with the fsync under way; wait returns once b is synced, and only
+// then may the change be acknowledged. Batches are durable in the order
+// CommitAsync was called. wait must be called exactly once.
+func (s *Store) CommitAsync(b *Batch) (wait func() error, err error) {
+	if err := s.checkCommit(b); err != nil || b.count == 0 {
+		return func() error { return err }, err
+	}
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	if err := s.apply(b, func() error { return s.db.ApplyNoSyncWait(b.pb, pebble.Sync) }); err != nil {
+		s.gate.Exit()
+		return nil, err
+	}
+	return func() error {
+		defer s.gate.Exit()
+		if err := b.pb.SyncWait(); err != nil {
+			err = fmt.Errorf("%w: commit: %w", ErrFailed, err)
+			b.spent = true
+			s.fail(err)
+			return err
+		}
+		s.counted(b, true)
 		return nil
-	case b.s != s:
-		return errors.New("store: batch belongs to another store")
-	case b.committed:
-		return errors.New("store: batch already committed; Reset it to reuse it")
+	}, nil
+}
+
+func (s *Store) commit(b *Batch, opts *pebble.WriteOptions) error {
+	if err := s.checkCommit(b); err != nil || b.count == 0 {
+		return err
 	}
 	if err := s.enter(); err != nil {
 		return err
 	}
 	defer s.gate.Exit()
+	if err := s.apply(b, func() error { return s.db.Apply(b.pb, opts) }); err != nil {
+		return err
+	}
+	s.counted(b, opts.Sync)
+	return nil
+}
+
+func (s *Store) checkCommit(b *Batch) error {
+	switch {
+	case b.err != nil:
+		return b.err
+	case b.s != s:
+		return errors.New("store: batch belongs to another store")
+	case b.committed:
+		return errors.New("store: batch already committed; Reset it to reuse it")
+	}
+	return nil
+}
+
+// apply runs a Pebble apply, turning its fatal errors into ErrFailed,
+// which fails the store.
+func (s *Store) apply(b *Batch, apply func() error) (err error) {
 	defer func() {
 		if err != nil {
 			b.spent = true
@@ -314,15 +359,17 @@ func (s *Store) commit(b *Batch, opts *pebble.WriteOptions) (err error) {
 		}
 	}()
 	defer recoverFatal(&err)
-
-	if err := s.db.Apply(b.pb, opts); err != nil {
+	if err := apply(); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
+	return nil
+}
+
+func (s *Store) counted(b *Batch, synced bool) {
 	b.committed = true
-	if opts.Sync {
+	if synced {
 		s.c.syncedCommits.Add(1)
 	}
 	s.c.commits.Add(1)
 	s.c.commitOps.Add(uint64(b.count))
-	return nil
 }

@@ -460,3 +460,44 @@ func TestTasksReadsManyInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCommitAsync: a batch is in the log when CommitAsync returns and
+// synced when its wait returns; an empty batch and a bad one cost nothing.
+func TestCommitAsync(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	var waits []func() error
+	for i := range 3 {
+		b := s.NewBatch()
+		b.PutTask(task("acme", "g", uint64(i+1), 100))
+		wait, err := s.CommitAsync(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, wait)
+	}
+	for _, wait := range waits {
+		if err := wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.Stats(); st.Commits != 3 || st.SyncedCommits != 3 {
+		t.Fatalf("Stats %+v, want 3 synced commits", st)
+	}
+	if wait, err := s.CommitAsync(s.NewBatch()); err != nil || wait() != nil {
+		t.Fatalf("CommitAsync of an empty batch: %v", err)
+	}
+	other := openStore(t, t.TempDir())
+	ob := other.NewBatch()
+	ob.PutClient(client("x"))
+	if _, err := s.CommitAsync(ob); err == nil {
+		t.Fatal("CommitAsync of another store's batch succeeded")
+	}
+	want := rawKeys(t, s)
+	closeStore(t, s)
+	s = openStore(t, dir)
+	if got := rawKeys(t, s); !slices.Equal(got, want) || len(got) == 0 {
+		t.Fatalf("after reopen %+v\nwant %+v", got, want)
+	}
+}

@@ -144,3 +144,25 @@ func TestWriteFailureIsAtomic(t *testing.T) {
 		}
 	}
 }
+
+// TestFsyncFailureAsync: with CommitAsync a failed WAL fsync surfaces in
+// wait, as ErrFailed, and fails the store.
+func TestFsyncFailureAsync(t *testing.T) {
+	t.Parallel()
+	var armed atomic.Bool
+	s := openFaulty(t, t.TempDir(), walFault(&armed, errorfs.OpFileSync, errorfs.OpFileSyncData))
+	armed.Store(true)
+	b := s.NewBatch()
+	b.PutTask(task("acme", "orders", 1, 10))
+	wait, err := s.CommitAsync(b)
+	if err == nil {
+		err = wait()
+	}
+	if !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("CommitAsync with a failing fsync = %v, want ErrFailed naming the injected error", err)
+	}
+	if _, err := s.Task(1); !errors.Is(err, ErrFailed) {
+		t.Errorf("read after the failure = %v, want ErrFailed", err)
+	}
+	_ = s.Close()
+}
