@@ -146,13 +146,15 @@ func (h *harness) settle() {
 		snap := settleSnapshot{
 			submitted: c.submitted.Load(), started: c.started.Load(),
 			completed: c.completed.Load(), attempts: c.attempts.Load(),
+			ungated: c.ungated.Load(), ungatedDone: c.ungatedDone.Load(),
 			engine: dispatch.Total(h.s.engine.Stats()),
 		}
 		e := snap.engine
-		// Settled means quiet, every hand-off accounted for on both sides,
-		// and nothing changed since the previous look.
-		if quiet && e.Submitted == snap.submitted && e.Dispatched == snap.started &&
-			e.Completed+e.Failed == snap.completed && snap == prev {
+		// Settled means quiet, every hand-off accounted for on both sides
+		// (tasks of no gated group pass by the engine), and nothing
+		// changed since the previous look.
+		if quiet && e.Submitted+snap.ungated == snap.submitted && e.Dispatched+snap.ungated == snap.started &&
+			e.Completed+e.Failed+snap.ungatedDone == snap.completed && snap == prev {
 			return
 		}
 		prev = snap
@@ -164,6 +166,7 @@ func (h *harness) settle() {
 
 type settleSnapshot struct {
 	submitted, started, completed, attempts uint64
+	ungated, ungatedDone                    uint64
 	engine                                  dispatch.PartitionStats
 }
 

@@ -8,9 +8,11 @@ import (
 
 // counters are kept by the loops and read by Stats.
 type counters struct {
-	submitted   atomic.Uint64 // fired tasks handed to the group gate
-	started     atomic.Uint64 // tasks the gate let through
-	completed   atomic.Uint64 // gate releases reported to the engine
+	submitted   atomic.Uint64 // fired tasks handed to the group gate, or started without it
+	started     atomic.Uint64 // tasks the gate let through, or started without it
+	completed   atomic.Uint64 // their releases
+	ungated     atomic.Uint64 // of submitted: tasks of no gated group, started without the gate
+	ungatedDone atomic.Uint64 // of completed: their releases
 	attempts    atomic.Uint64 // delivery attempts started
 	registered  atomic.Uint64 // tasks created
 	delivered   atomic.Uint64 // attempts acknowledged
