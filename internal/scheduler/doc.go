@@ -54,11 +54,13 @@
 //
 // # Firing and the group gate
 //
-// When the wheel fires a batch, the loop orders it by (due, id) and
-// submits each task to the dispatch engine keyed by its group, which keeps
-// a group's tasks FIFO and one at a time (Immediate and ungrouped tasks are
-// not gated). The engine's handler only posts "start" back to the loop; a
-// task is "queued" from firing until then. At start the loop reads the
+// When the wheel fires a batch, the loop reads the fired tasks' records
+// with one store iterator, orders them by (due, id) and submits each task
+// of a group to the dispatch engine keyed by its group, which keeps a
+// group's tasks FIFO and one at a time. The engine's handler only posts
+// "start" back to the loop; a task is "queued" from firing until then.
+// Immediate and ungrouped tasks have nothing to wait for and start at
+// once, without the engine. At start the loop reads the
 // task's current record: if it was cancelled or moved into the future
 // meanwhile, the group gate is released without a delivery; if a retry is
 // pending it waits for it; otherwise the task is "delivering" and goes to
