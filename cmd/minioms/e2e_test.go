@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logfmt/logfmt"
 	"go.uber.org/goleak"
 )
 
@@ -193,23 +194,11 @@ func isExit(err error, code int) bool {
 // parseLogLine splits a log/slog text line into its keys and values.
 func parseLogLine(line string) map[string]string {
 	kv := map[string]string{}
-	for line != "" {
-		eq := strings.IndexByte(line, '=')
-		if eq < 0 {
-			break
+	d := logfmt.NewDecoder(strings.NewReader(line))
+	for d.ScanRecord() {
+		for d.ScanKeyval() {
+			kv[string(d.Key())] = string(d.Value())
 		}
-		key, rest := line[:eq], line[eq+1:]
-		var val string
-		if q, err := strconv.QuotedPrefix(rest); err == nil {
-			val, _ = strconv.Unquote(q)
-			rest = rest[len(q):]
-		} else if sp := strings.IndexByte(rest, ' '); sp >= 0 {
-			val, rest = rest[:sp], rest[sp:]
-		} else {
-			val, rest = rest, ""
-		}
-		kv[key] = val
-		line = strings.TrimLeft(rest, " ")
 	}
 	return kv
 }
