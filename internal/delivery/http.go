@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -26,12 +27,15 @@ const (
 // userAgent identifies Boomerang to receivers.
 const userAgent = "Boomerang/1"
 
-// httpTransport POSTs payloads to webhook URLs over one shared client
-// whose keep-alive connections are pooled per host.
+// httpTransport POSTs payloads to webhook URLs over one shared
+// http.Transport whose keep-alive connections are pooled per host. It
+// calls the transport directly, not through an http.Client: a webhook
+// never follows a redirect (a redirect is an answer like any other
+// non-2xx; following it would turn the POST into a GET), so the client's
+// redirect machinery, and the header copy it makes for it, are only cost.
 type httpTransport struct {
-	e      *Engine
-	tr     *http.Transport
-	client *http.Client
+	e  *Engine
+	tr *http.Transport
 }
 
 func newHTTPTransport(e *Engine) *httpTransport {
@@ -47,12 +51,7 @@ func newHTTPTransport(e *Engine) *httpTransport {
 		// Answers are read for their status only.
 		DisableCompression: true,
 	}
-	return &httpTransport{e: e, tr: tr, client: &http.Client{
-		Transport: tr,
-		// A redirect is an answer like any other non-2xx: it fails the
-		// attempt. Following it would turn the POST into a GET.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}
+	return &httpTransport{e: e, tr: tr}
 }
 
 func maxConcurrent(pools map[string]PoolConfig) int {
@@ -68,9 +67,10 @@ func (t *httpTransport) contextual() bool { return true }
 func (t *httpTransport) send(a *attempt) { go t.post(a) }
 
 func (t *httpTransport) post(a *attempt) {
-	resp, err := t.client.Do(t.request(a))
+	req := t.request(a)
+	resp, err := t.tr.RoundTrip(req)
 	if err != nil {
-		a.finish(transportError(a.ctx, err))
+		a.finish(transportError(a.ctx, &url.Error{Op: "Post", URL: req.URL.Redacted(), Err: err}))
 		return
 	}
 	a.finish(answer(resp, t.e.cfg.Clock.Now))
