@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protodelim"
@@ -38,9 +39,14 @@ func TestStopUnderLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer nc.Close()
-		wg.Go(func() { sent[i] = pump(nc, int64(i*100)) })
+		// A client stops sending once the server has hung up, as a real
+		// one would: one that kept writing past the server's close linger
+		// would be reset, and a reset may reach it before the answers.
+		var hungUp atomic.Bool
+		wg.Go(func() { sent[i] = pump(nc, int64(i*100), &hungUp) })
 		wg.Go(func() {
 			n, err := drainAnswers(nc)
+			hungUp.Store(true)
 			answers[i] = n
 			errs <- err
 		})
@@ -72,12 +78,12 @@ func TestStopUnderLoad(t *testing.T) {
 	}
 }
 
-// pump sends orders for 10 accounts until the connection fails, and
-// returns how many it wrote.
-func pump(nc net.Conn, firstAccount int64) int {
+// pump sends orders for 10 accounts until the connection fails or stop
+// is set, and returns how many it wrote.
+func pump(nc net.Conn, firstAccount int64, stop *atomic.Bool) int {
 	var buf []byte
 	n := 0
-	for seq := uint64(1); ; seq++ {
+	for seq := uint64(1); !stop.Load(); seq++ {
 		buf = buf[:0]
 		for a := range int64(10) {
 			b, _ := protodelimBytes(valid(firstAccount+a+1, seq))
@@ -88,6 +94,7 @@ func pump(nc net.Conn, firstAccount int64) int {
 		}
 		n += 10
 	}
+	return n
 }
 
 // drainAnswers reads answers until the server closes the connection,
