@@ -265,6 +265,14 @@ func TestRegisterClient(t *testing.T) {
 	if _, err := f.a.Client("nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Client(nope): %v", err)
 	}
+	cb.Endpoint = "http://changed.invalid/" // the registered record is the auth's own copy
+	dcb, mode, err := f.a.Defaults("svc.orders-1")
+	if err != nil || dcb.GetEndpoint() != "http://127.0.0.1:9/hook" || mode != storepb.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR {
+		t.Fatalf("Defaults = %v, %v, %v", dcb, mode, err)
+	}
+	if _, _, err := f.a.Defaults("nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Defaults(nope): %v", err)
+	}
 	f.reopen(t)
 	f.login(t, "svc.orders-1", "orders-password")
 }

@@ -72,7 +72,7 @@ func (a *Auth) registerLocked(spec ClientSpec) (*storepb.Client, []byte, error) 
 		Id:             spec.ID,
 		PasswordHash:   a.hash(spec.Password),
 		Admin:          spec.Admin,
-		Callback:       spec.Callback,
+		Callback:       proto.CloneOf(spec.Callback), // owned: Defaults hands it out
 		Retry:          spec.Retry,
 		DefaultMode:    spec.DefaultMode,
 		SigningSecret:  secret,
@@ -164,6 +164,18 @@ func (a *Auth) Client(id string) (*storepb.Client, error) {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	return redacted(c), nil
+}
+
+// Defaults returns what a client's tasks inherit when they set nothing:
+// its callback and its dispatch mode. It copies nothing, for it is on
+// every registration's path: the callback is the registered record's own
+// and must not be changed. Records are replaced, never changed in place.
+func (a *Auth) Defaults(id string) (*storepb.Callback, storepb.DispatchMode, error) {
+	c, ok := a.lookup(id)
+	if !ok {
+		return nil, 0, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return c.Callback, c.DefaultMode, nil
 }
 
 // ListClients returns every registered client ordered by id, without

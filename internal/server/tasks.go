@@ -15,7 +15,7 @@ import (
 // task's, else the client's default, else NEXT_ON_ERROR; its callback is
 // the task's override over the client's, checked here.
 func (s *Service) RegisterTask(ctx context.Context, p auth.Principal, req *boomerangv1.RegisterTaskRequest) (*boomerangv1.RegisterTaskResponse, error) {
-	client, err := s.auth.Client(p.Client)
+	clientCallback, clientMode, err := s.auth.Defaults(p.Client)
 	if err != nil {
 		return nil, about(err, "client %q", p.Client)
 	}
@@ -57,12 +57,12 @@ func (s *Service) RegisterTask(ctx context.Context, p auth.Principal, req *boome
 		r.At = time.UnixMilli(w.FireAtMs)
 	}
 	if r.Mode == storepb.DispatchMode_DISPATCH_MODE_UNSPECIFIED {
-		r.Mode = client.DefaultMode
+		r.Mode = clientMode
 	}
 	if r.Mode == storepb.DispatchMode_DISPATCH_MODE_UNSPECIFIED {
 		r.Mode = storepb.DispatchMode_DISPATCH_MODE_NEXT_ON_ERROR
 	}
-	if err := delivery.ValidateCallback(delivery.Effective(r.Callback, client.Callback), len(req.Payload)); err != nil {
+	if err := delivery.ValidateCallback(delivery.Effective(r.Callback, clientCallback), len(req.Payload)); err != nil {
 		return nil, err
 	}
 	view, created, err := s.sched.Register(ctx, r)
@@ -123,10 +123,7 @@ func (s *Service) checkUDPPayload(ctx context.Context, p auth.Principal, id uint
 	if err != nil {
 		return about(err, "task %d", id)
 	}
-	var clientCallback *storepb.Callback
-	if c, err := s.auth.Client(view.Task.Client); err == nil {
-		clientCallback = c.Callback
-	}
+	clientCallback, _, _ := s.auth.Defaults(view.Task.Client)
 	return delivery.ValidateCallback(delivery.Effective(view.Task.Callback, clientCallback), size)
 }
 
