@@ -1,6 +1,10 @@
 package dispatch
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/boomerangd/boomerang/internal/mix"
+)
 
 // admission counts, per family, the tasks that are accepted but not yet
 // started, so TrySubmit can refuse a family over its bound on the
@@ -36,7 +40,7 @@ func newAdmission(size, limit int) *admission {
 // acquire counts one more waiting task for the family with hash h and
 // returns the slot to release when it starts, or -1 if it is not counted.
 func (a *admission) acquire(h uint64) (int32, error) {
-	tag := mix64(h) &^ countMask
+	tag := mix.Mix64(h) &^ countMask
 	start := h >> 20
 	for {
 		free, freeWord := -1, uint64(0)

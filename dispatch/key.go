@@ -3,6 +3,8 @@ package dispatch
 import (
 	"hash/maphash"
 	"strconv"
+
+	"github.com/boomerangd/boomerang/internal/mix"
 )
 
 // Key names the family (group, correlation id) a task belongs to. Tasks of
@@ -45,16 +47,5 @@ func (k Key) hash() uint64 {
 	if k.name != "" {
 		return maphash.String(hashSeed, k.name)
 	}
-	return mix64(uint64(k.id))
-}
-
-// mix64 is the splitmix64 finalizer: consecutive integers spread over all
-// bits, so masking the low bits picks partitions evenly.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	return mix.Mix64(uint64(k.id))
 }

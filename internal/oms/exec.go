@@ -1,6 +1,10 @@
 package oms
 
-import "time"
+import (
+	"time"
+
+	"github.com/boomerangd/boomerang/internal/mix"
+)
 
 // execDelay is stage 3's simulated execution time for o: uniform in
 // [min, max], drawn from a hash of seed and the order's ids rather than a
@@ -11,16 +15,6 @@ func execDelay(o *order, seed uint64, min, max time.Duration) time.Duration {
 	if span == 0 {
 		return min
 	}
-	h := mix64(seed ^ mix64(uint64(o.correlationID)^mix64(o.seq^mix64(o.clientOrderID))))
+	h := mix.Mix64(seed ^ mix.Mix64(uint64(o.correlationID)^mix.Mix64(o.seq^mix.Mix64(o.clientOrderID))))
 	return min + time.Duration(h%(span+1))
-}
-
-// mix64 is the splitmix64 finalizer.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }

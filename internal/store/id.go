@@ -1,6 +1,10 @@
 package store
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/boomerangd/boomerang/internal/mix"
+)
 
 // Shards is the fixed number of virtual shards. Every sharded key carries
 // its shard, and task ids carry theirs, so it is part of the on-disk
@@ -52,15 +56,5 @@ func GroupShard(client, group string) uint16 {
 		h ^= uint64(group[i])
 		h *= prime64
 	}
-	return uint16(mix64(h) & (Shards - 1))
-}
-
-// mix64 is the splitmix64 finalizer.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	return uint16(mix.Mix64(h) & (Shards - 1))
 }

@@ -5,6 +5,8 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/boomerangd/boomerang/internal/mix"
 )
 
 func TestMakeIDRoundTrip(t *testing.T) {
@@ -82,7 +84,7 @@ func TestGroupShardDefinition(t *testing.T) {
 		h.Write([]byte(client))
 		h.Write([]byte{0})
 		h.Write([]byte(group))
-		want := uint16(mix64(h.Sum64()) % Shards)
+		want := uint16(mix.Mix64(h.Sum64()) % Shards)
 		if got := GroupShard(client, group); got != want {
 			t.Fatalf("GroupShard(%q, %q) = %d, want %d", client, group, got, want)
 		}
