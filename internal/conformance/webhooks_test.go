@@ -21,7 +21,7 @@ type signature struct {
 	DeliveryID string            `json:"delivery_id"`
 	TaskID     string            `json:"task_id"`
 	Attempt    uint32            `json:"attempt"`
-	FireAtMs   int64             `json:"fire_at_ms"`
+	FireAtMs   string            `json:"fire_at_ms"`
 	Client     string            `json:"client"`
 	Group      string            `json:"group"`
 	Timestamp  int64             `json:"timestamp"`
@@ -48,7 +48,7 @@ type deliveryMeta struct {
 	DeliveryID string `json:"delivery_id"`
 	TaskID     string `json:"task_id"`
 	Attempt    uint32 `json:"attempt"`
-	FireAtMs   int64  `json:"fire_at_ms"`
+	FireAtMs   string `json:"fire_at_ms"`
 	Client     string `json:"client"`
 	Group      string `json:"group"`
 	Timestamp  int64  `json:"timestamp"`
@@ -106,7 +106,7 @@ func newSignature(in signInput) signature {
 	return signature{
 		Name: in.name, SecretHex: hex.EncodeToString(in.secret),
 		DeliveryID: strconv.FormatUint(in.meta.DeliveryID, 10), TaskID: strconv.FormatUint(in.meta.TaskID, 10),
-		Attempt: in.meta.Attempt, FireAtMs: in.meta.FireAtMs, Client: in.meta.Client, Group: in.meta.Group,
+		Attempt: in.meta.Attempt, FireAtMs: strconv.FormatInt(in.meta.FireAtMs, 10), Client: in.meta.Client, Group: in.meta.Group,
 		Timestamp: in.meta.Timestamp, BodyHex: hex.EncodeToString(in.body),
 		SignedHex: hex.EncodeToString(append([]byte(signed), in.body...)), Headers: headerMap(h),
 	}
@@ -209,7 +209,7 @@ func newVerification(t *testing.T, c verifyCase) verification {
 	if err == nil {
 		v.Delivery = &deliveryMeta{
 			DeliveryID: strconv.FormatUint(m.DeliveryID, 10), TaskID: strconv.FormatUint(m.TaskID, 10), Attempt: m.Attempt,
-			FireAtMs: m.FireAtMs, Client: m.Client, Group: m.Group, Timestamp: m.Timestamp,
+			FireAtMs: strconv.FormatInt(m.FireAtMs, 10), Client: m.Client, Group: m.Group, Timestamp: m.Timestamp,
 		}
 	}
 	if !strings.HasPrefix(c.name, v.Result) {

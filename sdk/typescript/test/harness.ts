@@ -152,7 +152,8 @@ export const secret = "sdk-ts-signing-secret-0123456789";
 /**
  * Inbox records deliveries and lets tests wait for them. Payloads that
  * start with "fail:" are refused, so the server retries or dead-letters
- * them.
+ * them; those that start with "flaky:" are refused on the first attempt
+ * only.
  */
 export class Inbox {
   readonly deliveries: Delivery[] = [];
@@ -163,8 +164,9 @@ export class Inbox {
     for (const w of this.#waiters.splice(0)) {
       w();
     }
-    if (new TextDecoder().decode(d.payload).startsWith("fail:")) {
-      throw new Error(`refused ${new TextDecoder().decode(d.payload)}\nsecond line`);
+    const payload = text(d.payload);
+    if (payload.startsWith("fail:") || (payload.startsWith("flaky:") && d.attempt === 1)) {
+      throw new Error(`refused ${payload}\nsecond line`);
     }
   };
 
