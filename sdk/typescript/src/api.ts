@@ -16,7 +16,7 @@ type Methods = typeof BoomerangService.method;
 /** An operation of BoomerangService, named as in the TCP envelope's body. */
 export type Operation = keyof Methods;
 /** What an operation takes: a request message or a plain object of its fields. */
-export type RequestInit<K extends Operation> = MessageInitShape<Methods[K]["input"]>;
+export type InputOf<K extends Operation> = MessageInitShape<Methods[K]["input"]>;
 /** The request message of an operation. */
 export type RequestOf<K extends Operation> = MessageShape<Methods[K]["input"]>;
 /** What an operation returns. */
@@ -128,7 +128,7 @@ export abstract class BoomerangApi {
    * the current session if another call replaced it meanwhile, else after
    * logging in again when the client has credentials.
    */
-  protected async call<K extends Operation>(op: K, init: RequestInit<K> | undefined, options: CallOptions | undefined): Promise<ResponseOf<K>> {
+  protected async call<K extends Operation>(op: K, init: InputOf<K> | undefined, options: CallOptions | undefined): Promise<ResponseOf<K>> {
     const signal = callSignal(options);
     const request = create(BoomerangService.method[op].input, init) as RequestOf<K>;
     if (op === "login") {
@@ -239,92 +239,92 @@ export abstract class BoomerangApi {
   // ---- The operations, one each ----
 
   /** Logs in and makes the new session the client's. */
-  login(request: RequestInit<"login">, options?: CallOptions): Promise<ResponseOf<"login">> {
+  login(request: InputOf<"login">, options?: CallOptions): Promise<ResponseOf<"login">> {
     return this.call("login", request, options);
   }
 
   /** Replaces the session with a new one that expires later. */
-  refreshSession(request?: RequestInit<"refreshSession">, options?: CallOptions): Promise<ResponseOf<"refreshSession">> {
+  refreshSession(request?: InputOf<"refreshSession">, options?: CallOptions): Promise<ResponseOf<"refreshSession">> {
     return this.call("refreshSession", request, options);
   }
 
   /** Registers a client (admin only). The response carries its signing secret, shown only this once. */
-  registerClient(request: RequestInit<"registerClient">, options?: CallOptions): Promise<ResponseOf<"registerClient">> {
+  registerClient(request: InputOf<"registerClient">, options?: CallOptions): Promise<ResponseOf<"registerClient">> {
     return this.call("registerClient", request, options);
   }
 
   /** Removes a client (admin only). */
-  deregisterClient(request: RequestInit<"deregisterClient">, options?: CallOptions): Promise<ResponseOf<"deregisterClient">> {
+  deregisterClient(request: InputOf<"deregisterClient">, options?: CallOptions): Promise<ResponseOf<"deregisterClient">> {
     return this.call("deregisterClient", request, options);
   }
 
   /** Lists the registered clients (admin only). */
-  listClients(request?: RequestInit<"listClients">, options?: CallOptions): Promise<ResponseOf<"listClients">> {
+  listClients(request?: InputOf<"listClients">, options?: CallOptions): Promise<ResponseOf<"listClients">> {
     return this.call("listClients", request, options);
   }
 
   /** Schedules a task; answered once the task is durable. See schedule for a shorter form. */
-  registerTask(request: RequestInit<"registerTask">, options?: CallOptions): Promise<ResponseOf<"registerTask">> {
+  registerTask(request: InputOf<"registerTask">, options?: CallOptions): Promise<ResponseOf<"registerTask">> {
     return this.call("registerTask", request, options);
   }
 
   /** Changes a task's payload, due time or repeat interval. */
-  updateTask(request: RequestInit<"updateTask">, options?: CallOptions): Promise<ResponseOf<"updateTask">> {
+  updateTask(request: InputOf<"updateTask">, options?: CallOptions): Promise<ResponseOf<"updateTask">> {
     return this.call("updateTask", request, options);
   }
 
   /** Deletes a task. A task whose delivery is under way answers ConflictError. */
-  cancelTask(request: RequestInit<"cancelTask">, options?: CallOptions): Promise<ResponseOf<"cancelTask">> {
+  cancelTask(request: InputOf<"cancelTask">, options?: CallOptions): Promise<ResponseOf<"cancelTask">> {
     return this.call("cancelTask", request, options);
   }
 
   /** Returns one task. */
-  getTask(request: RequestInit<"getTask">, options?: CallOptions): Promise<ResponseOf<"getTask">> {
+  getTask(request: InputOf<"getTask">, options?: CallOptions): Promise<ResponseOf<"getTask">> {
     return this.call("getTask", request, options);
   }
 
   /** Returns one page of tasks. See tasks for all pages. */
-  listTasks(request?: RequestInit<"listTasks">, options?: CallOptions): Promise<ResponseOf<"listTasks">> {
+  listTasks(request?: InputOf<"listTasks">, options?: CallOptions): Promise<ResponseOf<"listTasks">> {
     return this.call("listTasks", request, options);
   }
 
   /** Returns one page of dead letters. See deadLetters for all pages. */
-  listDeadLetters(request?: RequestInit<"listDeadLetters">, options?: CallOptions): Promise<ResponseOf<"listDeadLetters">> {
+  listDeadLetters(request?: InputOf<"listDeadLetters">, options?: CallOptions): Promise<ResponseOf<"listDeadLetters">> {
     return this.call("listDeadLetters", request, options);
   }
 
   /** Returns one dead letter. */
-  getDeadLetter(request: RequestInit<"getDeadLetter">, options?: CallOptions): Promise<ResponseOf<"getDeadLetter">> {
+  getDeadLetter(request: InputOf<"getDeadLetter">, options?: CallOptions): Promise<ResponseOf<"getDeadLetter">> {
     return this.call("getDeadLetter", request, options);
   }
 
   /** Schedules a dead letter's task again. */
-  replayDeadLetter(request: RequestInit<"replayDeadLetter">, options?: CallOptions): Promise<ResponseOf<"replayDeadLetter">> {
+  replayDeadLetter(request: InputOf<"replayDeadLetter">, options?: CallOptions): Promise<ResponseOf<"replayDeadLetter">> {
     return this.call("replayDeadLetter", request, options);
   }
 
   /** Deletes a dead letter. */
-  deleteDeadLetter(request: RequestInit<"deleteDeadLetter">, options?: CallOptions): Promise<ResponseOf<"deleteDeadLetter">> {
+  deleteDeadLetter(request: InputOf<"deleteDeadLetter">, options?: CallOptions): Promise<ResponseOf<"deleteDeadLetter">> {
     return this.call("deleteDeadLetter", request, options);
   }
 
   /** Returns a group's state. */
-  getGroup(request: RequestInit<"getGroup">, options?: CallOptions): Promise<ResponseOf<"getGroup">> {
+  getGroup(request: InputOf<"getGroup">, options?: CallOptions): Promise<ResponseOf<"getGroup">> {
     return this.call("getGroup", request, options);
   }
 
   /** Delivers a blocked group's head again, then lets the group go on. */
-  unblockGroup(request: RequestInit<"unblockGroup">, options?: CallOptions): Promise<ResponseOf<"unblockGroup">> {
+  unblockGroup(request: InputOf<"unblockGroup">, options?: CallOptions): Promise<ResponseOf<"unblockGroup">> {
     return this.call("unblockGroup", request, options);
   }
 
   /** Leaves a blocked group's head in the dead letter queue and lets the group go on. */
-  skipGroup(request: RequestInit<"skipGroup">, options?: CallOptions): Promise<ResponseOf<"skipGroup">> {
+  skipGroup(request: InputOf<"skipGroup">, options?: CallOptions): Promise<ResponseOf<"skipGroup">> {
     return this.call("skipGroup", request, options);
   }
 
   /** Returns the server's version, addresses and limits. */
-  getServerInfo(request?: RequestInit<"getServerInfo">, options?: CallOptions): Promise<ResponseOf<"getServerInfo">> {
+  getServerInfo(request?: InputOf<"getServerInfo">, options?: CallOptions): Promise<ResponseOf<"getServerInfo">> {
     return this.call("getServerInfo", request, options);
   }
 
@@ -335,7 +335,7 @@ export abstract class BoomerangApi {
    * now unless after or at says otherwise, and returns it once durable.
    */
   async schedule(payload: Uint8Array | string, schedule: ScheduleOptions = {}, options?: CallOptions): Promise<Task> {
-    const req: RequestInit<"registerTask"> = {
+    const req: InputOf<"registerTask"> = {
       payload: typeof payload === "string" ? new TextEncoder().encode(payload) : payload,
       repeatIntervalMs: BigInt(Math.round(schedule.every ?? 0)),
       group: schedule.group ?? "",
@@ -368,7 +368,7 @@ export abstract class BoomerangApi {
   }
 
   /** Yields every task the query selects, page after page. */
-  async *tasks(query: RequestInit<"listTasks"> = {}, options?: CallOptions): AsyncGenerator<Task, void, undefined> {
+  async *tasks(query: InputOf<"listTasks"> = {}, options?: CallOptions): AsyncGenerator<Task, void, undefined> {
     const page = { ...query };
     for (;;) {
       const resp = await this.listTasks(page, options);
@@ -381,7 +381,7 @@ export abstract class BoomerangApi {
   }
 
   /** Yields every dead letter the query selects, page after page. */
-  async *deadLetters(query: RequestInit<"listDeadLetters"> = {}, options?: CallOptions): AsyncGenerator<DeadLetter, void, undefined> {
+  async *deadLetters(query: InputOf<"listDeadLetters"> = {}, options?: CallOptions): AsyncGenerator<DeadLetter, void, undefined> {
     const page = { ...query };
     for (;;) {
       const resp = await this.listDeadLetters(page, options);

@@ -1,6 +1,6 @@
 import { connect as netConnect, type Socket } from "node:net";
-import { create, toBinary } from "@bufbuild/protobuf";
-import { sizeDelimitedEncode } from "@bufbuild/protobuf/wire";
+import { create } from "@bufbuild/protobuf";
+import { sizeDelimitedEncode, sizeDelimitedPeek } from "@bufbuild/protobuf/wire";
 import { BoomerangService, RequestSchema, Status, type Request } from "./gen/api/boomerang/v1/boomerang_pb.js";
 import {
   BoomerangApi,
@@ -163,7 +163,7 @@ export class Client extends BoomerangApi {
     const envelope = create(RequestSchema, { requestId: id, sessionId, body: { case: op, value: request } as Request["body"] });
     const frame = sizeDelimitedEncode(RequestSchema, envelope);
     if (this.#maxFrame > 0) {
-      const size = toBinary(RequestSchema, envelope).length;
+      const size = frame.length - sizeDelimitedPeek(frame).offset!;
       if (size > this.#maxFrame) {
         // The server would close the connection, failing every request on it.
         throw new InvalidRequestError(Status.INVALID_REQUEST, `the request is ${size} bytes; the server takes frames of at most ${this.#maxFrame} bytes`, "payload");

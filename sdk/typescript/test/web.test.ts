@@ -1,4 +1,7 @@
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { test, type TestContext } from "node:test";
 import { ConnectError } from "@connectrpc/connect";
 import { InvalidRequestError, NotFoundError, SessionExpiredError, Status, UnauthorizedError, WebClient, statusOf } from "../src/web.js";
@@ -47,4 +50,24 @@ test("the Connect client refreshes its session on the way and renews a refused o
   const renewing = new WebClient({ baseUrl: `http://${s.http}`, session: stale, credentials: { clientId: "admin", password: adminPassword } });
   await renewing.listClients();
   assert.notEqual(renewing.session!.id, first);
+});
+
+test("the web entry point needs no Node.js module", () => {
+  const seen = new Set<string>();
+  const visit = (file: string): void => {
+    if (seen.has(file)) {
+      return;
+    }
+    seen.add(file);
+    const source = readFileSync(file, "utf8");
+    for (const [, spec] of source.matchAll(/^(?:import|export)\b[^;]*?from "([^"]+)"/gms)) {
+      assert.ok(!spec!.startsWith("node:") && !["net", "http", "crypto", "fs"].includes(spec!), `${file} imports ${spec}`);
+      if (spec!.startsWith(".")) {
+        visit(resolve(dirname(file), spec!));
+      }
+    }
+    assert.doesNotMatch(source, /\b(process|Buffer)\./, `${file} uses a Node.js global`);
+  };
+  visit(resolve(fileURLToPath(import.meta.url), "../../src/web.js"));
+  assert.ok(seen.size > 5, `followed the imports (${seen.size} files)`);
 });
