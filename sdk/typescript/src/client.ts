@@ -117,7 +117,7 @@ export class Client extends BoomerangApi {
     this.#slots = new Slots(this.#opts.maxInFlight);
   }
 
-  /** Connects, logs in or adopts the session, and reads the server's limits. */
+  /** Connects, logs in or adopts the session, and reads the server's limits; dial calls it. */
   async start(signal: AbortSignal | undefined): Promise<void> {
     this.#install(await this.#dial(signal));
     this.sessionChanged();

@@ -4,6 +4,7 @@
 // when the test ends.
 
 import { spawn, execFile, type ChildProcess } from "node:child_process";
+import { rmSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
 import { createServer as createNetServer, connect as netConnect, type Server as NetServer, type Socket } from "node:net";
@@ -26,7 +27,7 @@ let built: Promise<string> | undefined;
 export function boomerangBinary(): Promise<string> {
   built ??= (async () => {
     const dir = await mkdtemp(join(tmpdir(), "boomerang-sdk-ts-"));
-    process.on("exit", () => void rm(dir, { recursive: true, force: true }));
+    process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
     const bin = join(dir, "boomerang");
     await promisify(execFile)("go", ["build", "-o", bin, "./cmd/boomerang"], { cwd: repoRoot });
     return bin;
