@@ -399,7 +399,7 @@ function sessionRefused(err: unknown): boolean {
 }
 
 /** One signal for a call's own signal and its timeout. */
-export function callSignal(options: CallOptions | undefined): AbortSignal | undefined {
+function callSignal(options: CallOptions | undefined): AbortSignal | undefined {
   const signals: AbortSignal[] = [];
   if (options?.signal !== undefined) {
     signals.push(options.signal);

@@ -6,7 +6,22 @@
 export * from "./gen/api/boomerang/v1/boomerang_pb.js";
 export { BoomerangApi } from "./api.js";
 export type { CallOptions, Credentials, Logger, Operation, InputOf, RequestOf, ResponseOf, ScheduleOptions, Session } from "./api.js";
-export * from "./errors.js";
+export {
+  BoomerangError,
+  BusyError,
+  ClientClosedError,
+  ConflictError,
+  ConnectionLostError,
+  GroupFullError,
+  InternalError,
+  InvalidRequestError,
+  NotFoundError,
+  ProtocolError,
+  SessionExpiredError,
+  UnauthorizedError,
+  UnknownStatusError,
+  statusOf,
+} from "./errors.js";
 export { FrameDecoder, FrameError, maxFrameLimit, type FrameErrorKind } from "./frames.js";
 export { WebClient, type WebClientOptions } from "./web-client.js";
 export * from "./webhook.js";
