@@ -29,6 +29,9 @@ from .webhook import DEFAULT_TOLERANCE, BadHeaderError, HeaderSource, WebhookErr
 #: delivery_id change from one attempt to the next.
 Handler = Callable[[pb.Delivery], Union[None, Awaitable[None]]]
 
+_Receive = Callable[[], Awaitable[dict[str, Any]]]
+_Send = Callable[[dict[str, Any]], Awaitable[None]]
+
 #: The largest delivery payload a receiver accepts by default, in bytes.
 DEFAULT_MAX_DELIVERY = 16 << 20
 
@@ -155,10 +158,19 @@ class WebhookReceiver:
 
     # ---- ASGI ----
 
-    async def asgi(self, scope: dict[str, Any], receive: Callable[[], Awaitable[dict[str, Any]]], send: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+    @functools.cached_property
+    def asgi(self) -> Callable[..., Awaitable[None]]:
         """An ASGI 3 application: pass receiver.asgi to any ASGI server, or
         mount it in a framework's router. It answers the lifespan protocol
-        too, so it can be the whole app."""
+        too, so it can be the whole app. (A plain coroutine function, so
+        servers that guess the interface from the app guess right.)"""
+
+        async def app(scope: dict[str, Any], receive: _Receive, send: _Send) -> None:
+            await self._serve_asgi(scope, receive, send)
+
+        return app
+
+    async def _serve_asgi(self, scope: dict[str, Any], receive: _Receive, send: _Send) -> None:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
             return
@@ -255,9 +267,7 @@ def _read_wsgi_body(environ: dict[str, Any], length: int | None, limit: int) -> 
     return None if len(body) > limit else body
 
 
-async def _lifespan(
-    receive: Callable[[], Awaitable[dict[str, Any]]], send: Callable[[dict[str, Any]], Awaitable[None]]
-) -> None:
+async def _lifespan(receive: _Receive, send: _Send) -> None:
     while True:
         message = await receive()
         if message["type"] == "lifespan.startup":
