@@ -17,7 +17,7 @@ import threading
 import time
 import unittest
 from collections.abc import Callable
-from http.server import ThreadingHTTPServer
+from http.server import HTTPServer, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -133,7 +133,7 @@ def wait_for(what: str, cond: Callable[[], bool], interval: float = 0.02) -> Non
 
 
 def register(
-    case: unittest.TestCase, server: Server, adm: boomerang.Client, client_id: str, protocol: int, endpoint: str,
+    case: unittest.TestCase, server: Server, adm: boomerang.Client, client_id: str, protocol: pb.Protocol, endpoint: str,
     secret: bytes = SECRET, max_attempts: int = 3,
 ) -> boomerang.Client:
     """Registers a client whose tasks go to endpoint, with quick retries,
@@ -179,7 +179,7 @@ class Inbox:
                 self._changed.wait(left)
 
 
-def serve_in_thread(case: unittest.TestCase, server: ThreadingHTTPServer) -> str:
+def serve_in_thread(case: unittest.TestCase, server: HTTPServer) -> str:
     """Runs an http.server on its own thread until the test ends; returns its base URL."""
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -190,8 +190,7 @@ def serve_in_thread(case: unittest.TestCase, server: ThreadingHTTPServer) -> str
         thread.join(WAIT_LIMIT)
 
     case.addCleanup(stop)
-    host, port = server.server_address[:2]
-    return f"http://{host}:{port}"
+    return "http://127.0.0.1:%d" % server.server_address[1]
 
 
 def webhook_server(case: unittest.TestCase, inbox: Inbox, secret: bytes = SECRET) -> str:

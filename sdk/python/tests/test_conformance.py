@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import unittest
-from typing import Any
+from typing import Any, cast
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -82,7 +82,7 @@ class FramesTest(unittest.TestCase):
             for size in (len(stream), 1, 7):
                 with self.subTest(s["name"], chunk=size):
                     decoder = boomerang.FrameDecoder(TYPES[s["type"]], 1 << 20)
-                    out = []
+                    out: list[Message] = []
                     for i in range(0, len(stream), size):
                         out += decoder.feed(stream[i : i + size])
                     decoder.end()
@@ -194,7 +194,7 @@ class ErrorsTest(unittest.TestCase):
                 err = boomerang.error_from_wire(wire)
                 self.assertIsInstance(err, classes[status])
                 self.assertEqual((err.status, err.server_message, err.field), (wire.status, wire.message, wire.field))
-        self.assertIsInstance(boomerang.error_from_wire(pb.Error(status=99)), boomerang.UnknownStatusError)
+        self.assertIsInstance(boomerang.error_from_wire(pb.Error(status=cast(pb.Status, 99))), boomerang.UnknownStatusError)
 
 
 if __name__ == "__main__":

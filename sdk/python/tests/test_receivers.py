@@ -35,14 +35,14 @@ class _ThreadingWSGIServer(socketserver.ThreadingMixIn, WSGIServer):
 def wsgi_server(case: unittest.TestCase, app: Callable[..., Any]) -> str:
     """A WSGI app under wsgiref on a free loopback port; returns its base URL."""
     server = make_server("127.0.0.1", 0, app, server_class=_ThreadingWSGIServer, handler_class=_QuietWSGIHandler)
-    return serve_in_thread(case, server)  # type: ignore[arg-type]
+    return serve_in_thread(case, server)
 
 
 def asgi_server(case: unittest.TestCase, app: Callable[..., Any]) -> str:
     """An ASGI app under uvicorn on a free loopback port; returns its base URL."""
     sock = socket.create_server(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # not the main thread
+    server.install_signal_handlers = lambda: None  # not the main thread
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
 
@@ -225,7 +225,7 @@ class TCPReceiverTest(unittest.TestCase):
         ]
         tasks = [f.result(WAIT_LIMIT).task for f in futures]
         for t in tasks:
-            inbox.next(f"task {t.id}", lambda d, t=t: d.task_id == t.id)
+            inbox.next(f"task {t.id}", _is_delivery_of(t.id))
         # Registrations sent together are accepted in any order; each group
         # is then delivered in due order: by due time, then acceptance sequence.
         for g in range(groups):
@@ -245,6 +245,10 @@ class TCPReceiverTest(unittest.TestCase):
 
         closed = True
         receiver.close(10.0)
+
+
+def _is_delivery_of(task_id: int) -> Callable[[pb.Delivery], bool]:
+    return lambda d: d.task_id == task_id
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import time
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol, Union
+from typing import Protocol, Union, cast
 
 from .v1 import boomerang_pb2 as pb
 
@@ -233,12 +233,12 @@ def _values(headers: HeaderSource, name: str) -> list[str]:
             if key.lower() == lower:
                 return _as_list(value)
         return []
-    out = []
-    for key, value in headers:
-        k = key.decode("latin-1") if isinstance(key, bytes) else key
-        if k.lower() == lower:
-            out.append(value.decode("latin-1") if isinstance(value, bytes) else value)
-    return out
+    pairs = cast(Iterable[tuple[Union[str, bytes], Union[str, bytes]]], headers)
+    return [_text(value) for key, value in pairs if _text(key).lower() == lower]
+
+
+def _text(s: str | bytes) -> str:
+    return s.decode("latin-1") if isinstance(s, bytes) else s
 
 
 def _as_list(value: str | list[str]) -> list[str]:
