@@ -261,12 +261,21 @@ class ClientTest(unittest.TestCase):
 
         # Calls made while the server is down wait for it.
         waiting = c.submit("get_task", pb.GetTaskRequest(id=task.id))
-        start_server(self, data_dir=first.data_dir, tcp_port=first.tcp_port)
+        second = start_server(self, data_dir=first.data_dir, tcp_port=first.tcp_port)
         self.assertEqual(waiting.result(WAIT_LIMIT).task.payload, b"survives")
         # Sessions live in memory: the client logged in again by itself.
         again = c.register_task(payload=b"\x01", delay_ms=1000, idempotency_key="restart")
         self.assertFalse(again.created)
         self.assertEqual(again.task.id, task.id)
+
+        # Calls refused together after a restart all succeed on a new login.
+        self.assertEqual(second.stop(), 0)
+        start_server(self, data_dir=first.data_dir, tcp_port=first.tcp_port)
+        wait_for("the reconnection", lambda: _answers(c))
+        before = c.session
+        futures = [c.submit("get_task", pb.GetTaskRequest(id=task.id)) for _ in range(50)]
+        self.assertEqual({f.result(WAIT_LIMIT).task.id for f in futures}, {task.id})
+        self.assertNotEqual(c.session, before, "the client logged in again")
 
     def test_the_server_error_frame_is_the_cause_of_a_lost_connection(self) -> None:
         s = start_server(self, args=("--idle-timeout", "300ms"))
@@ -280,6 +289,17 @@ class ClientTest(unittest.TestCase):
             lost.result(WAIT_LIMIT)
         self.assertEqual(boomerang.status_of(cm.exception), pb.STATUS_INVALID_REQUEST)
         self.assertIn("timed out", str(cm.exception))
+
+
+def _answers(c: boomerang.Client) -> bool:
+    """Whether the server answers, even if only to refuse the session."""
+    try:
+        c.call("login", pb.LoginRequest(), timeout=WAIT_LIMIT)
+    except boomerang.BoomerangError:
+        return True
+    except boomerang.ConnectionLostError:
+        return False
+    return True
 
 
 if __name__ == "__main__":
