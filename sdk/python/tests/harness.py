@@ -71,14 +71,27 @@ class Server:
             return self.proc.wait()
 
 
-def start_server(case: unittest.TestCase, data_dir: str | None = None, tcp_port: int = 0, args: tuple[str, ...] = ()) -> Server:
+def start_server(
+    case: unittest.TestCase, data_dir: str | None = None, tcp_port: int = 0, args: tuple[str, ...] = ()
+) -> Server:
     """Starts boomerang and stops it when the test ends."""
     if data_dir is None:
         data_dir = tempfile.mkdtemp(prefix="boomerang-data-")
         case.addCleanup(shutil.rmtree, data_dir, True)
     cmd = [
-        boomerang_binary(), "serve", "--data-dir", data_dir, "--tcp-addr", f"127.0.0.1:{tcp_port}",
-        "--http-addr", "127.0.0.1:0", "--admin-password", ADMIN_PASSWORD, "--partitions", "2", *args,
+        boomerang_binary(),
+        "serve",
+        "--data-dir",
+        data_dir,
+        "--tcp-addr",
+        f"127.0.0.1:{tcp_port}",
+        "--http-addr",
+        "127.0.0.1:0",
+        "--admin-password",
+        ADMIN_PASSWORD,
+        "--partitions",
+        "2",
+        *args,
     ]
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
@@ -111,7 +124,9 @@ def start_server(case: unittest.TestCase, data_dir: str | None = None, tcp_port:
     return Server(proc, data_dir, *found[0])
 
 
-def connect(case: unittest.TestCase, server: Server | str, client_id: str, password: str, **options: Any) -> boomerang.Client:
+def connect(
+    case: unittest.TestCase, server: Server | str, client_id: str, password: str, **options: Any
+) -> boomerang.Client:
     """Dials the server and closes the client when the test ends."""
     address = server if isinstance(server, str) else server.tcp
     c = boomerang.dial(address, (client_id, password), timeout=WAIT_LIMIT, **options)
@@ -133,8 +148,14 @@ def wait_for(what: str, cond: Callable[[], bool], interval: float = 0.02) -> Non
 
 
 def register(
-    case: unittest.TestCase, server: Server, adm: boomerang.Client, client_id: str, protocol: pb.Protocol, endpoint: str,
-    secret: bytes = SECRET, max_attempts: int = 3,
+    case: unittest.TestCase,
+    server: Server,
+    adm: boomerang.Client,
+    client_id: str,
+    protocol: pb.Protocol,
+    endpoint: str,
+    secret: bytes = SECRET,
+    max_attempts: int = 3,
 ) -> boomerang.Client:
     """Registers a client whose tasks go to endpoint, with quick retries,
     and connects as it."""
@@ -142,7 +163,9 @@ def register(
         client_id=client_id,
         password=f"{client_id}-password",
         callback=pb.Callback(protocol=protocol, endpoint=endpoint, timeout_ms=5000),
-        retry=pb.RetryPolicy(backoff=pb.BACKOFF_FIXED, initial_interval_ms=10, max_interval_ms=10, max_attempts=max_attempts),
+        retry=pb.RetryPolicy(
+            backoff=pb.BACKOFF_FIXED, initial_interval_ms=10, max_interval_ms=10, max_attempts=max_attempts
+        ),
         signing_secret=secret,
     )
     return connect(case, server, client_id, f"{client_id}-password")

@@ -32,14 +32,18 @@ class EveryOperationTest(unittest.TestCase):
         self.assertTrue(adm.session and adm.session.admin, "the bootstrap admin's session is an admin's")
 
         info = adm.get_server_info()
-        self.assertTrue(info.tcp_address and info.max_payload_bytes > 0 and info.max_frame_bytes > info.max_payload_bytes)
+        self.assertTrue(
+            info.tcp_address and info.max_payload_bytes > 0 and info.max_frame_bytes > info.max_payload_bytes
+        )
 
         for cid in ("alice", "bob"):
             r = adm.register_client(
                 client_id=cid,
                 password=f"{cid}-password",
                 callback=pb.Callback(protocol=pb.PROTOCOL_HTTP, endpoint=url, timeout_ms=5000),
-                retry=pb.RetryPolicy(backoff=pb.BACKOFF_FIXED, initial_interval_ms=10, max_interval_ms=10, max_attempts=1),
+                retry=pb.RetryPolicy(
+                    backoff=pb.BACKOFF_FIXED, initial_interval_ms=10, max_interval_ms=10, max_attempts=1
+                ),
                 default_mode=pb.DISPATCH_MODE_BLOCK_ON_ERROR,
                 signing_secret=SECRET,
             )
@@ -59,7 +63,9 @@ class EveryOperationTest(unittest.TestCase):
         reg = alice.register_task(payload=b"\x00\xff\x01", delay_ms=3_600_000, group="g/1", idempotency_key="k1")
         self.assertTrue(reg.created)
         tid = reg.task.id
-        again = alice.register_task(pb.RegisterTaskRequest(payload=b"\x09", delay_ms=1, group="g/1", idempotency_key="k1"))
+        again = alice.register_task(
+            pb.RegisterTaskRequest(payload=b"\x09", delay_ms=1, group="g/1", idempotency_key="k1")
+        )
         self.assertFalse(again.created, "the idempotency key returns the existing task")
         self.assertEqual(again.task.id, tid)
         self.assertEqual(alice.get_task(id=tid).task.payload, b"\x00\xff\x01")
@@ -152,7 +158,9 @@ class ClientTest(unittest.TestCase):
         c = admin(self, s)
         n = 500
         futures = [
-            c.submit("register_task", pb.RegisterTaskRequest(payload=b"task %d" % i, delay_ms=3_600_000, group=f"g{i % 7}"))
+            c.submit(
+                "register_task", pb.RegisterTaskRequest(payload=b"task %d" % i, delay_ms=3_600_000, group=f"g{i % 7}")
+            )
             for i in range(n)
         ]
         tasks = [f.result(WAIT_LIMIT).task for f in futures]

@@ -112,7 +112,14 @@ VERDICTS: dict[str, type[Exception]] = {
     "bad_header": boomerang.BadHeaderError,
 }
 
-SIGNED = ("Boomerang-Timestamp", "Boomerang-Task-Id", "Boomerang-Attempt", "Boomerang-Fire-At", "Boomerang-Client", "Boomerang-Group")
+SIGNED = (
+    "Boomerang-Timestamp",
+    "Boomerang-Task-Id",
+    "Boomerang-Attempt",
+    "Boomerang-Fire-At",
+    "Boomerang-Client",
+    "Boomerang-Group",
+)
 
 
 class WebhooksTest(unittest.TestCase):
@@ -156,8 +163,14 @@ class WebhooksTest(unittest.TestCase):
                     self.assertEqual(
                         (d.delivery_id, d.task_id, d.attempt, d.fire_at_ms, d.client, d.group, d.sent_ms, d.payload),
                         (
-                            int(want["delivery_id"]), int(want["task_id"]), want["attempt"], int(want["fire_at_ms"]),
-                            want["client"], want["group"], want["timestamp"] * 1000, body,
+                            int(want["delivery_id"]),
+                            int(want["task_id"]),
+                            want["attempt"],
+                            int(want["fire_at_ms"]),
+                            want["client"],
+                            want["group"],
+                            want["timestamp"] * 1000,
+                            body,
                         ),
                     )
 
@@ -194,7 +207,9 @@ class ErrorsTest(unittest.TestCase):
                 err = boomerang.error_from_wire(wire)
                 self.assertIsInstance(err, classes[status])
                 self.assertEqual((err.status, err.server_message, err.field), (wire.status, wire.message, wire.field))
-        self.assertIsInstance(boomerang.error_from_wire(pb.Error(status=cast(pb.Status, 99))), boomerang.UnknownStatusError)
+        self.assertIsInstance(
+            boomerang.error_from_wire(pb.Error(status=cast(pb.Status, 99))), boomerang.UnknownStatusError
+        )
 
 
 if __name__ == "__main__":

@@ -62,7 +62,9 @@ def round_trip(case: unittest.TestCase, c: boomerang.Client, inbox: Inbox, clien
     group = "orders / Zürich 100%"
     hello = c.schedule("hello", group=group)
     d = inbox.next(f"hello for {client_id}", lambda x: x.task_id == hello.id)
-    case.assertEqual((d.payload, d.client, d.group), (b"hello", client_id, group), "the group is decoded from its escaped header")
+    case.assertEqual(
+        (d.payload, d.client, d.group), (b"hello", client_id, group), "the group is decoded from its escaped header"
+    )
     case.assertEqual((d.fire_at_ms, d.attempt), (hello.fire_at_ms, 1))
 
     flaky = c.schedule("flaky:1")
@@ -120,7 +122,13 @@ class WebhookDeliveryTest(unittest.TestCase):
 
 
 META = boomerang.WebhookMeta(
-    delivery_id=7, task_id=281474976710657, attempt=1, fire_at_ms=1767225600000, client="billing", group="customer 7", timestamp=1767225600
+    delivery_id=7,
+    task_id=281474976710657,
+    attempt=1,
+    fire_at_ms=1767225600000,
+    client="billing",
+    group="customer 7",
+    timestamp=1767225600,
 )
 
 
@@ -139,7 +147,14 @@ CASES: list[tuple[str, str, dict[str, str], bytes, int, str | None]] = [
     ("unsigned", "POST", signed(b"x", lambda h: h.pop("Boomerang-Signature")), b"x", 401, "no v1= signature"),
     ("altered", "POST", signed(b"x"), b"y", 401, "does not match"),
     ("stale", "POST", signed(b"x", lambda h: h.update({"Boomerang-Timestamp": "1767225000"})), b"x", 401, None),
-    ("bad header", "POST", signed(b"x", lambda h: h.update({"Boomerang-Attempt": "first"})), b"x", 400, "Boomerang-Attempt"),
+    (
+        "bad header",
+        "POST",
+        signed(b"x", lambda h: h.update({"Boomerang-Attempt": "first"})),
+        b"x",
+        400,
+        "Boomerang-Attempt",
+    ),
 ]
 
 
@@ -178,7 +193,9 @@ class WebhookAnswersTest(unittest.TestCase):
                     if status == 405:
                         self.assertEqual(resp.getheader("Allow"), "POST")
         self.assertEqual(len(seen), 2 * len(servers), "the handler saw the signed deliveries only")
-        self.assertEqual((seen[0].group, seen[0].task_id, seen[0].payload), ("customer 7", 281474976710657, b'{"invoice":42}'))
+        self.assertEqual(
+            (seen[0].group, seen[0].task_id, seen[0].payload), ("customer 7", 281474976710657, b'{"invoice":42}')
+        )
 
 
 class TCPReceiverTest(unittest.TestCase):
@@ -235,7 +252,10 @@ class TCPReceiverTest(unittest.TestCase):
         self.assertTrue(2 <= running[1] <= 8, f"handlers overlapped within the limit (at most {running[1]} at once)")
 
         failing = c.schedule("fail:tcp")
-        wait_for("the refused delivery's dead letter", lambda: any(d.task.id == failing.id for d in c.list_dead_letters().dead_letters))
+        wait_for(
+            "the refused delivery's dead letter",
+            lambda: any(d.task.id == failing.id for d in c.list_dead_letters().dead_letters),
+        )
         dl = next(d for d in c.list_dead_letters().dead_letters if d.task.id == failing.id)
         self.assertIn("refused fail:tcp", dl.last_error)
         self.assertEqual(dl.attempts, 3)

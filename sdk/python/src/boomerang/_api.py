@@ -3,6 +3,7 @@ the common ones, over a call method that a client supplies."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
@@ -14,13 +15,14 @@ from .errors import ProtocolError
 from .v1 import boomerang_pb2 as pb
 
 
-class Api:
+class Api(ABC):
     """Every operation of boomerang.v1.BoomerangService as a method named
     after it, taking the request message or its fields as keywords
     (`get_task(id=42)`), and returning the response message."""
 
+    @abstractmethod
     def call(self, op: str, request: Message | None = None, *, timeout: float | None = None) -> Message:
-        raise NotImplementedError
+        """Runs the operation named op and returns its response message."""
 
     def _op(self, op: str, request: Message | None, fields: dict[str, Any], timeout: float | None) -> Any:
         if fields:
@@ -208,7 +210,6 @@ class Api:
             if resp.next_page_token == 0:
                 return
             page.page_token = resp.next_page_token
-
 
 
 def _millis(value: float | timedelta) -> int:

@@ -5,7 +5,9 @@ block the calling thread, and submit() starts a call without waiting, for
 pipelining from one thread (or for asyncio, through asyncio.wrap_future).
 Each Client runs a reader thread per connection, one thread for session
 work (refreshes and logins after a refusal), and a thread while it
-reconnects; all are daemon threads.
+reconnects; all are daemon threads. Futures settle on the reader thread,
+so a done-callback must not make blocking calls on the same client: the
+reader would wait for itself.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ _SESSION_WORK_TIMEOUT = 30.0
 # The session is refreshed when this share of its life has passed, as the
 # Go and TypeScript SDKs do.
 _REFRESH_SHARE = 2 / 3
+
 
 class Credentials(NamedTuple):
     """A registered client's id and password. With them a client logs in
@@ -303,7 +306,9 @@ class Client(Api):
         elif body is None and call.op in MAY_BE_EMPTY:
             result = OPERATIONS[call.op][1]()
         else:
-            resolve(call.future, error=ProtocolError(f"the response to request {call.request_id} has no {call.op} body"))
+            resolve(
+                call.future, error=ProtocolError(f"the response to request {call.request_id} has no {call.op} body")
+            )
             return
         if call.op in ("login", "refresh_session"):
             self._adopt(call.op, result)
@@ -381,7 +386,9 @@ class Client(Api):
         if failed_requests:
             self._log.warning(
                 "boomerang: connection to %s lost (%s); %d requests failed; reconnecting",
-                self.address, cause, failed_requests,
+                self.address,
+                cause,
+                failed_requests,
             )
         else:
             self._log.info("boomerang: connection to %s closed (%s); reconnecting", self.address, cause)

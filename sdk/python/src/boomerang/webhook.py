@@ -59,7 +59,8 @@ class BadHeaderError(WebhookError):
 
 
 class _MultiHeaders(Protocol):
-    def get_all(self, name: str) -> list[str] | None: ...
+    def get_all(self, name: str) -> list[str] | None:
+        ...
 
 
 #: Request headers in any of the usual shapes: a mapping with names in any
