@@ -1,6 +1,7 @@
-// Package store is Boomerang's durable state: tasks with their due and
-// client indexes, group state, dead letters, idempotency keys, per-shard
-// high-water marks and registered clients, kept in one Pebble database.
+// Package store is Boomerang's durable state: tasks with their due, client
+// and group order indexes, group state, dead letters, idempotency keys,
+// per-shard high-water marks and registered clients, kept in one Pebble
+// database.
 // It is the only package that imports Pebble.
 //
 //	s, err := store.Open(dir, store.Options{Logger: log})
@@ -8,7 +9,7 @@
 //	b := s.NewBatch()
 //	b.PutTask(task)                 // record, due index, client index
 //	b.PutGroup(group)               // next sequence, blocked head
-//	b.PutShardMeta(shard, meta)     // applied position, in the same batch
+//	b.PutShardMeta(shard, meta)     // id high-water mark, in the same batch
 //	err = s.Commit(b)               // atomic, synced: now it may be acked
 //
 // # Key layout
@@ -46,10 +47,11 @@
 //
 // # Durability
 //
-// A Batch holds the whole of one change: a record and every index entry
-// that belongs to it. Commit applies it atomically (it is one WAL record)
-// and returns only after the WAL is fsynced; only then may the change be
-// acknowledged. Commits from many goroutines share fsyncs: while one fsync
+// A Batch holds whole changes: each method adds a record and every index
+// entry that belongs to it, or, if the record cannot be stored, nothing,
+// and says why; the batch's other changes are unaffected. Commit applies
+// a batch atomically (it is one WAL record) and returns only after the
+// WAL is fsynced; only then may the change be acknowledged. Commits from many goroutines share fsyncs: while one fsync
 // runs, Pebble's commit pipeline queues the batches that arrive and covers
 // them all with the next one, so throughput grows with the number of
 // concurrent committers instead of being capped at the disk's fsync rate.
@@ -59,6 +61,11 @@
 // can be before its fsync completes. Callers that act on data (the
 // scheduler's apply stage) do so after their own Commit returns, as the
 // journal-then-apply design requires.
+//
+// Open creates a missing directory, and any missing parents, readable by
+// its owner only, and syncs each new directory's parent, so that a power
+// loss right after the first commit does not lose the directory that
+// holds it.
 //
 // If a WAL write or fsync fails, Pebble cannot continue: the state in
 // memory may no longer match the disk. Commit returns ErrFailed, whose
