@@ -9,7 +9,6 @@ import (
 	"github.com/jonboulle/clockwork"
 	"go.uber.org/goleak"
 
-	"github.com/boomerangd/boomerang/dispatch"
 	"github.com/boomerangd/boomerang/internal/store"
 )
 
@@ -125,9 +124,10 @@ func (h *harness) advance(d time.Duration) {
 	h.settle()
 }
 
-// settle waits until every fired task has passed through the group gate
-// and every gate release has been applied by the engine, so whatever can
-// be delivered now has reached the deliverer.
+// settle waits until the scheduler has done everything it can do at the
+// current fake time: every due timer fired, every ready task started as
+// far as slots allow, every batch journaled and applied, and whatever can
+// be delivered now handed to the deliverer.
 func (h *harness) settle() {
 	h.t.Helper()
 	deadline := time.Now().Add(waitLimit)
@@ -139,22 +139,8 @@ func (h *harness) settle() {
 		// fired by then.
 		h.roundTrip()
 		h.roundTrip()
-		// quiet says nothing is due, unread or in the journal; the
-		// counters read after it include everything the loops did.
-		quiet := h.quiet()
-		c := &h.s.counters
-		snap := settleSnapshot{
-			submitted: c.submitted.Load(), started: c.started.Load(),
-			completed: c.completed.Load(), attempts: c.attempts.Load(),
-			ungated: c.ungated.Load(), ungatedDone: c.ungatedDone.Load(),
-			engine: dispatch.Total(h.s.engine.Stats()),
-		}
-		e := snap.engine
-		// Settled means quiet, every hand-off accounted for on both sides
-		// (tasks of no gated group pass by the engine), and nothing
-		// changed since the previous look.
-		if quiet && e.Submitted+snap.ungated == snap.submitted && e.Dispatched+snap.ungated == snap.started &&
-			e.Completed+e.Failed+snap.ungatedDone == snap.completed && snap == prev {
+		snap, quiet := h.snapshot()
+		if quiet && snap == prev {
 			return
 		}
 		prev = snap
@@ -165,9 +151,41 @@ func (h *harness) settle() {
 }
 
 type settleSnapshot struct {
-	submitted, started, completed, attempts uint64
-	ungated, ungatedDone                    uint64
-	engine                                  dispatch.PartitionStats
+	registered, attempts, delivered, failed uint64
+	ready, busy, flights, runs, timers     int
+}
+
+// snapshot reads the counters and reports whether every loop is quiet:
+// nothing in its inbox or journal, no overdue timer, load or sweep, and
+// no ready work that a free slot could start.
+func (h *harness) snapshot() (settleSnapshot, bool) {
+	c := &h.s.counters
+	snap := settleSnapshot{
+		registered: c.registered.Load(), attempts: c.attempts.Load(),
+		delivered: c.delivered.Load(), failed: c.failed.Load(),
+	}
+	quiet := true
+	for _, p := range h.s.parts {
+		_, _ = h.s.call(context.Background(), p, func(done func(result)) {
+			p.inbox.mu.Lock()
+			waiting := len(p.inbox.msgs)
+			p.inbox.mu.Unlock()
+			now := p.mono()
+			next, armed := p.wheel.NextExpiry()
+			if p.inJournal > 0 || p.open.len() > 0 || waiting > 0 || p.unread > 0 ||
+				(armed && !next.After(p.wheelNow())) || !now.Before(p.nextLoad) || !now.Before(p.nextSweep) ||
+				(len(p.ready) > 0 && p.busy < p.slots) {
+				quiet = false
+			}
+			snap.ready += len(p.ready)
+			snap.busy += p.busy
+			snap.flights += len(p.flights)
+			snap.runs += len(p.runs)
+			snap.timers += len(p.timers)
+			done(result{})
+		})
+	}
+	return snap, quiet
 }
 
 // roundTrip returns once every loop has run everything posted before it.
@@ -178,27 +196,6 @@ func (h *harness) roundTrip() {
 			h.t.Fatalf("round trip: %v", err)
 		}
 	}
-}
-
-// quiet reports that no loop has journal work, backlog, an overdue timer
-// or an overdue load outstanding.
-func (h *harness) quiet() bool {
-	quiet := true
-	for _, p := range h.s.parts {
-		_, _ = h.s.call(context.Background(), p, func(done func(result)) {
-			p.inbox.mu.Lock()
-			waiting := len(p.inbox.msgs)
-			p.inbox.mu.Unlock()
-			now := p.now()
-			next, armed := p.wheel.NextExpiry()
-			if p.inJournal > 0 || p.open.len() > 0 || len(p.backlog) > 0 || waiting > 0 || p.unread > 0 ||
-				(armed && !next.After(now)) || !now.Before(p.nextLoad) {
-				quiet = false
-			}
-			done(result{})
-		})
-	}
-	return quiet
 }
 
 // recorder is a Deliverer that hands every attempt to the test.

@@ -32,9 +32,9 @@ func TestSchedulerMatchesModel(t *testing.T) {
 			rt.Fatal(err)
 		}
 		defer os.RemoveAll(dir)
-		ring := rapid.SampledFrom([]int{2, 1 << 14}).Draw(rt, "ring") // 2: due tasks queue in the backlog
+		slots := rapid.SampledFrom([]int{2, 1 << 14}).Draw(rt, "slots") // 2: due tasks wait for a slot
 		h := startHarness(rt, dir, func(c *Config) {
-			c.engineRing = ring
+			c.MaxDelivering = slots
 			c.Horizon, c.LoadInterval = 3*time.Second, time.Second
 			c.Retry = FixedRetry{Attempts: modelAttempts, Delay: time.Second}
 		})
@@ -308,21 +308,17 @@ func (m *model) dump() string {
 	for _, p := range m.h.s.parts {
 		_, _ = m.h.s.call(context.Background(), p, func(done func(result)) {
 			for id, f := range p.flights {
-				s += fmt.Sprintf("  flight %d state %d started %v stale %v waiting %v\n", id, f.state, f.started, f.stale, f.waiting)
+				s += fmt.Sprintf("  flight %d state %d\n", id, f.state)
 			}
-			next, ok := p.wheel.NextExpiry()
-			s += fmt.Sprintf("  partition %d now %d wheel %d next %d/%v nextLoad %d loadedUntil %d timers %v\n", p.index,
-				p.now().Sub(epoch).Milliseconds(), p.wheel.Now().Sub(epoch).Milliseconds(), next.Sub(epoch).Milliseconds(), ok,
-				p.nextLoad.Sub(epoch).Milliseconds(), p.loadedUntil-epoch.UnixMilli(), slices.Collect(maps.Keys(p.timers)))
-			for k, f := range p.blocked {
-				s += fmt.Sprintf("  blocked %q flight %d started %v\n", k, f.id, f.started)
+			for k, g := range p.runs {
+				s += fmt.Sprintf("  group %q state %d wake %d\n", k, g.state, g.wakeAt-epoch.UnixMilli())
 			}
+			s += fmt.Sprintf("  partition %d now %d ready %d busy %d loadedUntil %d timers %v\n", p.index,
+				p.wallMs()-epoch.UnixMilli(), len(p.ready), p.busy, p.loadedUntil-epoch.UnixMilli(), slices.Collect(maps.Keys(p.timers)))
 			done(result{})
 		})
 	}
-	c := &m.h.s.counters
-
-	return s + fmt.Sprintf("  counters submitted %d started %d completed %d\n  engine %+v", c.submitted.Load(), c.started.Load(), c.completed.Load(), m.h.s.Stats().Engine)
+	return s
 }
 
 // fire moves due tasks into their group queues in (due, id) order, and

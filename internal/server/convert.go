@@ -59,7 +59,7 @@ func groupToWire(g *storepb.Group) *boomerangv1.Group {
 	return &boomerangv1.Group{
 		Client:              g.Client,
 		Group:               g.Group,
-		NextSeq:             g.NextSeq,
+		Tasks:               g.Tasks,
 		Blocked:             g.BlockedTask != 0,
 		BlockedDeadLetterId: g.BlockedTask, // the blocked head is a dead letter id
 		BlockedSinceMs:      g.BlockedSinceMs,

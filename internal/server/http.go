@@ -46,10 +46,14 @@ func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 }
 
 // serveReady answers 200 while the store is open, the scheduler runs and
-// the server is not stopping; 503 otherwise.
+// the server is not stopping; 503 with the reason otherwise.
 func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	if !s.ready.Load() {
 		http.Error(w, "not ready: starting or stopping", http.StatusServiceUnavailable)
+		return
+	}
+	if err := s.sched.Err(); err != nil {
+		http.Error(w, "not ready: the scheduler stopped after a storage failure: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	_, _ = w.Write([]byte("ready\n"))

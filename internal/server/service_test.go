@@ -207,7 +207,7 @@ func TestOwnership(t *testing.T) {
 		t.Fatalf("admin GetTask: %v", err)
 	}
 	g, err := ts.svc.GetGroup(ctx, admin, &boomerangv1.GetGroupRequest{Client: "alice", Group: "g"})
-	if err != nil || g.Group.NextSeq != 2 || g.Group.Blocked {
+	if err != nil || g.Group.Tasks != 1 || g.Group.Blocked {
 		t.Fatalf("admin GetGroup: %v, %v", g, err)
 	}
 	if _, err := ts.svc.CancelTask(ctx, admin, &boomerangv1.CancelTaskRequest{Id: task.Id}); err != nil {

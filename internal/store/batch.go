@@ -56,6 +56,15 @@ func Ordered(t *storepb.Task) bool {
 	return t.Group != "" && t.Mode != storepb.DispatchMode_DISPATCH_MODE_IMMEDIATE
 }
 
+// WakeMs is when a task next needs attention, the time of its due index
+// entry: its due time, or its next attempt's when one is set and later.
+func WakeMs(t *storepb.Task) int64 {
+	if t.NextAttemptMs != 0 && t.NextAttemptMs > t.DueMs {
+		return t.NextAttemptMs
+	}
+	return t.DueMs
+}
+
 // GroupRef names a client's group in one string: the value of an ordered
 // task's due index entry (DueEntry.Group). Client ids and group keys
 // never hold a NUL byte, so it is unambiguous.
@@ -104,28 +113,29 @@ func (b *Batch) DeleteTask(t *storepb.Task) error {
 
 // taskIndex is what a task's index entries depend on.
 type taskIndex struct {
-	due, seq      int64
+	due, wake     int64
+	seq           uint64
 	client, group string
 	ordered       bool
 }
 
 func indexed(t *storepb.Task) taskIndex {
-	return taskIndex{due: t.DueMs, seq: int64(t.Seq), client: t.Client, group: t.Group, ordered: Ordered(t)}
+	return taskIndex{due: t.DueMs, wake: WakeMs(t), seq: t.Seq, client: t.Client, group: t.Group, ordered: Ordered(t)}
 }
 
 func (b *Batch) putTaskIndexes(t *storepb.Task) {
 	shard := ShardOf(t.Id)
 	if Ordered(t) {
-		b.set(dueKey(t.DueMs, t.Id), append(b.buf[:0], GroupRef(t.Client, t.Group)...))
+		b.set(dueKey(WakeMs(t), t.Id), append(b.buf[:0], GroupRef(t.Client, t.Group)...))
 		b.set(orderKey(shard, t.Client, t.Group, t.DueMs, t.Seq, t.Id), nil)
 	} else {
-		b.set(dueKey(t.DueMs, t.Id), nil)
+		b.set(dueKey(WakeMs(t), t.Id), nil)
 	}
 	b.set(clientIndexKey(tagClientIndex, t.Client, t.Id), nil)
 }
 
 func (b *Batch) deleteTaskIndexes(t *storepb.Task) {
-	b.delete(dueKey(t.DueMs, t.Id))
+	b.delete(dueKey(WakeMs(t), t.Id))
 	if Ordered(t) {
 		b.delete(orderKey(ShardOf(t.Id), t.Client, t.Group, t.DueMs, t.Seq, t.Id))
 	}

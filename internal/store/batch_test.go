@@ -53,7 +53,7 @@ func TestTaskRoundTrip(t *testing.T) {
 	shard := ShardOf(want.Id)
 	wantKeys := []keyParts{
 		{tag: tagClientIndex, shard: shard, id: want.Id, a: "acme"},
-		{tag: tagDue, shard: shard, id: want.Id, due: want.DueMs},
+		{tag: tagDue, shard: shard, id: want.Id, due: WakeMs(want)}, // the next attempt's time
 		{tag: tagOrder, shard: shard, a: "acme", b: "orders", due: want.DueMs, seq: want.Seq, id: want.Id},
 		{tag: tagTask, shard: shard, id: want.Id},
 	}

@@ -25,7 +25,7 @@
 //
 //	\x00schema                  → uvarint SchemaVersion; sorts before all
 //	t shard id                  → Task
-//	d shard due id              → empty: the due index
+//	d shard wake id             → the due index (see WakeMs): GroupRef of an ordered task, else empty
 //	c shard client id           → empty: a client's tasks
 //	g shard client group        → Group
 //	b shard client group        → empty: the group is blocked (PutGroup keeps it)

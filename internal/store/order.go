@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 )
 
@@ -124,49 +123,33 @@ type DeadLetterRef struct {
 	BlocksGroup bool
 }
 
-// DeadLetterRefs calls fn with a client's dead letters (every client's
-// with client ""), shard by shard, each shard's in id order, which is the
-// order they failed in. With perShard > 0 it stops each shard after that
-// many. fn returning false stops the scan. Only the index is read.
-func (s *Store) DeadLetterRefs(client string, perShard int, fn func(DeadLetterRef) bool) error {
+// DeadLetterRefs calls fn with a shard's dead letters of one client (of
+// every client with client ""), in id order, which is the order they
+// failed in, until fn returns false. Only the index is read.
+func (s *Store) DeadLetterRefs(shard uint16, client string, fn func(DeadLetterRef) bool) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
 	defer s.gate.Exit()
-	snap := s.db.NewSnapshot()
-	defer snap.Close()
-	for shard := range uint16(Shards) {
-		prefix := shardPrefix(tagDeadClient, shard)
-		if client != "" {
-			prefix = clientPrefix(tagDeadClient, shard, client)
-		}
-		n := 0
-		err := scan(snap, prefix, prefixEnd(prefix), func(k, v []byte) error {
-			ref, err := decodeDeadRef(k, v)
-			if err != nil {
-				return corruptf("dead letter index key %x: %v", k, err)
-			}
-			if !fn(ref) {
-				return errStopAll
-			}
-			if n++; perShard > 0 && n >= perShard {
-				return errStop
-			}
-			return nil
-		})
-		switch err {
-		case nil, errStop:
-		case errStopAll:
-			return nil
-		default:
-			return err
-		}
+	prefix := shardPrefix(tagDeadClient, shard)
+	if client != "" {
+		prefix = clientPrefix(tagDeadClient, shard, client)
 	}
-	return nil
+	err := scan(s.db, prefix, prefixEnd(prefix), func(k, v []byte) error {
+		ref, err := decodeDeadRef(k, v)
+		if err != nil {
+			return corruptf("dead letter index key %x: %v", k, err)
+		}
+		if !fn(ref) {
+			return errStop
+		}
+		return nil
+	})
+	if err == errStop {
+		return nil
+	}
+	return err
 }
-
-// errStopAll ends a scan over several shards.
-var errStopAll = errors.New("store: scan stopped")
 
 func decodeDeadRef(k, v []byte) (DeadLetterRef, error) {
 	p, err := decodeKey(k)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"slices"
 	"testing"
 
@@ -24,29 +25,31 @@ func TestDeadLetterRefs(t *testing.T) {
 		}
 		b.PutDeadLetter(&storepb.DeadLetter{Task: task("other", "a", 9, 0), FailedMs: 5})
 	})
-	slices.SortFunc(want, func(a, b DeadLetterRef) int { return int(a.ID>>48) - int(b.ID>>48) })
-	var got []DeadLetterRef
-	if err := s.DeadLetterRefs("acme", 0, func(r DeadLetterRef) bool {
-		got = append(got, r)
-		return true
-	}); err != nil {
-		t.Fatal(err)
+	slices.SortFunc(want, func(a, b DeadLetterRef) int { return cmp.Compare(a.ID, b.ID) })
+	refs := func(client string, perShard int) []DeadLetterRef {
+		var got []DeadLetterRef
+		for shard := range uint16(Shards) {
+			n := 0
+			if err := s.DeadLetterRefs(shard, client, func(r DeadLetterRef) bool {
+				got = append(got, r)
+				n++
+				return perShard == 0 || n < perShard
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return got
 	}
-	slices.SortStableFunc(got, func(a, b DeadLetterRef) int { return int(a.ID>>48) - int(b.ID>>48) })
-	if !slices.Equal(got, want) {
+	if got := refs("acme", 0); !slices.Equal(got, want) {
 		t.Fatalf("refs %+v\nwant %+v", got, want)
-	}
-	all := 0
-	if err := s.DeadLetterRefs("", 1, func(DeadLetterRef) bool { all++; return true }); err != nil {
-		t.Fatal(err)
 	}
 	shards := map[uint16]bool{}
 	for _, r := range want {
 		shards[ShardOf(r.ID)] = true
 	}
 	shards[GroupShard("other", "a")] = true
-	if all != len(shards) {
-		t.Fatalf("one per shard: %d refs, want %d", all, len(shards))
+	if got := refs("", 1); len(got) != len(shards) {
+		t.Fatalf("one per shard: %d refs, want %d", len(got), len(shards))
 	}
 }
 

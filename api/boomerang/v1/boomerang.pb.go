@@ -850,7 +850,7 @@ type Group struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	Client              string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
 	Group               string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
-	NextSeq             uint64                 `protobuf:"varint,3,opt,name=next_seq,json=nextSeq,proto3" json:"next_seq,omitempty"`
+	Tasks               uint64                 `protobuf:"varint,7,opt,name=tasks,proto3" json:"tasks,omitempty"` // tasks of the group waiting or under way
 	Blocked             bool                   `protobuf:"varint,4,opt,name=blocked,proto3" json:"blocked,omitempty"`
 	BlockedDeadLetterId uint64                 `protobuf:"varint,5,opt,name=blocked_dead_letter_id,json=blockedDeadLetterId,proto3" json:"blocked_dead_letter_id,omitempty"`
 	BlockedSinceMs      int64                  `protobuf:"varint,6,opt,name=blocked_since_ms,json=blockedSinceMs,proto3" json:"blocked_since_ms,omitempty"`
@@ -902,9 +902,9 @@ func (x *Group) GetGroup() string {
 	return ""
 }
 
-func (x *Group) GetNextSeq() uint64 {
+func (x *Group) GetTasks() uint64 {
 	if x != nil {
-		return x.NextSeq
+		return x.Tasks
 	}
 	return 0
 }
@@ -3910,14 +3910,14 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"last_error\x18\x03 \x01(\tR\tlastError\x12\x1a\n" +
 	"\battempts\x18\x04 \x01(\rR\battempts\x12\x1b\n" +
 	"\tfailed_ms\x18\x05 \x01(\x03R\bfailedMs\x12!\n" +
-	"\fblocks_group\x18\x06 \x01(\bR\vblocksGroup\"\xc9\x01\n" +
+	"\fblocks_group\x18\x06 \x01(\bR\vblocksGroup\"\xca\x01\n" +
 	"\x05Group\x12\x16\n" +
 	"\x06client\x18\x01 \x01(\tR\x06client\x12\x14\n" +
-	"\x05group\x18\x02 \x01(\tR\x05group\x12\x19\n" +
-	"\bnext_seq\x18\x03 \x01(\x04R\anextSeq\x12\x18\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x14\n" +
+	"\x05tasks\x18\a \x01(\x04R\x05tasks\x12\x18\n" +
 	"\ablocked\x18\x04 \x01(\bR\ablocked\x123\n" +
 	"\x16blocked_dead_letter_id\x18\x05 \x01(\x04R\x13blockedDeadLetterId\x12(\n" +
-	"\x10blocked_since_ms\x18\x06 \x01(\x03R\x0eblockedSinceMs\"\xba\x02\n" +
+	"\x10blocked_since_ms\x18\x06 \x01(\x03R\x0eblockedSinceMsJ\x04\b\x03\x10\x04\"\xba\x02\n" +
 	"\fClientConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05admin\x18\x02 \x01(\bR\x05admin\x122\n" +
