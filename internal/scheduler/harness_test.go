@@ -152,7 +152,7 @@ func (h *harness) settle() {
 
 type settleSnapshot struct {
 	registered, attempts, delivered, failed uint64
-	ready, busy, flights, runs, timers     int
+	ready, busy, flights, runs, timers      int
 }
 
 // snapshot reads the counters and reports whether every loop is quiet:
