@@ -11,7 +11,7 @@ import (
 
 // advance fires every timer that is due, in wheel time order, then by id.
 func (p *partition) advance() {
-	p.wheel.Advance(p.wheelNow(), func(at time.Time, t timer) {
+	p.wheel.Advance(p.wall(), func(at time.Time, t timer) {
 		p.fired = append(p.fired, firedTimer{at: at, timer: t})
 	})
 	if len(p.fired) == 0 {

@@ -72,7 +72,7 @@ func (p *partition) sleepUntil(g *groupRun, atMs int64) {
 	if g.wakeAt != 0 {
 		p.wheel.Cancel(g.wake)
 	}
-	g.wake, g.wakeAt = p.wheel.Add(p.wheelTime(atMs), timer{run: g}), atMs
+	g.wake, g.wakeAt = p.wheel.Add(wheelTime(atMs), timer{run: g}), atMs
 }
 
 // woken clears a group's fired wake.

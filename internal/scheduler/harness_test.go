@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 type harness struct {
 	t     tester
 	dir   string
+	fs    *store.MemFS // the store's filesystem; nil: the disk
 	clock *clockwork.FakeClock
 	del   *recorder
 	st    *store.Store
@@ -55,14 +57,14 @@ func newHarness(t *testing.T, tune func(*Config)) *harness {
 // startHarness runs a harness in dir; the caller closes it.
 func startHarness(t tester, dir string, tune func(*Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: dir, clock: clockwork.NewFakeClockAt(epoch), del: newRecorder(), tune: tune}
+	h := &harness{t: t, dir: dir, clock: newFakeClock(), del: newRecorder(), tune: tune}
 	h.open()
 	return h
 }
 
 func (h *harness) open() {
 	h.t.Helper()
-	st, err := store.Open(h.dir, store.Options{})
+	st, err := store.Open(h.dir, store.Options{FS: h.fs})
 	if err != nil {
 		h.t.Fatalf("store.Open: %v", err)
 	}
@@ -93,6 +95,31 @@ func (h *harness) close() {
 		h.t.Errorf("store Close: %v", err)
 	}
 	h.s = nil
+}
+
+// crash stops the scheduler where it is, as a killed process would: what
+// was not journaled is redone after the next open.
+func (h *harness) crash() {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = h.s.Stop(ctx)
+	if err := h.st.Close(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.s = nil
+	h.del.forget()
+}
+
+// powerLoss keeps only what the store had synced, as a machine losing
+// power would, then starts again on it. The harness must run on a MemFS.
+func (h *harness) powerLoss() {
+	h.t.Helper()
+	after := h.fs.Crash()
+	h.crash()
+	h.fs = after
+	h.del.cut.Store(false) // the power is back
+	h.open()
 }
 
 // restart stops the scheduler cleanly and starts a new one on the same
@@ -173,7 +200,7 @@ func (h *harness) snapshot() (settleSnapshot, bool) {
 			now := p.mono()
 			next, armed := p.wheel.NextExpiry()
 			if p.inJournal > 0 || p.open.len() > 0 || waiting > 0 || p.unread > 0 ||
-				(armed && !next.After(p.wheelNow())) || !now.Before(p.nextLoad) || !now.Before(p.nextSweep) ||
+				(armed && !next.After(p.wall())) || !now.Before(p.nextLoad) || !now.Before(p.nextSweep) ||
 				(len(p.ready) > 0 && p.busy < p.slots) {
 				quiet = false
 			}
@@ -198,10 +225,15 @@ func (h *harness) roundTrip() {
 	}
 }
 
+func newFakeClock() *clockwork.FakeClock { return clockwork.NewFakeClockAt(epoch) }
+
 // recorder is a Deliverer that hands every attempt to the test.
 type recorder struct {
 	attempts chan *attempt
 	auto     func(d Delivery) (error, bool) // optional immediate outcome
+	// cut drops attempts unseen and unanswered, as a machine without
+	// power would.
+	cut atomic.Bool
 }
 
 type attempt struct {
@@ -212,6 +244,9 @@ type attempt struct {
 func newRecorder() *recorder { return &recorder{attempts: make(chan *attempt, 1<<16)} }
 
 func (r *recorder) Deliver(d Delivery, done func(error)) {
+	if r.cut.Load() {
+		return
+	}
 	if r.auto != nil {
 		if err, ok := r.auto(d); ok {
 			done(err)
@@ -222,12 +257,17 @@ func (r *recorder) Deliver(d Delivery, done func(error)) {
 }
 
 // forget drops attempts left over from a stopped scheduler.
-func (r *recorder) forget() {
+func (r *recorder) forget() { r.drain() }
+
+// drain returns the attempts waiting, oldest first.
+func (r *recorder) drain() []*attempt {
+	var out []*attempt
 	for {
 		select {
-		case <-r.attempts:
+		case a := <-r.attempts:
+			out = append(out, a)
 		default:
-			return
+			return out
 		}
 	}
 }

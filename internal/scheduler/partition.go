@@ -20,12 +20,13 @@ type partition struct {
 	shards []uint16
 	inbox  inbox
 
-	// The wheel runs on monotonic time (see wheelTime); due times are
-	// wall clock Unix ms, converted when a timer is armed.
-	wheel     *wheel.Wheel[timer]
-	started   time.Time              // the clock at creation: monotonic origin
-	wheelBase time.Time              // wheel time at started, without a monotonic reading
-	timers    map[uint64]wheel.Timer // ungrouped tasks' due timers and every retry timer, by task id
+	// The wheel runs on the partition's clock (see wall), in which due
+	// times are Unix ms.
+	wheel   *wheel.Wheel[timer]
+	started time.Time              // the clock at creation: monotonic origin
+	monoAt  time.Duration          // monotonic time of the last wall reading
+	wallNs  int64                  // the last wall reading, Unix ns; never goes back
+	timers  map[uint64]wheel.Timer // ungrouped tasks' due timers and every retry timer, by task id
 
 	flights map[uint64]*flight   // started tasks until they settle: delivering, settling, retrying
 	runs    map[string]*groupRun // groups with something to do, by store.GroupRef
@@ -126,8 +127,8 @@ type result struct {
 
 func newPartition(s *Scheduler, index int) (*partition, error) {
 	started := s.cfg.Clock.Now()
-	base := started.Round(0)
-	w, err := wheel.New[timer](wheel.Config{Tick: s.cfg.Tick}, base)
+	wallNs := started.Add(s.cfg.wallSkew()).UnixNano()
+	w, err := wheel.New[timer](wheel.Config{Tick: s.cfg.Tick}, time.Unix(0, wallNs))
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +137,7 @@ func newPartition(s *Scheduler, index int) (*partition, error) {
 		index:      index,
 		wheel:      w,
 		started:    started,
-		wheelBase:  base,
+		wallNs:     wallNs,
 		timers:     make(map[uint64]wheel.Timer),
 		flights:    make(map[uint64]*flight),
 		runs:       make(map[string]*groupRun),
@@ -159,29 +160,28 @@ func newPartition(s *Scheduler, index int) (*partition, error) {
 	return p, nil
 }
 
-// mono is the monotonic clock: it drives the wheel, the loader and the
-// sweeps, and never steps.
+// mono is the monotonic clock, for the loader's and sweeps' intervals.
 func (p *partition) mono() time.Time { return p.s.cfg.Clock.Now() }
 
-// wall is the wall clock: due times, attempt times and record stamps.
-func (p *partition) wall() time.Time { return p.s.cfg.Clock.Now().Add(p.s.cfg.wallSkew()) }
+// wall is the partition's clock, in which due times are read: the system
+// clock, except that it never goes back. When the system clock steps
+// forward it follows at once, so tasks due by then fire; when it steps
+// back, it goes on from where it was at the pace of monotonic time, so
+// nothing stalls, and stays that far ahead of the system clock until the
+// system clock catches up or the server restarts.
+func (p *partition) wall() time.Time {
+	mono := p.s.cfg.Clock.Since(p.started)
+	sys := p.s.cfg.Clock.Now().Add(p.s.cfg.wallSkew()).UnixNano()
+	p.wallNs = max(p.wallNs+int64(mono-p.monoAt), sys)
+	p.monoAt = mono
+	return time.Unix(0, p.wallNs)
+}
 
 // wallMs is wall as Unix ms.
 func (p *partition) wallMs() int64 { return p.wall().UnixMilli() }
 
-// wheelTime is where wall time atMs falls on the wheel's timeline: as far
-// from the wheel's now as atMs is from the wall clock's now. A timer
-// therefore fires after the time it was armed for has elapsed, whatever
-// the wall clock does meanwhile.
-func (p *partition) wheelTime(atMs int64) time.Time {
-	return p.wheelNow().Add(time.Duration(atMs-p.wallMs()) * time.Millisecond)
-}
-
-// wheelNow is the monotonic time since the partition was made, on the
-// wheel's timeline.
-func (p *partition) wheelNow() time.Time {
-	return p.wheelBase.Add(p.s.cfg.Clock.Since(p.started))
-}
+// wheelTime is where a due time falls on the wheel, which runs on wall.
+func wheelTime(atMs int64) time.Time { return time.UnixMilli(atMs) }
 
 // run is the partition loop.
 func (p *partition) run(stop, abort <-chan struct{}) {
@@ -232,7 +232,7 @@ func (p *partition) sleep(timer clockwork.Timer, stop, abort <-chan struct{}) bo
 	now := p.mono()
 	wait := min(p.nextLoad.Sub(now), p.nextSweep.Sub(now))
 	if next, ok := p.wheel.NextExpiry(); ok {
-		wait = min(wait, next.Sub(p.wheelNow()))
+		wait = min(wait, next.Sub(p.wall()))
 	}
 	if p.stopping {
 		wait = time.Hour

@@ -69,7 +69,7 @@ func (p *partition) recovered(e store.DueEntry, nowMs int64) {
 		if e.Due <= nowMs {
 			p.ready = append(p.ready, readyItem{id: e.ID})
 		} else {
-			p.timers[e.ID] = p.wheel.Add(p.wheelTime(e.Due), timer{id: e.ID})
+			p.timers[e.ID] = p.wheel.Add(wheelTime(e.Due), timer{id: e.ID})
 		}
 		return
 	}

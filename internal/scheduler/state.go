@@ -208,7 +208,7 @@ func (p *partition) countTask(t *storepb.Task, delta int) (func(), error) {
 // atMs, wall clock.
 func (p *partition) arm(id uint64, atMs int64) {
 	p.unschedule(id)
-	p.timers[id] = p.wheel.Add(p.wheelTime(atMs), timer{id: id})
+	p.timers[id] = p.wheel.Add(wheelTime(atMs), timer{id: id})
 }
 
 // unschedule removes the task's timer, if any.

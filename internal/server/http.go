@@ -20,9 +20,7 @@ func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 	path, handler := newConnectHandler(s.svc, s.m, s.cfg.MaxFrameBytes)
 	mux.Handle(path, handler)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte("ok\n"))
-	})
+	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.HandleFunc("GET /readyz", s.serveReady)
 	if s.cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -43,6 +41,19 @@ func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+}
+
+// serveHealth answers 200 while the process can serve, and 503 once a
+// storage failure has stopped the scheduler: only a restart, which
+// recovers from disk, can help then.
+func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	if s.sched != nil {
+		if err := s.sched.Err(); err != nil {
+			http.Error(w, "unhealthy: the scheduler stopped after a storage failure: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+	}
+	_, _ = w.Write([]byte("ok\n"))
 }
 
 // serveReady answers 200 while the store is open, the scheduler runs and

@@ -740,8 +740,9 @@ type Client struct {
 	DefaultMode    DispatchMode           `protobuf:"varint,6,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.store.v1.DispatchMode" json:"default_mode,omitempty"`
 	SigningSecret  []byte                 `protobuf:"bytes,7,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"`
 	CreatedMs      int64                  `protobuf:"varint,8,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
-	DlqMaxEntries  uint32                 `protobuf:"varint,9,opt,name=dlq_max_entries,json=dlqMaxEntries,proto3" json:"dlq_max_entries,omitempty"`     // 0 = unbounded
+	DlqMaxEntries  uint32                 `protobuf:"varint,9,opt,name=dlq_max_entries,json=dlqMaxEntries,proto3" json:"dlq_max_entries,omitempty"`     // 0 = the server's default
 	DlqRetentionMs int64                  `protobuf:"varint,10,opt,name=dlq_retention_ms,json=dlqRetentionMs,proto3" json:"dlq_retention_ms,omitempty"` // 0 = keep until deleted
+	GroupLimit     uint32                 `protobuf:"varint,11,opt,name=group_limit,json=groupLimit,proto3" json:"group_limit,omitempty"`               // tasks one group may hold; 0 = the server's default
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -846,6 +847,13 @@ func (x *Client) GetDlqRetentionMs() int64 {
 	return 0
 }
 
+func (x *Client) GetGroupLimit() uint32 {
+	if x != nil {
+		return x.GroupLimit
+	}
+	return 0
+}
+
 var File_internal_store_storepb_store_proto protoreflect.FileDescriptor
 
 const file_internal_store_storepb_store_proto_rawDesc = "" +
@@ -906,7 +914,7 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\fblocks_group\x18\x05 \x01(\bR\vblocksGroup\x12\x0e\n" +
 	"\x02id\x18\x06 \x01(\x04R\x02id\"*\n" +
 	"\tShardMeta\x12\x17\n" +
-	"\alast_id\x18\x01 \x01(\x04R\x06lastIdJ\x04\b\x02\x10\x03\"\xa1\x03\n" +
+	"\alast_id\x18\x01 \x01(\x04R\x06lastIdJ\x04\b\x02\x10\x03\"\xc2\x03\n" +
 	"\x06Client\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
 	"\rpassword_hash\x18\x02 \x01(\fR\fpasswordHash\x12\x14\n" +
@@ -919,7 +927,9 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"created_ms\x18\b \x01(\x03R\tcreatedMs\x12&\n" +
 	"\x0fdlq_max_entries\x18\t \x01(\rR\rdlqMaxEntries\x12(\n" +
 	"\x10dlq_retention_ms\x18\n" +
-	" \x01(\x03R\x0edlqRetentionMs*\x8d\x01\n" +
+	" \x01(\x03R\x0edlqRetentionMs\x12\x1f\n" +
+	"\vgroup_limit\x18\v \x01(\rR\n" +
+	"groupLimit*\x8d\x01\n" +
 	"\fDispatchMode\x12\x1d\n" +
 	"\x19DISPATCH_MODE_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bDISPATCH_MODE_NEXT_ON_ERROR\x10\x01\x12 \n" +
