@@ -288,3 +288,26 @@ func TestEmptyGroupRecordIsDeleted(t *testing.T) {
 		t.Fatalf("empty group after a delivery: %v, %v; want ErrNotFound", g, err)
 	}
 }
+
+// A stuck group (its receiver never answers) holds only its head in
+// memory: the tasks due behind it stay on disk, payloads and all, however
+// many there are.
+func TestStuckGroupHoldsOnlyItsHead(t *testing.T) {
+	h := newHarness(t, nil)
+	const n, size = 2000, 32 << 10
+	big := make([]byte, size)
+	for range n {
+		h.register(RegisterRequest{Payload: big, Group: "stuck", Delay: time.Second})
+	}
+	before := heapInUse()
+	h.advance(time.Second)
+	head := h.next() // never answered
+	h.none()
+	grown := int64(heapInUse()) - int64(before)
+	if grown > 8<<20 {
+		t.Fatalf("the heap grew by %d MiB for %d due tasks of %d KiB behind one stuck head", grown>>20, n, size>>10)
+	}
+	h.ack(head)
+	h.ack(h.next()) // the group goes on
+	h.crash()       // the rest would be delivered one by one
+}
