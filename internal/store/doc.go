@@ -23,23 +23,28 @@
 // ("a", "bc") and ("ab", "c") never collide. Values are protobuf records
 // from storepb.
 //
-//	\x00schema                  → uvarint SchemaVersion; sorts before all
-//	t shard id                  → Task
-//	d shard wake id             → the due index (see WakeMs): GroupRef of an ordered task, else empty
-//	c shard client id           → empty: a client's tasks
-//	g shard client group        → Group
-//	b shard client group        → empty: the group is blocked (PutGroup keeps it)
-//	i shard client key          → task id, 8 bytes
-//	q shard id                  → DeadLetter, by DeadLetterID
-//	r shard client id           → empty: a client's dead letters
-//	m shard                     → ShardMeta
-//	k client                    → Client (not sharded)
+//	\x00schema                    → uvarint SchemaVersion; sorts before all
+//	t shard id                    → Task
+//	d shard wake id               → the due index (see WakeMs): GroupRef of an ordered task, else empty
+//	o shard client group due seq id → empty: a group's order (ordered tasks only, see Ordered)
+//	c shard client id             → empty: a client's tasks
+//	g shard client group          → Group
+//	b shard client group          → empty: the group is blocked (PutGroup keeps it)
+//	i shard client key            → task id, creation time: 8 bytes each
+//	x shard created client key    → empty: idempotency keys by age, for expiry
+//	q shard id                    → DeadLetter, by DeadLetterID
+//	r shard client id             → failure time (8 bytes), blocks its group (1 byte)
+//	m shard                       → ShardMeta
+//	k client                      → Client (not sharded)
 //
-// Here shard is 2 bytes, id 8 bytes and due 8 bytes: the int64 Unix
-// milliseconds with the sign bit flipped, so negative times sort first. A
-// scan of one shard's due index therefore returns entries in (due, id)
-// order. Because an id's top bits are its shard, key order across the
-// shards of the t and q spaces is id order, which is what ListTasks and
+// Here shard is 2 bytes, id and seq 8 bytes, and wake, due and created 8
+// bytes: the int64 Unix milliseconds with the sign bit flipped, so
+// negative times sort first. A scan of one shard's due index therefore
+// returns entries in (wake, id) order, and a group's order index in
+// (due, seq) order: the order the group runs its tasks in. A task's seq
+// is its acceptance sequence, kept when a blocked head is revived.
+// Because an id's top bits are its shard, key order across the shards of
+// the t and q spaces is id order, which is what ListTasks and
 // ListDeadLetters page by.
 //
 // Shards, GroupShard and the layout above are the on-disk format; changing

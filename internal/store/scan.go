@@ -31,7 +31,7 @@ type DueEntry struct {
 }
 
 // ScanDue calls fn for each due index entry of shard with fromMs <= due <
-// toMs, in (due, id) order. fn returning an error stops the scan and
+// toMs, in (wake, id) order (see WakeMs). fn returning an error stops the scan and
 // ScanDue returns that error. The scan reads one consistent snapshot.
 func (s *Store) ScanDue(shard uint16, fromMs, toMs int64, fn func(DueEntry) error) error {
 	if err := s.enter(); err != nil {
