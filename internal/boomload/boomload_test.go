@@ -224,12 +224,12 @@ func echo(nc net.Conn) {
 // way are given up Grace after the run ends.
 func TestDurationRunEndsWhenServerStopsAnswering(t *testing.T) {
 	addr := startServer(t)
-	p := newFreezingProxy(t, addr, 64<<10)
+	p := newFreezingProxy(t, addr, 4<<10)
 	done := make(chan error, 1)
 	var rep *Report
 	go func() {
 		var err error
-		rep, err = Run(t.Context(), Config{Addr: p.addr(), Credentials: loadCreds, Duration: 300 * time.Millisecond, Grace: 100 * time.Millisecond, Conns: 1, Depth: 8})
+		rep, err = Run(t.Context(), Config{Addr: p.addr(), Credentials: loadCreds, Duration: 2 * time.Second, Grace: 100 * time.Millisecond, Conns: 1, Depth: 8})
 		done <- err
 	}()
 	select {

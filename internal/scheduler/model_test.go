@@ -40,17 +40,16 @@ func TestSchedulerMatchesModel(t *testing.T) {
 		defer h.crash() // attempts may be left under way
 		m := &model{h: h, tasks: map[uint64]*mTask{}, groups: map[string]*mGroup{}, dls: map[uint64]*mDL{}, attempts: map[uint64]*attempt{}}
 		rt.Repeat(map[string]func(*rapid.T){
-			"register":        m.register,
-			"update":          m.update,
-			"cancel":          m.cancel,
-			"advance":         m.advance,
-			"resolve":         m.resolve,
-			"unblock":         func(rt *rapid.T) { m.unblock(rt, false) },
-			"skip":            func(rt *rapid.T) { m.unblock(rt, true) },
-			"replay":          m.replay,
-			"deleteDL":        m.deleteDL,
-			"restart":         m.restart,
-			"ackThenPowerOff": m.ackThenPowerOff,
+			"register": m.register,
+			"update":   m.update,
+			"cancel":   m.cancel,
+			"advance":  m.advance,
+			"resolve":  m.resolve,
+			"unblock":  func(rt *rapid.T) { m.unblock(rt, false) },
+			"skip":     func(rt *rapid.T) { m.unblock(rt, true) },
+			"replay":   m.replay,
+			"deleteDL": m.deleteDL,
+			"crash":    m.crash,
 		})
 	})
 }
@@ -324,11 +323,24 @@ func (m *model) deleteDL(rt *rapid.T) {
 	m.step(rt)
 }
 
+// crash kills the scheduler or cuts its power, at rest or right after
+// acknowledging an attempt.
+func (m *model) crash(rt *rapid.T) {
+	switch rapid.IntRange(0, 2).Draw(rt, "crash") {
+	case 0:
+		m.restart(rt, false)
+	case 1:
+		m.restart(rt, true)
+	default:
+		m.ackThenPowerOff(rt)
+	}
+}
+
 // restart kills the scheduler, or cuts its power, at rest: everything it
 // acknowledged or applied was durable, so only the attempts under way are
 // lost, and they start again.
-func (m *model) restart(rt *rapid.T) {
-	if rapid.Bool().Draw(rt, "power loss") {
+func (m *model) restart(rt *rapid.T, powerLoss bool) {
+	if powerLoss {
 		m.h.powerLoss()
 	} else {
 		m.h.crash()

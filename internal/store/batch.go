@@ -57,9 +57,12 @@ func Ordered(t *storepb.Task) bool {
 }
 
 // WakeMs is when a task next needs attention, the time of its due index
-// entry: its due time, or its next attempt's when one is set and later.
+// entry: its due time, or, for a task in no group order, its next
+// attempt's when one is set and later. An ordered task that waits for a
+// retry holds its group from its due time on, so its group must look at
+// it then.
 func WakeMs(t *storepb.Task) int64 {
-	if t.NextAttemptMs != 0 && t.NextAttemptMs > t.DueMs {
+	if t.NextAttemptMs != 0 && t.NextAttemptMs > t.DueMs && !Ordered(t) {
 		return t.NextAttemptMs
 	}
 	return t.DueMs
