@@ -90,8 +90,9 @@
 //   - A directory holding other files and no store, or a Pebble database
 //     holding data but no schema version, is refused with ErrCorrupt: a
 //     mistyped path is reported, not filled.
-//   - A schema version other than SchemaVersion, or a Pebble format newer
-//     than this build's Pebble, gives ErrSchema naming both versions.
+//   - A store of schema 1 is upgraded in place (see migrateV1). Any other
+//     schema version than SchemaVersion, or a Pebble format newer than
+//     this build's Pebble, gives ErrSchema naming both versions.
 //   - A directory another Store holds, in this process (under any path
 //     that names it) or in another, gives ErrLocked.
 //   - Damage Pebble detects or cannot make sense of gives ErrCorrupt with

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,7 @@ type Store struct {
 	lock *dirLock
 	gate *gate.Gate
 	c    *counters
+	log  *slog.Logger
 
 	failure atomic.Pointer[error] // set once Pebble hit a fatal write error
 
@@ -74,7 +76,7 @@ func open(dir string, o Options, filesystem vfs.FS) (_ *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, lock: lock, gate: gate.New(), c: new(counters)}
+	s := &Store{dir: dir, lock: lock, gate: gate.New(), c: new(counters), log: o.Logger}
 	opened := false
 	defer func() {
 		if !opened {
@@ -163,11 +165,14 @@ func (s *Store) checkSchema() error {
 	if n <= 0 || n != len(v) {
 		return corruptf("%s: schema version %x is not a varint", s.dir, v)
 	}
-	if version != SchemaVersion {
-		return fmt.Errorf("%w: %s has schema version %d; this build supports %d",
-			ErrSchema, s.dir, version, SchemaVersion)
+	switch version {
+	case SchemaVersion:
+		return nil
+	case 1:
+		return s.migrateV1(s.log)
 	}
-	return nil
+	return fmt.Errorf("%w: %s has schema version %d; this build supports %d (and upgrades 1)",
+		ErrSchema, s.dir, version, SchemaVersion)
 }
 
 // initSchema marks a new, empty store with SchemaVersion. A Pebble
