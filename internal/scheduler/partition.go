@@ -170,8 +170,11 @@ func (p *partition) mono() time.Time { return p.s.cfg.Clock.Now() }
 // nothing stalls, and stays that far ahead of the system clock until the
 // system clock catches up or the server restarts.
 func (p *partition) wall() time.Time {
-	mono := p.s.cfg.Clock.Since(p.started)
-	sys := p.s.cfg.Clock.Now().Add(p.s.cfg.wallSkew()).UnixNano()
+	// One reading gives both: Sub uses its monotonic part, UnixNano its
+	// wall part.
+	now := p.s.cfg.Clock.Now()
+	mono := now.Sub(p.started)
+	sys := now.Add(p.s.cfg.wallSkew()).UnixNano()
 	p.wallNs = max(p.wallNs+int64(mono-p.monoAt), sys)
 	p.monoAt = mono
 	return time.Unix(0, p.wallNs)
