@@ -121,6 +121,14 @@ class EveryOperationTest(unittest.TestCase):
         with self.assertRaises(boomerang.ConflictError, msg="skipping a group that is not blocked"):
             bob.skip_group(group="blk")
 
+        # Bulk cleanup: count, then cancel a group's tasks; purge dead letters.
+        for _ in range(3):
+            bob.schedule("bulk", group="bulk", after=3600)
+        dry = bob.cancel_tasks(group="bulk", dry_run=True)
+        self.assertEqual((dry.matched, dry.cancelled), (3, 0))
+        self.assertEqual(bob.cancel_tasks(group="bulk").cancelled, 3)
+        self.assertEqual(bob.purge_dead_letters(error_contains="no such error").deleted, 0)
+
         # Ownership: bob cannot see alice's tasks; a non-admin cannot list clients.
         mine = alice.schedule("alice's", after=3600)
         with self.assertRaises(boomerang.NotFoundError):

@@ -137,6 +137,20 @@ class Api(ABC):
         the group go on."""
         return self._op("skip_group", request, fields, timeout)
 
+    def cancel_tasks(
+        self, request: pb.CancelTasksRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> pb.CancelTasksResponse:
+        """Cancels every task of a client, or of one of its groups, except
+        those being delivered; ``dry_run`` only counts them."""
+        return self._op("cancel_tasks", request, fields, timeout)
+
+    def purge_dead_letters(
+        self, request: pb.PurgeDeadLettersRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> pb.PurgeDeadLettersResponse:
+        """Deletes every dead letter matching a filter, except groups'
+        blocked heads; ``dry_run`` only counts them."""
+        return self._op("purge_dead_letters", request, fields, timeout)
+
     def get_server_info(
         self, request: pb.GetServerInfoRequest | None = None, /, *, timeout: float | None = None, **fields: Any
     ) -> pb.GetServerInfoResponse:

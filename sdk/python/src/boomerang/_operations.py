@@ -31,5 +31,7 @@ MAY_BE_EMPTY = frozenset(
         "delete_dead_letter",
         "unblock_group",
         "skip_group",
+        "cancel_tasks",
+        "purge_dead_letters",
     }
 )

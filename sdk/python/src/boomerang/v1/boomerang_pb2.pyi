@@ -28,6 +28,7 @@ STATUS_SESSION_EXPIRED: Status
 STATUS_UNAUTHORIZED: Status
 STATUS_UNSPECIFIED: Status
 TASK_STATUS_DELIVERING: TaskStatus
+TASK_STATUS_FINISHED: TaskStatus
 TASK_STATUS_QUEUED: TaskStatus
 TASK_STATUS_RETRYING: TaskStatus
 TASK_STATUS_SCHEDULED: TaskStatus
@@ -65,13 +66,34 @@ class CancelTaskResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
+class CancelTasksRequest(_message.Message):
+    __slots__ = ["client", "dry_run", "group"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    dry_run: bool
+    group: str
+    def __init__(self, client: _Optional[str] = ..., group: _Optional[str] = ..., dry_run: bool = ...) -> None: ...
+
+class CancelTasksResponse(_message.Message):
+    __slots__ = ["cancelled", "matched", "skipped"]
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    cancelled: int
+    matched: int
+    skipped: int
+    def __init__(self, matched: _Optional[int] = ..., cancelled: _Optional[int] = ..., skipped: _Optional[int] = ...) -> None: ...
+
 class ClientConfig(_message.Message):
-    __slots__ = ["admin", "callback", "created_ms", "dead_letters", "default_mode", "id", "retry"]
+    __slots__ = ["admin", "callback", "created_ms", "dead_letters", "default_mode", "group_limit", "id", "retry"]
     ADMIN_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_FIELD_NUMBER: _ClassVar[int]
     CREATED_MS_FIELD_NUMBER: _ClassVar[int]
     DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MODE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_LIMIT_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
     admin: bool
@@ -79,9 +101,10 @@ class ClientConfig(_message.Message):
     created_ms: int
     dead_letters: DeadLetterPolicy
     default_mode: DispatchMode
+    group_limit: int
     id: str
     retry: RetryPolicy
-    def __init__(self, id: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., created_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., created_ms: _Optional[int] = ..., group_limit: _Optional[int] = ...) -> None: ...
 
 class DeadLetter(_message.Message):
     __slots__ = ["attempts", "blocks_group", "failed_ms", "id", "last_error", "task"]
@@ -218,20 +241,20 @@ class GetTaskResponse(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
 
 class Group(_message.Message):
-    __slots__ = ["blocked", "blocked_dead_letter_id", "blocked_since_ms", "client", "group", "next_seq"]
+    __slots__ = ["blocked", "blocked_dead_letter_id", "blocked_since_ms", "client", "group", "tasks"]
     BLOCKED_DEAD_LETTER_ID_FIELD_NUMBER: _ClassVar[int]
     BLOCKED_FIELD_NUMBER: _ClassVar[int]
     BLOCKED_SINCE_MS_FIELD_NUMBER: _ClassVar[int]
     CLIENT_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
-    NEXT_SEQ_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
     blocked: bool
     blocked_dead_letter_id: int
     blocked_since_ms: int
     client: str
     group: str
-    next_seq: int
-    def __init__(self, client: _Optional[str] = ..., group: _Optional[str] = ..., next_seq: _Optional[int] = ..., blocked: bool = ..., blocked_dead_letter_id: _Optional[int] = ..., blocked_since_ms: _Optional[int] = ...) -> None: ...
+    tasks: int
+    def __init__(self, client: _Optional[str] = ..., group: _Optional[str] = ..., tasks: _Optional[int] = ..., blocked: bool = ..., blocked_dead_letter_id: _Optional[int] = ..., blocked_since_ms: _Optional[int] = ...) -> None: ...
 
 class ListClientsRequest(_message.Message):
     __slots__ = []
@@ -307,6 +330,30 @@ class LoginResponse(_message.Message):
     session_id: str
     def __init__(self, session_id: _Optional[str] = ..., expires_at_ms: _Optional[int] = ..., admin: bool = ...) -> None: ...
 
+class PurgeDeadLettersRequest(_message.Message):
+    __slots__ = ["client", "dry_run", "error_contains", "failed_before_ms", "group"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CONTAINS_FIELD_NUMBER: _ClassVar[int]
+    FAILED_BEFORE_MS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    dry_run: bool
+    error_contains: str
+    failed_before_ms: int
+    group: str
+    def __init__(self, client: _Optional[str] = ..., group: _Optional[str] = ..., failed_before_ms: _Optional[int] = ..., error_contains: _Optional[str] = ..., dry_run: bool = ...) -> None: ...
+
+class PurgeDeadLettersResponse(_message.Message):
+    __slots__ = ["deleted", "matched", "skipped"]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    deleted: int
+    matched: int
+    skipped: int
+    def __init__(self, matched: _Optional[int] = ..., deleted: _Optional[int] = ..., skipped: _Optional[int] = ...) -> None: ...
+
 class RefreshSessionRequest(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
@@ -320,12 +367,13 @@ class RefreshSessionResponse(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., expires_at_ms: _Optional[int] = ...) -> None: ...
 
 class RegisterClientRequest(_message.Message):
-    __slots__ = ["admin", "callback", "client_id", "dead_letters", "default_mode", "password", "retry", "signing_secret"]
+    __slots__ = ["admin", "callback", "client_id", "dead_letters", "default_mode", "group_limit", "password", "retry", "signing_secret"]
     ADMIN_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MODE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_LIMIT_FIELD_NUMBER: _ClassVar[int]
     PASSWORD_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
     SIGNING_SECRET_FIELD_NUMBER: _ClassVar[int]
@@ -334,10 +382,11 @@ class RegisterClientRequest(_message.Message):
     client_id: str
     dead_letters: DeadLetterPolicy
     default_mode: DispatchMode
+    group_limit: int
     password: str
     retry: RetryPolicy
     signing_secret: bytes
-    def __init__(self, client_id: _Optional[str] = ..., password: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., signing_secret: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, client_id: _Optional[str] = ..., password: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., signing_secret: _Optional[bytes] = ..., group_limit: _Optional[int] = ...) -> None: ...
 
 class RegisterClientResponse(_message.Message):
     __slots__ = ["client", "signing_secret"]
@@ -390,7 +439,8 @@ class ReplayDeadLetterResponse(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
 
 class Request(_message.Message):
-    __slots__ = ["cancel_task", "delete_dead_letter", "deregister_client", "get_dead_letter", "get_group", "get_server_info", "get_task", "list_clients", "list_dead_letters", "list_tasks", "login", "refresh_session", "register_client", "register_task", "replay_dead_letter", "request_id", "session_id", "skip_group", "unblock_group", "update_task"]
+    __slots__ = ["cancel_task", "cancel_tasks", "delete_dead_letter", "deregister_client", "get_dead_letter", "get_group", "get_server_info", "get_task", "list_clients", "list_dead_letters", "list_tasks", "login", "purge_dead_letters", "refresh_session", "register_client", "register_task", "replay_dead_letter", "request_id", "session_id", "skip_group", "unblock_group", "update_task"]
+    CANCEL_TASKS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASK_FIELD_NUMBER: _ClassVar[int]
     DELETE_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     DEREGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
@@ -402,6 +452,7 @@ class Request(_message.Message):
     LIST_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     LIST_TASKS_FIELD_NUMBER: _ClassVar[int]
     LOGIN_FIELD_NUMBER: _ClassVar[int]
+    PURGE_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     REFRESH_SESSION_FIELD_NUMBER: _ClassVar[int]
     REGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
     REGISTER_TASK_FIELD_NUMBER: _ClassVar[int]
@@ -412,6 +463,7 @@ class Request(_message.Message):
     UNBLOCK_GROUP_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TASK_FIELD_NUMBER: _ClassVar[int]
     cancel_task: CancelTaskRequest
+    cancel_tasks: CancelTasksRequest
     delete_dead_letter: DeleteDeadLetterRequest
     deregister_client: DeregisterClientRequest
     get_dead_letter: GetDeadLetterRequest
@@ -422,6 +474,7 @@ class Request(_message.Message):
     list_dead_letters: ListDeadLettersRequest
     list_tasks: ListTasksRequest
     login: LoginRequest
+    purge_dead_letters: PurgeDeadLettersRequest
     refresh_session: RefreshSessionRequest
     register_client: RegisterClientRequest
     register_task: RegisterTaskRequest
@@ -431,10 +484,11 @@ class Request(_message.Message):
     skip_group: SkipGroupRequest
     unblock_group: UnblockGroupRequest
     update_task: UpdateTaskRequest
-    def __init__(self, request_id: _Optional[int] = ..., session_id: _Optional[str] = ..., login: _Optional[_Union[LoginRequest, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionRequest, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientRequest, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientRequest, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsRequest, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskRequest, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskRequest, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskRequest, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskRequest, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksRequest, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersRequest, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterRequest, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterRequest, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterRequest, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupRequest, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupRequest, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupRequest, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoRequest, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[int] = ..., session_id: _Optional[str] = ..., login: _Optional[_Union[LoginRequest, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionRequest, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientRequest, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientRequest, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsRequest, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskRequest, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskRequest, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskRequest, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskRequest, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksRequest, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersRequest, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterRequest, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterRequest, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterRequest, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupRequest, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupRequest, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupRequest, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoRequest, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksRequest, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersRequest, _Mapping]] = ...) -> None: ...
 
 class Response(_message.Message):
-    __slots__ = ["cancel_task", "delete_dead_letter", "deregister_client", "error", "get_dead_letter", "get_group", "get_server_info", "get_task", "list_clients", "list_dead_letters", "list_tasks", "login", "refresh_session", "register_client", "register_task", "replay_dead_letter", "request_id", "skip_group", "unblock_group", "update_task"]
+    __slots__ = ["cancel_task", "cancel_tasks", "delete_dead_letter", "deregister_client", "error", "get_dead_letter", "get_group", "get_server_info", "get_task", "list_clients", "list_dead_letters", "list_tasks", "login", "purge_dead_letters", "refresh_session", "register_client", "register_task", "replay_dead_letter", "request_id", "skip_group", "unblock_group", "update_task"]
+    CANCEL_TASKS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASK_FIELD_NUMBER: _ClassVar[int]
     DELETE_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     DEREGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
@@ -447,6 +501,7 @@ class Response(_message.Message):
     LIST_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     LIST_TASKS_FIELD_NUMBER: _ClassVar[int]
     LOGIN_FIELD_NUMBER: _ClassVar[int]
+    PURGE_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     REFRESH_SESSION_FIELD_NUMBER: _ClassVar[int]
     REGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
     REGISTER_TASK_FIELD_NUMBER: _ClassVar[int]
@@ -456,6 +511,7 @@ class Response(_message.Message):
     UNBLOCK_GROUP_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TASK_FIELD_NUMBER: _ClassVar[int]
     cancel_task: CancelTaskResponse
+    cancel_tasks: CancelTasksResponse
     delete_dead_letter: DeleteDeadLetterResponse
     deregister_client: DeregisterClientResponse
     error: Error
@@ -467,6 +523,7 @@ class Response(_message.Message):
     list_dead_letters: ListDeadLettersResponse
     list_tasks: ListTasksResponse
     login: LoginResponse
+    purge_dead_letters: PurgeDeadLettersResponse
     refresh_session: RefreshSessionResponse
     register_client: RegisterClientResponse
     register_task: RegisterTaskResponse
@@ -475,7 +532,7 @@ class Response(_message.Message):
     skip_group: SkipGroupResponse
     unblock_group: UnblockGroupResponse
     update_task: UpdateTaskResponse
-    def __init__(self, request_id: _Optional[int] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., login: _Optional[_Union[LoginResponse, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionResponse, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientResponse, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientResponse, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsResponse, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskResponse, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskResponse, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskResponse, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskResponse, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksResponse, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersResponse, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterResponse, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterResponse, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterResponse, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupResponse, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupResponse, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupResponse, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoResponse, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[int] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., login: _Optional[_Union[LoginResponse, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionResponse, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientResponse, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientResponse, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsResponse, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskResponse, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskResponse, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskResponse, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskResponse, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksResponse, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersResponse, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterResponse, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterResponse, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterResponse, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupResponse, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupResponse, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupResponse, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoResponse, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksResponse, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersResponse, _Mapping]] = ...) -> None: ...
 
 class RetryPolicy(_message.Message):
     __slots__ = ["backoff", "initial_interval_ms", "jitter", "max_attempts", "max_interval_ms", "multiplier"]
