@@ -293,17 +293,7 @@ func (b *Batch) done() error {
 	return nil
 }
 
-func (b *Batch) checkTask(t *storepb.Task) error {
-	switch {
-	case t == nil:
-		return invalidf("nil task")
-	case t.Id == 0:
-		return invalidf("task id 0")
-	case ShardOf(t.Id) >= Shards:
-		return invalidf("task id %#x has shard %d >= %d", t.Id, ShardOf(t.Id), Shards)
-	}
-	return nil
-}
+func (b *Batch) checkTask(t *storepb.Task) error { return checkTaskRecord(t) }
 
 // encodeTask checks t and encodes it into b.rec.
 func (b *Batch) encodeTask(t *storepb.Task) error {
@@ -313,15 +303,7 @@ func (b *Batch) encodeTask(t *storepb.Task) error {
 	return b.encode(t)
 }
 
-func (b *Batch) checkDeadLetter(d *storepb.DeadLetter) error {
-	if err := b.checkTask(d.GetTask()); err != nil {
-		return err
-	}
-	if d.Id != 0 && ShardOf(d.Id) != ShardOf(d.Task.Id) {
-		return invalidf("dead letter %#x is not in the shard of its task %#x", d.Id, d.Task.Id)
-	}
-	return nil
-}
+func (b *Batch) checkDeadLetter(d *storepb.DeadLetter) error { return checkDeadLetterRecord(d) }
 
 func checkShard(shard uint32) error {
 	if shard >= Shards {

@@ -148,6 +148,10 @@ func (p keyParts) encode() []byte {
 		return orderKey(p.shard, p.a, p.b, p.due, p.seq, p.id)
 	case tagIdemExpiry:
 		return idemExpiryKey(p.shard, p.due, p.a, p.b)
+	case tagRaftEntry:
+		return raftEntryKey(p.shard, p.seq)
+	case tagRaftHardState, tagRaftTruncated:
+		return appendShard(nil, p.tag, p.shard)
 	case tagDeadLetter:
 		return deadLetterKey(p.id)
 	case tagShardMeta:
@@ -194,7 +198,9 @@ func decodeKey(k []byte) (keyParts, error) {
 		p.due = int64(r.uint64() ^ 1<<63)
 		p.a = r.string()
 		p.b = r.string()
-	case tagShardMeta:
+	case tagRaftEntry:
+		p.seq = r.uint64() // the entry's index
+	case tagShardMeta, tagRaftHardState, tagRaftTruncated:
 	case tagClient:
 		p.a = r.string()
 	default:
