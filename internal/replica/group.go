@@ -30,8 +30,9 @@ type group struct {
 // holding the configuration, so that every node starts alike.
 const initialIndex, initialTerm = 1, 1
 
-// load restores a group from the store, or creates it.
-func (n *Node) load(shard uint16) (*group, error) {
+// load restores a group from the store, or creates it, writing its
+// initial state into b.
+func (n *Node) load(shard uint16, b *store.Batch) (*group, error) {
 	l, err := n.cfg.Store.RaftLog(shard)
 	if err != nil {
 		return nil, err
@@ -44,11 +45,7 @@ func (n *Node) load(shard uint16) (*group, error) {
 			ConfState: &raftpb.ConfState{Voters: n.cfg.Peers},
 		}
 		l.HardState = &raftpb.HardState{Term: proto.Uint64(initialTerm), Commit: proto.Uint64(initialIndex)}
-		b := n.cfg.Store.NewBatch()
 		if err := firstErr(b.TruncateRaftLog(shard, l.Truncated), b.SetRaftHardState(shard, l.HardState)); err != nil {
-			return nil, err
-		}
-		if err := n.cfg.Store.Commit(b); err != nil {
 			return nil, err
 		}
 	}

@@ -43,7 +43,13 @@ func (r *recorder) AppliedIndex(shard uint16) (uint64, error) {
 	return m.GetApplied(), err
 }
 
-func (r *recorder) Apply(shard uint16, entries []*raftpb.Entry) {
+func (r *recorder) Apply(committed []Committed) {
+	for _, c := range committed {
+		r.apply(c.Shard, c.Entries)
+	}
+}
+
+func (r *recorder) apply(shard uint16, entries []*raftpb.Entry) {
 	b := r.st.NewBatch()
 	last := entries[len(entries)-1].GetIndex()
 	if err := b.PutShardMeta(shard, &storepb.ShardMeta{Applied: last}); err != nil {

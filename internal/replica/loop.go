@@ -17,14 +17,25 @@ func (n *Node) run() {
 	defer close(n.done)
 	ticker := n.cfg.Clock.NewTicker(n.cfg.Tick)
 	defer ticker.Stop()
+	more := true // a group may have a Ready left: after Start, or the last turn
 	for {
 		tick := false
-		select {
-		case <-n.stop:
-			return
-		case <-n.notify:
-		case <-ticker.Chan():
-			tick = true
+		if more {
+			select {
+			case <-n.stop:
+				return
+			case <-ticker.Chan():
+				tick = true
+			default:
+			}
+		} else {
+			select {
+			case <-n.stop:
+				return
+			case <-n.notify:
+			case <-ticker.Chan():
+				tick = true
+			}
 		}
 		n.mu.Lock()
 		props, msgs := n.props, n.incoming
@@ -38,7 +49,19 @@ func (n *Node) run() {
 			n.cfg.Failed(err)
 			return
 		}
+		more = n.hasReady()
 	}
+}
+
+// hasReady reports whether a group has work left, such as entries that
+// became committed when the last turn persisted them.
+func (n *Node) hasReady() bool {
+	for _, g := range n.groups {
+		if g.rn.HasReady() {
+			return true
+		}
+	}
+	return false
 }
 
 // step hands the groups what arrived.
@@ -137,35 +160,37 @@ func (n *Node) settle(rds []groupReady) error {
 	if len(out) > 0 && n.cfg.Transport != nil {
 		n.cfg.Transport.Send(n.cfg.ID, out)
 	}
+	var committed []Committed
 	for _, r := range rds {
-		if err := n.commit(r.g, r.rd); err != nil {
-			return err
+		if r.rd.SoftState != nil {
+			n.leadership(r.g, r.rd.SoftState.RaftState == raft.StateLeader)
 		}
+		for _, e := range r.rd.CommittedEntries {
+			if err := n.confChange(r.g, e); err != nil {
+				return err
+			}
+		}
+		if len(r.rd.CommittedEntries) > 0 {
+			committed = append(committed, Committed{Shard: r.g.shard, Entries: r.rd.CommittedEntries})
+		}
+	}
+	if len(committed) > 0 {
+		n.cfg.StateMachine.Apply(committed)
+	}
+	for _, r := range rds {
+		n.reportLead(r.g, r.rd.CommittedEntries)
 		r.g.rn.Advance(r.rd)
 	}
 	return nil
 }
 
-// commit gives a group's committed entries to the state machine, applies
-// configuration changes, and reports leadership.
-func (n *Node) commit(g *group, rd raft.Ready) error {
-	if rd.SoftState != nil {
-		n.leadership(g, rd.SoftState.RaftState == raft.StateLeader)
+// reportLead tells the state machine that this node leads g once an entry
+// of its own term is given to it: every entry committed before is then.
+func (n *Node) reportLead(g *group, committed []*raftpb.Entry) {
+	if g.leader && !g.reported && len(committed) > 0 && committed[len(committed)-1].GetTerm() == g.term {
+		g.reported = true
+		n.cfg.StateMachine.Lead(g.shard, g.term)
 	}
-	entries := rd.CommittedEntries
-	for _, e := range entries {
-		if err := n.confChange(g, e); err != nil {
-			return err
-		}
-	}
-	if len(entries) > 0 {
-		n.cfg.StateMachine.Apply(g.shard, entries)
-		if g.leader && !g.reported && entries[len(entries)-1].GetTerm() == g.term {
-			g.reported = true
-			n.cfg.StateMachine.Lead(g.shard, g.term)
-		}
-	}
-	return nil
 }
 
 // leadership follows the group's role.

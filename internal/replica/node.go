@@ -36,9 +36,10 @@ type StateMachine interface {
 	// AppliedIndex returns how far the shard's state includes its log,
 	// when the node starts.
 	AppliedIndex(shard uint16) (uint64, error)
-	// Apply is given a shard's committed entries, in order, empty ones
-	// (a new leader's, configuration changes) included.
-	Apply(shard uint16, entries []*raftpb.Entry)
+	// Apply is given the entries committed in one turn of the loop, each
+	// shard's in order, empty ones (a new leader's, configuration changes)
+	// included.
+	Apply(committed []Committed)
 	// Lead reports that this node leads the shard from term on, every
 	// entry committed before that term having been given to Apply; term 0
 	// reports that it no longer does.
@@ -142,6 +143,12 @@ type Node struct {
 	stopOnce   sync.Once
 }
 
+// Committed is a shard's entries committed together.
+type Committed struct {
+	Shard   uint16
+	Entries []*raftpb.Entry
+}
+
 type proposal struct {
 	shard uint16
 	data  []byte
@@ -166,12 +173,16 @@ func New(cfg Config) (*Node, error) {
 // Start loads every group from the store, or creates it, and starts the
 // loop. A standalone node campaigns at once.
 func (n *Node) Start() error {
+	b := n.cfg.Store.NewBatch()
 	for _, shard := range n.cfg.Shards {
-		g, err := n.load(shard)
+		g, err := n.load(shard, b)
 		if err != nil {
 			return fmt.Errorf("replica: shard %d: %w", shard, err)
 		}
 		n.groups[shard] = g
+	}
+	if err := n.cfg.Store.Commit(b); err != nil {
+		return err
 	}
 	if len(n.cfg.Peers) == 1 {
 		for _, g := range n.groups {

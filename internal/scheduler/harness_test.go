@@ -199,7 +199,7 @@ func (h *harness) snapshot() (settleSnapshot, bool) {
 			p.inbox.mu.Unlock()
 			now := p.mono()
 			next, armed := p.wheel.NextExpiry()
-			if p.inJournal > 0 || p.open.len() > 0 || waiting > 0 || p.unread > 0 ||
+			if p.undecided() || waiting > 0 || p.unread > 0 ||
 				(armed && !next.After(p.wall())) || !now.Before(p.nextLoad) || !now.Before(p.nextSweep) ||
 				(len(p.ready) > 0 && p.busy < p.slots) {
 				quiet = false

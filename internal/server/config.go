@@ -252,8 +252,8 @@ func (c *Config) validate() error {
 	case c.MaxFrameBytes < c.MaxPayloadBytes+MinFrameOverhead:
 		return fmt.Errorf("server: Config.MaxFrameBytes (%d) must exceed MaxPayloadBytes (%d) by at least %d bytes",
 			c.MaxFrameBytes, c.MaxPayloadBytes, MinFrameOverhead)
-	case c.Partitions < 1 || c.Partitions&(c.Partitions-1) != 0 || c.Partitions > store.Shards:
-		return fmt.Errorf("server: Config.Partitions must be a power of two between 1 and %d, got %d", store.Shards, c.Partitions)
+	case c.Partitions < 1 || c.Partitions&(c.Partitions-1) != 0 || c.Partitions > store.MaxShards:
+		return fmt.Errorf("server: Config.Partitions must be a power of two between 1 and %d, got %d", store.MaxShards, c.Partitions)
 	case c.MaxInFlight < 1 || c.MaxConnections < 1:
 		return errors.New("server: Config.MaxInFlight and MaxConnections must be positive")
 	case c.HandshakeTimeout < 0 || c.IdleTimeout < 0 || c.WriteTimeout < 0 || c.CloseLinger < 0:

@@ -53,7 +53,7 @@ type Server struct {
 func New(cfg Config) (*Server, error) {
 	cfg.ensureDefaults()
 	if cfg.Partitions == 0 {
-		cfg.Partitions = min(store.Shards, 1<<bits.Len(uint(runtime.GOMAXPROCS(0)-1)))
+		cfg.Partitions = min(store.DefaultShards, 1<<bits.Len(uint(runtime.GOMAXPROCS(0)-1)))
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -148,8 +148,8 @@ func checkTaskRecord(t *storepb.Task) error {
 		return invalidf("nil task")
 	case t.Id == 0:
 		return invalidf("task id 0")
-	case ShardOf(t.Id) >= Shards:
-		return invalidf("task id %#x has shard %d >= %d", t.Id, ShardOf(t.Id), Shards)
+	case ShardOf(t.Id) >= MaxShards:
+		return invalidf("task id %#x has shard %d >= %d", t.Id, ShardOf(t.Id), MaxShards)
 	}
 	return nil
 }

@@ -25,6 +25,10 @@ const (
 // schemaKey sorts before every tagged key.
 var schemaKey = []byte("\x00schema")
 
+// shardsKey holds the store's number of shards as a uvarint; it sorts
+// before every tagged key too.
+var shardsKey = []byte("\x00shards")
+
 // keyParts is a decoded key. Which fields mean something depends on tag.
 type keyParts struct {
 	tag   byte
