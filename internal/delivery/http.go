@@ -3,9 +3,7 @@ package delivery
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,12 +14,12 @@ import (
 	"github.com/boomerangd/boomerang/internal/delivery/webhook"
 )
 
-// Limits on reading an HTTP answer: the start of an error body goes into
-// the task's last error, and a short body is drained so the connection
-// can be reused.
+// Limits on text from receivers: an Ack's error goes into the task's last
+// error cut to ackErrorBytes; a short HTTP body is drained, unread, so
+// the connection can be reused.
 const (
-	httpDetailBytes = 256
-	httpDrainBytes  = 64 << 10
+	ackErrorBytes  = 256
+	httpDrainBytes = 64 << 10
 )
 
 // userAgent identifies Boomerang to receivers.
@@ -41,7 +39,7 @@ type httpTransport struct {
 func newHTTPTransport(e *Engine) *httpTransport {
 	tr := &http.Transport{
 		Proxy:       nil, // webhooks go straight to their endpoint
-		DialContext: (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext,
+		DialContext: e.dialer().DialContext,
 		// Every attempt under way may hold a connection; keep as many
 		// idle for reuse.
 		MaxIdleConnsPerHost: maxConcurrent(e.cfg.Pools),
@@ -99,14 +97,14 @@ func (t *httpTransport) request(a *attempt) *http.Request {
 		DeliveryID: a.id, TaskID: a.task.Id, Attempt: a.number, FireAtMs: a.task.DueMs,
 		Client: a.task.Client, Group: a.task.Group, Timestamp: a.begun.Unix(),
 	}
-	webhook.SetHeaders(req.Header, &m, a.signer, body)
+	webhook.SetHeaders(req.Header, &m, body, a.signers...)
 	req.Header["Content-Type"] = contentType
 	req.Header["User-Agent"] = userAgents
 	return req.WithContext(a.ctx)
 }
 
-// answer turns a response into an outcome, reading a little of the body
-// and draining it so the connection goes back to the pool.
+// answer turns a response into an outcome from its status, draining the
+// body unread so the connection goes back to the pool.
 func answer(resp *http.Response, now func() time.Time) error {
 	defer func() {
 		_, _ = io.CopyN(io.Discard, resp.Body, httpDrainBytes)
@@ -115,8 +113,7 @@ func answer(resp *http.Response, now func() time.Time) error {
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		return nil
 	}
-	detail, _ := io.ReadAll(io.LimitReader(resp.Body, httpDetailBytes))
-	se := &StatusError{Code: resp.StatusCode, Detail: printable(detail)}
+	se := &StatusError{Code: resp.StatusCode}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		se.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), now)
 	}
@@ -140,18 +137,20 @@ func retryAfter(v string, now func() time.Time) time.Duration {
 	return 0
 }
 
-// printable keeps the body's first line of printable text.
-func printable(b []byte) string {
-	s := strings.TrimSpace(string(bytes.ToValidUTF8(b, nil)))
+// printable keeps the first line of a receiver's text, printable
+// characters only, cut to n bytes.
+func printable(s string, n int) string {
+	s = strings.TrimSpace(strings.ToValidUTF8(s, ""))
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
 		s = s[:i]
 	}
-	return strings.Map(func(r rune) rune {
+	s = strings.Map(func(r rune) rune {
 		if unicode.IsPrint(r) {
 			return r
 		}
 		return -1
 	}, s)
+	return truncate(s, n)
 }
 
 // transportError classifies a failed request. When the attempt's context
@@ -162,7 +161,7 @@ func transportError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ErrClosed
 	}
-	return fmt.Errorf("%w: %w", ErrUnreachable, err)
+	return dialError(err)
 }
 
 // sweep does nothing: the HTTP transport closes idle connections itself
