@@ -18,6 +18,8 @@ const (
 	DefaultMaxLoginBackoff      = 30 * time.Second
 	DefaultMaxSessionsPerClient = 1000
 	DefaultMaxThrottled         = 1 << 16
+	DefaultLoginCPU             = 0.5
+	DefaultLoginsPerSource      = 20
 )
 
 // Default argon2id parameters: the OWASP recommendation for argon2id
@@ -69,11 +71,27 @@ type Config struct {
 	// holding Hash.MemoryKiB of memory. Default GOMAXPROCS.
 	MaxConcurrentHashes int
 
+	// LoginCPU is the share of MaxConcurrentHashes cores that login
+	// password checks may keep busy, on average over a second; logins
+	// beyond it get ErrLoginBusy. Default 0.5.
+	LoginCPU float64
+
+	// LoginsPerSource bounds the login attempts of one source address
+	// (an IPv6 /64) per second, with bursts of five seconds' worth;
+	// beyond it ErrLoginBusy. Default 20.
+	LoginsPerSource float64
+
+	// SecretKeys seal the signing secrets at rest (AES-256-GCM, 32 bytes
+	// each). The first seals; the others only open records sealed
+	// before a key rotation, which New seals again with the first.
+	// Required.
+	SecretKeys [][]byte
+
 	// Clock decides session expiry and login backoff. Default: the real
 	// clock.
 	Clock clockwork.Clock
 
-	// Logger receives client registrations and bootstrap events, never
+	// Logger receives client changes and bootstrap events, never
 	// per-login lines. Default: discard.
 	Logger *slog.Logger
 }
@@ -109,6 +127,12 @@ func (c *Config) ensureDefaults() {
 	if c.MaxConcurrentHashes == 0 {
 		c.MaxConcurrentHashes = runtime.GOMAXPROCS(0)
 	}
+	if c.LoginCPU == 0 {
+		c.LoginCPU = DefaultLoginCPU
+	}
+	if c.LoginsPerSource == 0 {
+		c.LoginsPerSource = DefaultLoginsPerSource
+	}
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()
 	}
@@ -127,6 +151,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("auth: Config.LoginBackoff (%v) must not be negative nor above MaxLoginBackoff (%v)", c.LoginBackoff, c.MaxLoginBackoff)
 	case c.MaxSessionsPerClient < 1 || c.MaxThrottled < 1 || c.MaxConcurrentHashes < 1:
 		return errors.New("auth: Config.MaxSessionsPerClient, MaxThrottled and MaxConcurrentHashes must be positive")
+	case c.LoginCPU < 0 || c.LoginCPU > 1 || c.LoginsPerSource < 0:
+		return fmt.Errorf("auth: Config.LoginCPU must be between 0 and 1 (got %g) and LoginsPerSource not negative (got %g)", c.LoginCPU, c.LoginsPerSource)
 	case c.Hash.MemoryKiB < 8*uint32(c.Hash.Threads):
 		return fmt.Errorf("auth: Config.Hash.MemoryKiB must be at least 8 KiB per thread, got %d", c.Hash.MemoryKiB)
 	}
