@@ -32,12 +32,16 @@ type server struct {
 	waitErr error
 }
 
+// newDataDir returns a data directory for a server to create: the server
+// refuses one its group or others may read, as t.TempDir's are.
+func newDataDir(t *testing.T) string { return filepath.Join(t.TempDir(), "data") }
+
 // startServer runs boomerang on free ports with dataDir ("" = a new temp
 // dir) and extra flags.
 func startServer(t *testing.T, dataDir string, extra ...string) *server {
 	t.Helper()
 	if dataDir == "" {
-		dataDir = t.TempDir()
+		dataDir = newDataDir(t)
 	}
 	args := append([]string{"serve", "--data-dir", dataDir, "--tcp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
 		"--admin-password", adminPassword}, extra...)

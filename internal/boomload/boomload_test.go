@@ -3,6 +3,7 @@ package boomload
 import (
 	"bufio"
 	"net"
+	"path/filepath"
 	"sync"
 
 	"context"
@@ -34,7 +35,7 @@ const adminPassword = "load-admin-password"
 func startServer(tb testing.TB) string {
 	tb.Helper()
 	srv, err := server.New(server.Config{
-		DataDir: tb.TempDir(), TCPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdminPassword: adminPassword,
+		DataDir: filepath.Join(tb.TempDir(), "data"), TCPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdminPassword: adminPassword,
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -19,7 +19,7 @@ const adminPassword = "tool-admin-password"
 func startServer(t *testing.T) string {
 	t.Helper()
 	srv, err := server.New(server.Config{
-		DataDir: t.TempDir(), TCPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdminPassword: adminPassword,
+		DataDir: filepath.Join(t.TempDir(), "data"), TCPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdminPassword: adminPassword,
 	})
 	if err != nil {
 		t.Fatal(err)
