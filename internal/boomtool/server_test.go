@@ -114,7 +114,7 @@ func TestAgainstServer(t *testing.T) {
 		t.Fatalf("dlq list:\n%s", out)
 	}
 	code, _, errOut = tina.run("", "set", "x", "--every", "-1s")
-	if code != 1 || !strings.Contains(errOut, "invalid") {
+	if code != 2 || !strings.Contains(errOut, "must not be negative") {
 		t.Fatalf("negative interval: exit %d, %q", code, errOut)
 	}
 	admin.ok(t, "client", "deregister", "tina")
