@@ -267,4 +267,3 @@ func (a *Auth) store(e *entry) error {
 	a.mu.Unlock()
 	return nil
 }
-

@@ -142,9 +142,11 @@ type Config struct {
 	// MaxConnBufferBytes bounds the bytes one raw TCP connection holds in
 	// requests being served and responses not yet written; at the bound
 	// the connection is not read further. MaxBufferBytes bounds the same
-	// over every connection. A single request over either still goes
-	// through, alone. Defaults 8 MiB (at least 4 × MaxFrameBytes) and
-	// 256 MiB (at least MaxConnBufferBytes).
+	// over every connection, beyond the first 64 KiB of each, which every
+	// connection may hold regardless so that small requests get through
+	// when others have spent the budget. A single request over either
+	// still goes through, alone. Defaults 8 MiB (at least 4 ×
+	// MaxFrameBytes) and 256 MiB (at least MaxConnBufferBytes).
 	MaxConnBufferBytes int
 	MaxBufferBytes     int
 

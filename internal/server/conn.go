@@ -33,11 +33,13 @@ const (
 // Each request holds a slot from being read until its response is
 // flushed, and bytes of the connection's and the server's budgets: its
 // frame from its length prefix on, and what its response may take, cut
-// to the response's size once it is made. The reader takes a slot before
-// it reads a frame and the bytes before it reads the frame's body, so
-// with MaxInFlight requests outstanding or a budget spent it stops
-// reading, and the client's writes back up into its socket: memory per
-// connection and in all stays bounded. out has room for every slot and
+// to the response's size once it is made. The first connAllowance bytes a
+// connection holds do not count against the server's budget, so a
+// connection with little outstanding is never held up by others. The
+// reader takes a slot before it reads a frame and the bytes before it
+// reads the frame's body, so with MaxInFlight requests outstanding or a
+// budget spent it stops reading, and the client's writes back up into
+// its socket: memory per connection and in all stays bounded. out has room for every slot and
 // the final error frame, so sending to it never blocks.
 type conn struct {
 	t       *tcpServer
@@ -51,6 +53,7 @@ type conn struct {
 	loggedIn    atomic.Bool
 	pendingDone atomic.Bool // no longer counted as waiting to log in
 	budget      *byteBudget
+	allowance   atomic.Int64 // left of connAllowance
 
 	slots    chan struct{}
 	out      chan outbound
@@ -69,13 +72,15 @@ type outbound struct {
 func newConn(t *tcpServer, nc net.Conn, id uint64) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := t.cfg.MaxInFlight
-	return &conn{
+	c := &conn{
 		t: t, nc: nc, id: id, source: nc.RemoteAddr().String(), ctx: ctx, cancel: cancel,
 		loginBy: time.Now().Add(t.cfg.HandshakeTimeout),
 		budget:  newByteBudget(t.cfg.MaxConnBufferBytes),
 		slots:   make(chan struct{}, n),
 		out:     make(chan outbound, n+1),
 	}
+	c.allowance.Store(connAllowance)
+	return c
 }
 
 // readLoop reads requests until the stream ends, breaks, times out or the

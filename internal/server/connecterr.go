@@ -25,8 +25,11 @@ func limitBody(next http.Handler, limit int) http.Handler {
 			_ = ew.Write(w, r, ConnectError(tooLarge(limit)))
 			return
 		}
-		r.Body = &limitedBody{ReadCloser: r.Body, left: int64(limit), limit: limit}
-		next.ServeHTTP(w, r)
+		// A shallow copy: the server must still see its own body, to
+		// close a connection whose body failed to read (a read timeout).
+		limited := r.WithContext(r.Context())
+		limited.Body = &limitedBody{ReadCloser: r.Body, left: int64(limit), limit: limit}
+		next.ServeHTTP(w, limited)
 	})
 }
 

@@ -18,6 +18,16 @@ func (s *Server) listen(reg *prometheus.Registry) error {
 		return err
 	}
 	s.tcp = newTCPServer(&s.cfg, s.svc, s.m, tcpLn)
+	budget := s.tcp.budget
+	err = reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "boomerang_tcp_buffer_bytes",
+		Help: "Bytes raw TCP connections hold in requests being served and responses not yet written (bounded by max-buffer-bytes).",
+	}, func() float64 { return float64(budget.used.Load()) }))
+	if err != nil {
+		_ = tcpLn.Close()
+		s.tcp = nil
+		return err
+	}
 	if s.httpLn, err = s.listener(s.cfg.HTTPAddr, "HTTP", s.cfg.TLS); err != nil {
 		return err
 	}
