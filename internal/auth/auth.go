@@ -156,12 +156,12 @@ func (a *Auth) check(clientID, password, source string) (*entry, error) {
 		return nil, ErrInvalidCredentials
 	}
 	key := throttleKey(clientID, source)
-	now := a.cfg.Clock.Now()
-	if wait := a.throttle.wait(key, now); wait > 0 {
+	if wait := a.throttle.begin(key, a.cfg.Clock.Now()); wait > 0 {
 		return nil, &ThrottledError{RetryAfter: wait}
 	}
-	if !a.budget.allow(source, now) {
-		return nil, ErrLoginBusy
+	defer a.throttle.end(key)
+	if err := a.budget.take(source, a.cfg.Clock); err != nil {
+		return nil, err
 	}
 	e, known := a.lookup(clientID)
 	match := false

@@ -5,15 +5,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	"golang.org/x/time/rate"
 )
 
 // loginBudget bounds the work that logins, which anyone may attempt,
-// make the server do: password hashing in all, at most a share of the
-// CPU, and attempts per source, so that one source cannot spend the whole
-// share. Both are token buckets on the injected clock.
+// make the server do: attempts per source, refused at once beyond their
+// rate, and password checks in all, which wait up to a bound for their
+// turn and are refused beyond it. Both are token buckets on the injected
+// clock.
 type loginBudget struct {
-	hashing *rate.Limiter // tokens are microseconds of hashing
+	checks  *rate.Limiter // password checks per second, server-wide
+	maxWait time.Duration // negative: never wait
 	perSec  rate.Limit    // a source's attempts per second
 	burst   int
 	limit   int // sources remembered
@@ -24,10 +27,14 @@ type loginBudget struct {
 	estimate atomic.Int64 // nanoseconds one verification takes, a moving average
 }
 
+// loginBurstSeconds is how many seconds' worth of attempts a source may
+// make at once, and of password checks the server may run at once.
+const loginBurstSeconds = 5
+
 func newLoginBudget(cfg *Config, measured time.Duration) *loginBudget {
-	perSecond := cfg.LoginCPU * float64(cfg.MaxConcurrentHashes) * 1e6
 	b := &loginBudget{
-		hashing: rate.NewLimiter(rate.Limit(perSecond), max(int(perSecond), 1)),
+		checks:  rate.NewLimiter(rate.Limit(cfg.LoginChecksPerSecond), max(int(cfg.LoginChecksPerSecond*loginBurstSeconds), 1)),
+		maxWait: cfg.MaxLoginWait,
 		perSec:  rate.Limit(cfg.LoginsPerSource),
 		burst:   max(int(cfg.LoginsPerSource*loginBurstSeconds), 1),
 		limit:   cfg.MaxThrottled,
@@ -37,17 +44,24 @@ func newLoginBudget(cfg *Config, measured time.Duration) *loginBudget {
 	return b
 }
 
-// loginBurstSeconds is how many seconds' worth of attempts a source may
-// make at once.
-const loginBurstSeconds = 5
-
-// allow takes one attempt from source and one verification's worth of
-// hashing from the budget, or reports that either is spent.
-func (b *loginBudget) allow(source string, now time.Time) bool {
+// take takes one attempt from source's share, refusing at once beyond
+// it, then one password check from the server's budget, waiting up to
+// maxWait for it. It returns ErrLoginBusy when either is spent.
+func (b *loginBudget) take(source string, clock clockwork.Clock) error {
+	now := clock.Now()
 	if !b.source(SourceKey(source)).AllowN(now, 1) {
-		return false
+		return ErrLoginBusy
 	}
-	return b.hashing.AllowN(now, int(b.cost()/time.Microsecond))
+	r := b.checks.ReserveN(now, 1)
+	delay := r.DelayFrom(now)
+	switch {
+	case !r.OK() || delay > max(b.maxWait, 0):
+		r.CancelAt(now)
+		return ErrLoginBusy
+	case delay > 0:
+		clock.Sleep(delay)
+	}
+	return nil
 }
 
 // cost is what one verification is expected to take.
@@ -66,7 +80,7 @@ func (b *loginBudget) source(key string) *rate.Limiter {
 	if l == nil {
 		if len(b.sources) >= b.limit {
 			// A flood of sources: start over rather than grow. A source
-			// forgotten early gets a fresh burst, which the hashing
+			// forgotten early gets a fresh burst, which the server-wide
 			// budget still bounds.
 			clear(b.sources)
 		}

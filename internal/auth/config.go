@@ -18,8 +18,12 @@ const (
 	DefaultMaxLoginBackoff      = 30 * time.Second
 	DefaultMaxSessionsPerClient = 1000
 	DefaultMaxThrottled         = 1 << 16
-	DefaultLoginCPU             = 0.5
 	DefaultLoginsPerSource      = 20
+	DefaultMaxLoginWait         = 5 * time.Second
+	// DefaultLoginChecksPerCore is the password checks per second and
+	// core the server runs for logins: with the default hash (about 40
+	// ms of one core) a third of the CPU.
+	DefaultLoginChecksPerCore = 8
 )
 
 // Default argon2id parameters: the OWASP recommendation for argon2id
@@ -71,14 +75,18 @@ type Config struct {
 	// holding Hash.MemoryKiB of memory. Default GOMAXPROCS.
 	MaxConcurrentHashes int
 
-	// LoginCPU is the share of MaxConcurrentHashes cores that login
-	// password checks may keep busy, on average over a second; logins
-	// beyond it get ErrLoginBusy. Default 0.5.
-	LoginCPU float64
+	// LoginChecksPerSecond bounds the password checks logins cause,
+	// server-wide, with bursts of five seconds' worth: logins beyond it
+	// wait for their turn up to MaxLoginWait, then get ErrLoginBusy.
+	// Default DefaultLoginChecksPerCore × MaxConcurrentHashes.
+	LoginChecksPerSecond float64
+
+	// MaxLoginWait bounds that wait. Default 5 s; negative: no wait.
+	MaxLoginWait time.Duration
 
 	// LoginsPerSource bounds the login attempts of one source address
 	// (an IPv6 /64) per second, with bursts of five seconds' worth;
-	// beyond it ErrLoginBusy. Default 20.
+	// beyond it ErrLoginBusy at once. Default 20.
 	LoginsPerSource float64
 
 	// SecretKeys seal the signing secrets at rest (AES-256-GCM, 32 bytes
@@ -127,8 +135,11 @@ func (c *Config) ensureDefaults() {
 	if c.MaxConcurrentHashes == 0 {
 		c.MaxConcurrentHashes = runtime.GOMAXPROCS(0)
 	}
-	if c.LoginCPU == 0 {
-		c.LoginCPU = DefaultLoginCPU
+	if c.LoginChecksPerSecond == 0 {
+		c.LoginChecksPerSecond = DefaultLoginChecksPerCore * float64(c.MaxConcurrentHashes)
+	}
+	if c.MaxLoginWait == 0 {
+		c.MaxLoginWait = DefaultMaxLoginWait
 	}
 	if c.LoginsPerSource == 0 {
 		c.LoginsPerSource = DefaultLoginsPerSource
@@ -151,8 +162,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("auth: Config.LoginBackoff (%v) must not be negative nor above MaxLoginBackoff (%v)", c.LoginBackoff, c.MaxLoginBackoff)
 	case c.MaxSessionsPerClient < 1 || c.MaxThrottled < 1 || c.MaxConcurrentHashes < 1:
 		return errors.New("auth: Config.MaxSessionsPerClient, MaxThrottled and MaxConcurrentHashes must be positive")
-	case c.LoginCPU < 0 || c.LoginCPU > 1 || c.LoginsPerSource < 0:
-		return fmt.Errorf("auth: Config.LoginCPU must be between 0 and 1 (got %g) and LoginsPerSource not negative (got %g)", c.LoginCPU, c.LoginsPerSource)
+	case c.LoginChecksPerSecond < 0 || c.LoginsPerSource < 0:
+		return fmt.Errorf("auth: Config.LoginChecksPerSecond (%g) and LoginsPerSource (%g) must not be negative", c.LoginChecksPerSecond, c.LoginsPerSource)
 	case c.Hash.MemoryKiB < 8*uint32(c.Hash.Threads):
 		return fmt.Errorf("auth: Config.Hash.MemoryKiB must be at least 8 KiB per thread, got %d", c.Hash.MemoryKiB)
 	}

@@ -49,7 +49,7 @@ func (f *fixture) open(t *testing.T) {
 	}
 	// Every login comes from one source at one instant of the fake clock:
 	// lift the per-source rate, which budget tests set themselves.
-	cfg := Config{Clock: f.clock, Hash: lightHash, SecretKeys: f.keys, LoginsPerSource: 1e6}
+	cfg := Config{Clock: f.clock, Hash: lightHash, SecretKeys: f.keys, LoginsPerSource: 1e6, LoginChecksPerSecond: 1e6}
 	if f.tune != nil {
 		f.tune(&cfg)
 	}

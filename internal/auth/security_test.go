@@ -3,6 +3,7 @@ package auth
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,6 +117,26 @@ func storedKeyID(t *testing.T, st *store.Store, id string) []byte {
 	return ext.KeyId
 }
 
+// Attempts for one client from one source sent at once cost one check:
+// the others are refused while it runs.
+func TestOneAttemptAtATimePerSource(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	f.register(t, "alice", "alice-password", false)
+	key := throttleKey("alice", testSource)
+	if wait := f.a.throttle.begin(key, f.clock.Now()); wait != 0 { // an attempt under way
+		t.Fatalf("first attempt waits %v", wait)
+	}
+	if _, err := f.a.Login("alice", "alice-password", testSource); !errors.Is(err, ErrThrottled) {
+		t.Fatalf("an attempt beside one under way: %v, want throttled", err)
+	}
+	if _, err := f.a.Login("alice", "alice-password", "192.0.2.77:1"); err != nil {
+		t.Fatalf("another source meanwhile: %v", err)
+	}
+	f.a.throttle.end(key)
+	f.login(t, "alice", "alice-password")
+}
+
 // Wrong passwords from one source never refuse the right password from
 // another.
 func TestThrottleIsPerSource(t *testing.T) {
@@ -165,19 +186,19 @@ func TestLoginBudget(t *testing.T) {
 		t.Fatalf("a second later: %v", err)
 	}
 
-	g := newFixture(t, func(c *Config) { c.LoginCPU = 1e-9 })
+	g := newFixture(t, func(c *Config) { c.LoginChecksPerSecond, c.MaxLoginWait = 1, -1 })
 	g.register(t, "bob", "bob-password", false)
-	g.a.budget.estimate.Store(int64(time.Second)) // a hash far beyond the share
-	var busy int
-	for i := range 5 {
-		if _, err := g.a.Login("bob", "bob-password", "192.0.2.3:1"); errors.Is(err, ErrLoginBusy) {
-			busy++
-		} else if err != nil {
-			t.Fatalf("attempt %d: %v", i, err)
+	for i := range loginBurstSeconds {
+		if _, err := g.a.Login("bob", "bob-password", fmt.Sprintf("192.0.2.%d:1", i)); err != nil {
+			t.Fatalf("check %d within the burst: %v", i, err)
 		}
 	}
-	if busy < 4 {
-		t.Fatalf("%d of 5 logins refused, want all but the burst's first", busy)
+	if _, err := g.a.Login("bob", "bob-password", "192.0.2.99:1"); !errors.Is(err, ErrLoginBusy) {
+		t.Fatalf("beyond the server's checks: %v, want ErrLoginBusy", err)
+	}
+	g.clock.Advance(time.Second)
+	if _, err := g.a.Login("bob", "bob-password", "192.0.2.99:1"); err != nil {
+		t.Fatalf("a second later: %v", err)
 	}
 }
 

@@ -20,6 +20,7 @@ type throttle struct {
 
 	mu      sync.Mutex
 	entries map[string]*failures
+	running map[string]struct{} // attempts under way, at most one per key
 }
 
 type failures struct {
@@ -28,7 +29,8 @@ type failures struct {
 }
 
 func newThrottle(cfg *Config) *throttle {
-	return &throttle{base: cfg.LoginBackoff, max: cfg.MaxLoginBackoff, limit: cfg.MaxThrottled, entries: map[string]*failures{}}
+	return &throttle{base: max(cfg.LoginBackoff, time.Millisecond), max: cfg.MaxLoginBackoff, limit: cfg.MaxThrottled,
+		entries: map[string]*failures{}, running: map[string]struct{}{}}
 }
 
 // throttleKey names a client id as tried from a source.
@@ -52,15 +54,28 @@ func SourceKey(addr string) string {
 	return a.String()
 }
 
-// wait returns how long key must still wait before its next attempt;
-// zero means it may try now.
-func (t *throttle) wait(key string, now time.Time) time.Duration {
+// begin returns how long key must still wait before its next attempt, or
+// zero, and then the attempt may go ahead: until end, other attempts for
+// key are refused, so that a burst of them sent at once costs one check,
+// not one each.
+func (t *throttle) begin(key string, now time.Time) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if _, busy := t.running[key]; busy {
+		return t.base
+	}
 	if f := t.entries[key]; f != nil && now.Before(f.until) {
 		return f.until.Sub(now)
 	}
+	t.running[key] = struct{}{}
 	return 0
+}
+
+// end ends the attempt begin let go ahead.
+func (t *throttle) end(key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.running, key)
 }
 
 // fail records a failed attempt and returns the backoff it imposes.

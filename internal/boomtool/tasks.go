@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -260,17 +261,20 @@ func retryString(r *boomerangv1.RetryPolicy) string {
 	if r == nil {
 		return ""
 	}
-	s := enumWord(r.GetBackoff().String(), "BACKOFF_")
+	var parts []string
+	if r.GetBackoff() != boomerangv1.Backoff_BACKOFF_UNSPECIFIED {
+		parts = append(parts, enumWord(r.GetBackoff().String(), "BACKOFF_"))
+	}
 	if r.GetInitialIntervalMs() > 0 {
-		s += " from " + humanDuration(time.Duration(r.GetInitialIntervalMs())*time.Millisecond)
+		parts = append(parts, "from "+humanDuration(time.Duration(r.GetInitialIntervalMs())*time.Millisecond))
 	}
 	if r.GetMaxIntervalMs() > 0 {
-		s += " up to " + humanDuration(time.Duration(r.GetMaxIntervalMs())*time.Millisecond)
+		parts = append(parts, "up to "+humanDuration(time.Duration(r.GetMaxIntervalMs())*time.Millisecond))
 	}
 	if r.GetMaxAttempts() > 0 {
-		s += fmt.Sprintf(", %d attempts", r.GetMaxAttempts())
+		parts = append(parts, fmt.Sprintf("%d attempts", r.GetMaxAttempts()))
 	}
-	return s
+	return strings.Join(parts, ", ")
 }
 
 // statusWord names a task's status for people; a blocked task says what

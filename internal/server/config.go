@@ -190,11 +190,13 @@ type Config struct {
 	// fields take the auth.DefaultHash* values.
 	PasswordHash auth.HashParams
 
-	// LoginCPU and LoginsPerSource bound the work logins may cause (see
-	// auth.Config). Defaults auth.DefaultLoginCPU and
-	// auth.DefaultLoginsPerSource.
-	LoginCPU        float64
-	LoginsPerSource float64
+	// LoginChecksPerSecond, MaxLoginWait and LoginsPerSource bound the
+	// work logins may cause (see auth.Config). Defaults: 8 password
+	// checks per second and core, waits of up to 5 s, 20 attempts per
+	// second from one source.
+	LoginChecksPerSecond float64
+	MaxLoginWait         time.Duration
+	LoginsPerSource      float64
 
 	// Partitions is the number of scheduler partitions, a power of two.
 	// Default: GOMAXPROCS rounded up.

@@ -111,7 +111,8 @@ func (s *Server) start(ctx context.Context) error {
 	}
 	s.auth, err = auth.New(s.st, auth.Config{
 		SessionTTL: s.cfg.SessionTTL, Hash: s.cfg.PasswordHash, Clock: s.cfg.Clock, Logger: s.log.With("component", "auth"),
-		SecretKeys: keys, LoginCPU: s.cfg.LoginCPU, LoginsPerSource: s.cfg.LoginsPerSource,
+		SecretKeys: keys, LoginChecksPerSecond: s.cfg.LoginChecksPerSecond, MaxLoginWait: s.cfg.MaxLoginWait,
+		LoginsPerSource: s.cfg.LoginsPerSource,
 	})
 	if err != nil {
 		return err
