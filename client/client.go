@@ -159,13 +159,23 @@ func (c *Client) dial(ctx context.Context) (net.Conn, error) {
 	return nc, nil
 }
 
-// install makes nc the current connection and wakes waiting callers.
+// install makes nc the current connection and wakes waiting callers. A
+// connection that failed before it was installed (a TLS server refusing
+// the client's certificate closes it at once) is not installed: the
+// Client reconnects instead, and reports why while it waits.
 func (c *Client) install(nc net.Conn) {
 	cn := newConn(nc, c.opts.maxResponse, c.lost)
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		cn.close(ErrClosed)
+		return
+	}
+	if err := cn.failure(); err != nil {
+		c.dialErr = err
+		c.bg.Add(1)
+		go c.reconnect()
+		c.mu.Unlock()
 		return
 	}
 	c.cur = cn
