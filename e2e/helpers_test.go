@@ -15,6 +15,11 @@ import (
 // awaitLog reads the server's log until a line matches, and returns it.
 func (s *server) awaitLog(t *testing.T, what string, match func(kv map[string]string) bool) map[string]string {
 	t.Helper()
+	for _, kv := range s.startup {
+		if match(kv) {
+			return kv
+		}
+	}
 	timeout := time.After(waitLimit)
 	for {
 		select {
@@ -110,4 +115,15 @@ func dialFrom(t *testing.T, local, addr string) net.Conn {
 	}
 	t.Cleanup(func() { nc.Close() })
 	return nc
+}
+
+// listenLoopback listens on a free loopback port until the test ends.
+func listenLoopback(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
 }
