@@ -52,7 +52,13 @@ func startServerEnv(t *testing.T, dataDir string, env []string, extra ...string)
 	if dataDir == "" {
 		dataDir = newDataDir(t)
 	}
-	cmd := serverCommand(dataDir, env, extra...)
+	return launch(t, serverCommand(dataDir, env, extra...), dataDir)
+}
+
+// launch starts cmd, a boomerang server on dataDir, and waits until it
+// listens.
+func launch(t *testing.T, cmd *exec.Cmd, dataDir string) *server {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
