@@ -137,6 +137,20 @@ type Delivery struct {
 	Attempt int
 }
 
+// Finished is an occurrence's final outcome, as Config.OnFinished sees it.
+type Finished struct {
+	// Task is the occurrence as it was last attempted. The receiver must
+	// not modify it.
+	Task *storepb.Task
+	// Delivered is true when the endpoint acknowledged it.
+	Delivered bool
+	// DeadLetter is the id of the dead letter it became when it failed
+	// for good; 0 when Delivered.
+	DeadLetter uint64
+	// Error is the last attempt's error when it failed for good.
+	Error string
+}
+
 // Deliverer sends due tasks to their endpoints. Deliver must not block:
 // it starts the attempt and calls done exactly once, from any goroutine
 // (including before it returns), with nil for an acknowledged delivery or

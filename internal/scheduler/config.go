@@ -36,6 +36,12 @@ type Config struct {
 	// Deliverer receives due tasks. Required.
 	Deliverer Deliverer
 
+	// OnFinished, if set, is told of every occurrence that reached its
+	// final outcome (delivered, or moved to the dead letter queue), once
+	// that outcome is durable. It runs on a partition loop: it must be
+	// quick and must not block or call the Scheduler.
+	OnFinished func(Finished)
+
 	// Retry decides what a failed attempt does next. Default: FixedRetry
 	// with DefaultMaxAttempts attempts DefaultRetryDelay apart, or the
 	// task's own policy when it has one.

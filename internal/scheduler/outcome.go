@@ -44,11 +44,19 @@ func (p *partition) delivered(f *flight, derr error) {
 func (p *partition) succeeded(f *flight, t *storepb.Task, now time.Time) {
 	next := nextOccurrence(t, now)
 	p.commitOutcome(f, t, next, func() {
+		p.finished(Finished{Task: t, Delivered: true})
 		p.release(f, true)
 		if next != nil {
 			p.schedule(next)
 		}
 	})
+}
+
+// finished tells Config.OnFinished of a final outcome.
+func (p *partition) finished(f Finished) {
+	if p.s.cfg.OnFinished != nil {
+		p.s.cfg.OnFinished(f)
+	}
 }
 
 // nextOccurrence is a recurring task's next occurrence after a delivered or
@@ -122,6 +130,7 @@ func (p *partition) deadLetter(f *flight, t *storepb.Task, attempts uint32, derr
 	next := nextOccurrence(t, now)
 	p.commitOutcome(f, t, next, func() {
 		p.s.counters.deadLetters.Add(1)
+		p.finished(Finished{Task: occurrence, DeadLetter: dl.Id, Error: dl.LastError})
 		if dl.BlocksGroup {
 			releaseGroup()
 			p.block(f, dl)

@@ -344,3 +344,27 @@ func TestOnlyAcknowledgedChangesAreSynced(t *testing.T) {
 		t.Fatalf("dead-lettered task: %v, want ErrNotFound", err)
 	}
 }
+
+// OnFinished hears of each final outcome once it is durable: a delivery,
+// and a dead letter with its id and error.
+func TestOnFinishedReportsFinalOutcomes(t *testing.T) {
+	got := make(chan Finished, 4)
+	h := newHarness(t, func(c *Config) {
+		c.Retry = FixedRetry{Attempts: 1}
+		c.OnFinished = func(f Finished) { got <- f }
+	})
+	ok := h.register(RegisterRequest{Payload: payload("ok")})
+	h.ack(h.expect("ok", 1))
+	if f := <-got; !f.Delivered || f.Task.Id != ok.Task.Id || f.DeadLetter != 0 {
+		t.Fatalf("OnFinished for a delivery: %+v", f)
+	}
+	bad := h.register(RegisterRequest{Payload: payload("bad")})
+	h.fail(h.expect("bad", 1), errRefused)
+	f := <-got
+	if f.Delivered || f.Task.Id != bad.Task.Id || f.DeadLetter == 0 || f.Error != errRefused.Error() {
+		t.Fatalf("OnFinished for a dead letter: %+v", f)
+	}
+	if _, err := h.s.DeadLetter(context.Background(), Caller{Admin: true}, f.DeadLetter); err != nil {
+		t.Fatalf("the reported dead letter: %v", err)
+	}
+}
