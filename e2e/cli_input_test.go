@@ -154,3 +154,18 @@ func squash(s string) string {
 	}
 	return s
 }
+
+// Messages about bad names say what is wrong in words, whatever bytes
+// the name holds.
+func TestNameMessages(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "")
+	admin := newCLI(t, s.tcp)
+	admin.fails(1, `invalid client_id: must be 1 to 128 characters of A-Z, a-z, 0-9, '.', '_' and '-'; found 'ü' (U+00FC) at byte 0`,
+		"client", "register", "ünï", "--client", "admin", "--password", adminPassword)
+	c := s.admin(t)
+	_, err := c.RegisterTask(testContext(t), &boomerangv1.RegisterTaskRequest{Payload: []byte("x"), Group: "a\x00b"})
+	if err == nil || !strings.Contains(err.Error(), "invalid group: must not contain NUL, found one at byte 1") {
+		t.Fatalf("a group with NUL: %v", err)
+	}
+}
