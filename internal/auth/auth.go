@@ -219,7 +219,7 @@ func (a *Auth) ListSessions(client string) []SessionInfo {
 func (a *Auth) RevokeSessions(client, handle string) int {
 	var match func(*session) bool
 	if handle != "" {
-		match = func(s *session) bool { return s.handle() == handle }
+		match = func(s *session) bool { return s.handle == handle }
 	}
 	n := a.sessions.revoke(client, match, a.cfg.Clock.Now())
 	if n > 0 {

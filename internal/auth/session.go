@@ -47,6 +47,7 @@ type sessionKey [sha256.Size]byte
 
 type session struct {
 	key     sessionKey
+	handle  string
 	client  string
 	role    Role
 	created time.Time
@@ -54,10 +55,8 @@ type session struct {
 	source  string
 }
 
-func (s *session) handle() string { return hex.EncodeToString(s.key[:handleBytes]) }
-
 func (s *session) principal() Principal {
-	return Principal{Client: s.client, Role: s.role, Session: s.handle()}
+	return Principal{Client: s.client, Role: s.role, Session: s.handle}
 }
 
 // sessions holds every issued session until ExpiredRetention after its
@@ -87,7 +86,8 @@ func (t *sessions) issue(client string, role Role, source string, now time.Time)
 	raw := make([]byte, sessionIDBytes)
 	_, _ = rand.Read(raw) // crypto/rand.Read never fails
 	id := base64.RawURLEncoding.EncodeToString(raw)
-	s := &session{key: keyOf(id), client: client, role: role, created: now, expires: now.Add(t.ttl), source: source}
+	key := keyOf(id)
+	s := &session{key: key, handle: hex.EncodeToString(key[:handleBytes]), client: client, role: role, created: now, expires: now.Add(t.ttl), source: source}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sweep(now)
@@ -98,7 +98,7 @@ func (t *sessions) issue(client string, role Role, source string, now time.Time)
 	}
 	t.byClient[client] = append(list, s)
 	t.byKey[s.key] = s
-	return Session{ID: id, Handle: s.handle(), Client: client, Role: role, Expires: s.expires}
+	return Session{ID: id, Handle: s.handle, Client: client, Role: role, Expires: s.expires}
 }
 
 // lookup returns the live session with id.
@@ -195,7 +195,7 @@ func (t *sessions) list(client string, now time.Time) []SessionInfo {
 	add := func(list []*session) {
 		for _, s := range list {
 			if now.Before(s.expires) {
-				out = append(out, SessionInfo{Handle: s.handle(), Client: s.client, Role: s.role, Created: s.created, Expires: s.expires, Source: s.source})
+				out = append(out, SessionInfo{Handle: s.handle, Client: s.client, Role: s.role, Created: s.created, Expires: s.expires, Source: s.source})
 			}
 		}
 	}

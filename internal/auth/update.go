@@ -121,7 +121,7 @@ func (a *Auth) ChangePassword(id, current, password, source, keep string) error 
 	if err := a.store(e); err != nil {
 		return err
 	}
-	n := a.sessions.revoke(id, func(s *session) bool { return s.handle() != keep }, a.cfg.Clock.Now())
+	n := a.sessions.revoke(id, func(s *session) bool { return s.handle != keep }, a.cfg.Clock.Now())
 	a.cfg.Logger.Info("password changed", "client", id, "sessions_ended", n)
 	return nil
 }
