@@ -95,7 +95,7 @@ func (a *Auth) registerLocked(spec ClientSpec) (ClientInfo, []byte, error) {
 	if err := validateSpec(&spec); err != nil {
 		return ClientInfo{}, nil, err
 	}
-	rules, err := checkRules(spec.CallbackAllow, spec.CallbackDeny)
+	rules, err := ParseRules(spec.CallbackAllow, spec.CallbackDeny)
 	if err != nil {
 		return ClientInfo{}, nil, err
 	}
@@ -287,8 +287,10 @@ func checkSecret(secret []byte) error {
 	return nil
 }
 
-// checkRules parses a client's callback rules.
-func checkRules(allow, deny []string) (*egress.Policy, error) {
+// ParseRules checks and parses a client's callback rules: a
+// *scheduler.FieldError names the list that breaks a rule. No rules give
+// a nil policy.
+func ParseRules(allow, deny []string) (*egress.Policy, error) {
 	for field, list := range map[string][]string{"callback_rules.allow": allow, "callback_rules.deny": deny} {
 		if len(list) > MaxCallbackRules {
 			return nil, &scheduler.FieldError{Field: field, Rule: fmt.Sprintf("must have at most %d rules, got %d", MaxCallbackRules, len(list))}

@@ -63,7 +63,7 @@ func (a *Auth) UpdateClient(id string, u ClientUpdate) (ClientInfo, error) {
 		return ClientInfo{}, invalidField("dead_letters.retention_ms", "must not be negative")
 	}
 	if u.SetRules {
-		rules, err := checkRules(u.CallbackAllow, u.CallbackDeny)
+		rules, err := ParseRules(u.CallbackAllow, u.CallbackDeny)
 		if err != nil {
 			return ClientInfo{}, err
 		}

@@ -8,7 +8,6 @@ import (
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
 	"github.com/boomerangd/boomerang/internal/auth"
 	"github.com/boomerangd/boomerang/internal/delivery"
-	"github.com/boomerangd/boomerang/internal/egress"
 )
 
 // RegisterClient registers a client (admin only). The signing secret is
@@ -32,7 +31,7 @@ func (s *Service) RegisterClient(_ context.Context, p auth.Principal, req *boome
 	if err != nil {
 		return nil, err
 	}
-	rules, err := clientRules(req.CallbackRules)
+	rules, err := auth.ParseRules(req.CallbackRules.GetAllow(), req.CallbackRules.GetDeny())
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +165,7 @@ func (s *Service) clientUpdate(req *boomerangv1.UpdateClientRequest) (auth.Clien
 	}
 	if req.CallbackRules != nil {
 		u.SetRules, u.CallbackAllow, u.CallbackDeny = true, req.CallbackRules.Allow, req.CallbackRules.Deny
-		if rules, err = clientRules(req.CallbackRules); err != nil {
+		if rules, err = auth.ParseRules(req.CallbackRules.Allow, req.CallbackRules.Deny); err != nil {
 			return u, err
 		}
 	}
@@ -220,20 +219,4 @@ func (s *Service) RotateSigningSecret(_ context.Context, p auth.Principal, req *
 	}
 	s.clientChanged(id)
 	return &boomerangv1.RotateSigningSecretResponse{Client: clientToWire(c), SigningSecret: secret}, nil
-}
-
-// clientRules parses a client's callback rules from the wire.
-func clientRules(r *boomerangv1.CallbackRules) (*egress.Policy, error) {
-	if len(r.GetAllow()) == 0 && len(r.GetDeny()) == 0 {
-		return nil, nil
-	}
-	for field, list := range map[string][]string{"callback_rules.allow": r.GetAllow(), "callback_rules.deny": r.GetDeny()} {
-		if len(list) > auth.MaxCallbackRules {
-			return nil, invalid(field, "must have at most %d rules, got %d", auth.MaxCallbackRules, len(list))
-		}
-		if _, err := egress.ParseRules(list); err != nil {
-			return nil, invalid(field, "%s", strip(err.Error()))
-		}
-	}
-	return egress.New(r.GetAllow(), r.GetDeny())
 }
