@@ -34,8 +34,8 @@ const (
 	DefaultVersion          = "dev"
 	// DefaultMaxPendingLogins and DefaultMaxPendingLoginsPerAddr bound
 	// raw TCP connections that have not logged in yet.
-	DefaultMaxPendingLogins        = 256
-	DefaultMaxPendingLoginsPerAddr = 16
+	DefaultMaxPendingLogins        = 1024
+	DefaultMaxPendingLoginsPerAddr = 64
 	// DefaultMaxConnBufferBytes and DefaultMaxBufferBytes bound the
 	// bytes of requests being served and responses not yet sent, per raw
 	// TCP connection and in all.
@@ -135,7 +135,7 @@ type Config struct {
 	// MaxPendingLogins bounds raw TCP connections that have not logged in
 	// yet (no request of theirs carried a live session or logged in),
 	// and MaxPendingLoginsPerAddr those from one source address (an IPv6
-	// /64); beyond either, new connections get BUSY. Defaults 256 and 16.
+	// /64); beyond either, new connections get BUSY. Defaults 1024 and 64.
 	MaxPendingLogins        int
 	MaxPendingLoginsPerAddr int
 
