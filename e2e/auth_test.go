@@ -188,8 +188,8 @@ func TestClientAdministrationCLI(t *testing.T) {
 	if !strings.Contains(out, "Signing secret: first-signing-secret   (text; shown only now)") {
 		t.Fatalf("register printed %q", out)
 	}
-	out = admin.ok("client", "update", "erin", "--mode", "block-on-error", "--max-attempts", "3")
-	if !strings.Contains(out, "block-on-error") || !strings.Contains(out, "3 attempts") {
+	out = admin.ok("client", "update", "erin", "--mode", "block-on-error", "--max-attempts", "3", "--group-limit", "5")
+	if !strings.Contains(out, "block-on-error") || !strings.Contains(out, "3 attempts") || !strings.Contains(out, "5 tasks") {
 		t.Fatalf("update printed %q", out)
 	}
 	if shown := admin.json("client", "show", "erin")["client"].(map[string]any); shown["defaultMode"] != "DISPATCH_MODE_BLOCK_ON_ERROR" || shown["role"] != "ROLE_CLIENT" {

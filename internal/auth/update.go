@@ -32,8 +32,10 @@ type ClientUpdate struct {
 	DeadLetterMaxEntries uint32
 	DeadLetterRetention  time.Duration
 
-	// DefaultMode, when not nil, replaces the default dispatch mode.
+	// DefaultMode, when not nil, replaces the default dispatch mode;
+	// GroupLimit the tasks one group may hold (0: the server's default).
 	DefaultMode *storepb.DispatchMode
+	GroupLimit  *uint32
 
 	// Role, when not zero, replaces the role and ends the client's
 	// sessions, which carry the old one.
@@ -80,6 +82,9 @@ func (a *Auth) UpdateClient(id string, u ClientUpdate) (ClientInfo, error) {
 	}
 	if u.DefaultMode != nil {
 		e.rec.DefaultMode = *u.DefaultMode
+	}
+	if u.GroupLimit != nil {
+		e.rec.GroupLimit = *u.GroupLimit
 	}
 	roleChanged := u.Role != 0 && u.Role != old.role
 	if roleChanged {

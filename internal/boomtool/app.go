@@ -127,7 +127,7 @@ BOOMERANG_PASSWORD, or else from the session saved by "boomtool login".`,
 	}
 	root.AddCommand(
 		a.loginCommand(), a.logoutCommand(), a.sessionCommand(),
-		a.setCommand(), a.updateCommand(), a.deleteCommand(), a.showCommand(), a.listCommand(), a.nextCommand(),
+		a.setCommand(), a.updateCommand(), a.deleteCommand(), a.deleteAllCommand(), a.showCommand(), a.listCommand(), a.nextCommand(),
 		a.dlqCommand(), a.groupCommand(), a.clientCommand(), a.infoCommand(), a.benchCommand(),
 	)
 	return root

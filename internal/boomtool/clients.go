@@ -37,7 +37,7 @@ type settings struct {
 	callback, pool, mode, backoff, role  string
 	noCallback                           bool
 	cbTimeout, initial, maxInterval, ret durationFlag
-	attempts, dlqMax                     uint32
+	attempts, dlqMax, groupLimit         uint32
 	multiplier, jitter                   float64
 	allow, deny                          []string
 }
@@ -56,6 +56,7 @@ func (s *settings) register(f *pflag.FlagSet) {
 	f.Uint32Var(&s.attempts, "max-attempts", 0, "delivery attempts before dead-lettering (default: the server's)")
 	f.Uint32Var(&s.dlqMax, "dlq-max", 0, "most dead letters kept (0: unbounded)")
 	f.Var(&s.ret, "dlq-retention", "how long dead letters are kept (default: until deleted)")
+	f.Uint32Var(&s.groupLimit, "group-limit", 0, "tasks one of its groups may hold (0: the server's default)")
 	f.StringArrayVar(&s.allow, "callback-allow", nil, "its callbacks may only go here: a network, address or host pattern (*.example.com); repeatable")
 	f.StringArrayVar(&s.deny, "callback-deny", nil, "its callbacks may not go here; repeatable")
 }
@@ -131,7 +132,7 @@ func (s *registration) request(id string) (*boomerangv1.RegisterClientRequest, b
 	}
 	req := &boomerangv1.RegisterClientRequest{
 		ClientId: id, Password: s.password, Admin: s.admin, Role: role, Callback: cb, DefaultMode: mode,
-		SigningSecret: []byte(s.secret), CallbackRules: s.rules(),
+		SigningSecret: []byte(s.secret), CallbackRules: s.rules(), GroupLimit: s.groupLimit,
 	}
 	generated := false
 	if req.Password == "" {
@@ -309,6 +310,9 @@ func (a *app) writeClient(cl *boomerangv1.ClientConfig) error {
 	f.add("Callback", callbackString(cl.GetCallback()))
 	f.add("Default mode", modeWord(cl.GetDefaultMode()))
 	f.add("Retry", retryString(cl.GetRetry()))
+	if n := cl.GetGroupLimit(); n > 0 {
+		f.add("Group limit", fmt.Sprintf("%d tasks", n))
+	}
 	if dl := cl.GetDeadLetters(); dl != nil {
 		f.add("Dead letters", deadLetterString(dl))
 	}

@@ -42,6 +42,9 @@ rules as a whole.`,
 				}
 				req.Callback = cb
 			}
+			if changed("group-limit") {
+				req.GroupLimit = &s.groupLimit
+			}
 			if changed("mode") {
 				m, err := parseMode(s.mode)
 				if err != nil {

@@ -142,7 +142,7 @@ func operations() []op {
 		{"get_group",
 			&boomerangv1.Request{RequestId: 15, SessionId: session, Body: &boomerangv1.Request_GetGroup{GetGroup: &boomerangv1.GetGroupRequest{Client: "billing", Group: group}}},
 			&boomerangv1.Response{RequestId: 15, Body: &boomerangv1.Response_GetGroup{GetGroup: &boomerangv1.GetGroupResponse{Group: &boomerangv1.Group{
-				Client: "billing", Group: group, NextSeq: bigID, Blocked: true, BlockedDeadLetterId: bigID, BlockedSinceMs: dueMs + 9000,
+				Client: "billing", Group: group, Tasks: 12, Blocked: true, BlockedDeadLetterId: bigID, BlockedSinceMs: dueMs + 9000,
 			}}}}},
 		{"unblock_group",
 			&boomerangv1.Request{RequestId: 16, SessionId: session, Body: &boomerangv1.Request_UnblockGroup{UnblockGroup: &boomerangv1.UnblockGroupRequest{Group: group}}},
@@ -150,6 +150,14 @@ func operations() []op {
 		{"skip_group",
 			&boomerangv1.Request{RequestId: 17, SessionId: session, Body: &boomerangv1.Request_SkipGroup{SkipGroup: &boomerangv1.SkipGroupRequest{Client: "billing", Group: group}}},
 			&boomerangv1.Response{RequestId: 17, Body: &boomerangv1.Response_SkipGroup{SkipGroup: &boomerangv1.SkipGroupResponse{}}}},
+		{"cancel_tasks",
+			&boomerangv1.Request{RequestId: 23, SessionId: session, Body: &boomerangv1.Request_CancelTasks{CancelTasks: &boomerangv1.CancelTasksRequest{Client: "billing", Group: group, DryRun: true}}},
+			&boomerangv1.Response{RequestId: 23, Body: &boomerangv1.Response_CancelTasks{CancelTasks: &boomerangv1.CancelTasksResponse{Matched: 12, Cancelled: 0, Skipped: 1}}}},
+		{"purge_dead_letters",
+			&boomerangv1.Request{RequestId: 24, SessionId: session, Body: &boomerangv1.Request_PurgeDeadLetters{PurgeDeadLetters: &boomerangv1.PurgeDeadLettersRequest{
+				Client: "billing", Group: group, FailedBeforeMs: dueMs, ErrorContains: "HTTP 404",
+			}}},
+			&boomerangv1.Response{RequestId: 24, Body: &boomerangv1.Response_PurgeDeadLetters{PurgeDeadLetters: &boomerangv1.PurgeDeadLettersResponse{Matched: 7, Deleted: 6, Skipped: 1}}}},
 		{"get_server_info",
 			&boomerangv1.Request{RequestId: 18, SessionId: session, Body: &boomerangv1.Request_GetServerInfo{GetServerInfo: &boomerangv1.GetServerInfoRequest{}}},
 			&boomerangv1.Response{RequestId: 18, Body: &boomerangv1.Response_GetServerInfo{GetServerInfo: &boomerangv1.GetServerInfoResponse{

@@ -58,7 +58,7 @@ func (t *grpcTransport) call(a *attempt) {
 		return
 	}
 	if ack := resp.Msg; !ack.GetOk() {
-		a.finish(fmt.Errorf("%w: ack not ok: %s", ErrRejected, printable(ack.GetError(), ackErrorBytes)))
+		a.finish(fmt.Errorf("%w: ack not ok: %s", ErrRejected, safeText(ack.GetError())))
 		return
 	}
 	a.finish(nil)
@@ -95,7 +95,7 @@ func grpcError(a *attempt, err error) error {
 	if errors.As(err, &ce) {
 		msg = ce.Message()
 	}
-	msg = printable(msg, grpcMessageBytes)
+	msg = safeText(msg)
 	switch {
 	case errors.Is(err, egress.ErrDenied):
 		return permanent(fmt.Errorf("%w: %w", ErrUnreachable, err))
@@ -105,17 +105,6 @@ func grpcError(a *attempt, err error) error {
 		return permanent(fmt.Errorf("%w: gRPC %s: %s", ErrRejected, code, msg))
 	}
 	return fmt.Errorf("%w: gRPC %s: %s", ErrRejected, code, msg)
-}
-
-// grpcMessageBytes bounds the text of a gRPC error kept in a task's last
-// error.
-const grpcMessageBytes = 128
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // sweep forgets clients of endpoints unused since before cutoff; the HTTP

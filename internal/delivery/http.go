@@ -9,17 +9,18 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/boomerangd/boomerang/internal/delivery/webhook"
+	"github.com/boomerangd/boomerang/internal/sanitize"
 )
 
-// Limits on text from receivers: an Ack's error goes into the task's last
-// error cut to ackErrorBytes; a short HTTP body is drained, unread, so
-// the connection can be reused.
+// Limits on text from receivers: an Ack's or a gRPC error's text goes
+// into the task's last error cut to receiverTextBytes; an HTTP body is
+// never read into an error, and a short one is drained, unread, so the
+// connection can be reused.
 const (
-	ackErrorBytes  = 256
-	httpDrainBytes = 64 << 10
+	receiverTextBytes = 256
+	httpDrainBytes    = 64 << 10
 )
 
 // userAgent identifies Boomerang to receivers.
@@ -137,20 +138,14 @@ func retryAfter(v string, now func() time.Time) time.Duration {
 	return 0
 }
 
-// printable keeps the first line of a receiver's text, printable
-// characters only, cut to n bytes.
-func printable(s string, n int) string {
-	s = strings.TrimSpace(strings.ToValidUTF8(s, ""))
+// safeText is a receiver's text as it may go into an error: its first
+// line, made safe and bounded (package sanitize).
+func safeText(s string) string {
+	s = strings.TrimSpace(s)
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
 		s = s[:i]
 	}
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsPrint(r) {
-			return r
-		}
-		return -1
-	}, s)
-	return truncate(s, n)
+	return sanitize.Text(s, receiverTextBytes)
 }
 
 // transportError classifies a failed request. When the attempt's context

@@ -193,7 +193,7 @@ func (c *tcpConn) readLoop() {
 		if ack.Ok {
 			a.finish(nil)
 		} else {
-			a.finish(fmt.Errorf("%w: ack not ok: %s", ErrRejected, printable(ack.Error, ackErrorBytes)))
+			a.finish(fmt.Errorf("%w: ack not ok: %s", ErrRejected, safeText(ack.Error)))
 		}
 	}
 }

@@ -44,6 +44,7 @@ func (s *Service) RegisterClient(_ context.Context, p auth.Principal, req *boome
 		DeadLetterMaxEntries: req.DeadLetters.GetMaxEntries(),
 		DeadLetterRetention:  time.Duration(req.DeadLetters.GetRetentionMs()) * time.Millisecond,
 		SigningSecret:        req.SigningSecret,
+		GroupLimit:           req.GroupLimit,
 		CallbackAllow:        req.CallbackRules.GetAllow(), CallbackDeny: req.CallbackRules.GetDeny(),
 	}
 	c, secret, err := s.auth.RegisterClient(spec)
@@ -163,6 +164,7 @@ func (s *Service) clientUpdate(req *boomerangv1.UpdateClientRequest) (auth.Clien
 			return u, err
 		}
 	}
+	u.GroupLimit = req.GroupLimit
 	if req.CallbackRules != nil {
 		u.SetRules, u.CallbackAllow, u.CallbackDeny = true, req.CallbackRules.Allow, req.CallbackRules.Deny
 		if rules, err = auth.ParseRules(req.CallbackRules.Allow, req.CallbackRules.Deny); err != nil {

@@ -177,6 +177,14 @@ func (s *Service) handleData(ctx context.Context, p auth.Principal, req *boomera
 		return run(ctx, p, b.SkipGroup, s.SkipGroup, func(r *boomerangv1.SkipGroupResponse) {
 			resp.Body = &boomerangv1.Response_SkipGroup{SkipGroup: r}
 		})
+	case *boomerangv1.Request_CancelTasks:
+		return run(ctx, p, b.CancelTasks, s.CancelTasks, func(r *boomerangv1.CancelTasksResponse) {
+			resp.Body = &boomerangv1.Response_CancelTasks{CancelTasks: r}
+		})
+	case *boomerangv1.Request_PurgeDeadLetters:
+		return run(ctx, p, b.PurgeDeadLetters, s.PurgeDeadLetters, func(r *boomerangv1.PurgeDeadLettersResponse) {
+			resp.Body = &boomerangv1.Response_PurgeDeadLetters{PurgeDeadLetters: r}
+		})
 	}
 	return errNoBody
 }

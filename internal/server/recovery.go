@@ -27,9 +27,9 @@ func (s *Server) logRecovery(toReady time.Duration) {
 			s.log.Warn("counting the blocked groups failed", "err", err)
 			return
 		}
-		err = s.st.ScanDue(uint16(shard), math.MinInt64, math.MaxInt64, func(due int64, _ uint64) error {
+		err = s.st.ScanDue(uint16(shard), math.MinInt64, math.MaxInt64, func(e store.DueEntry) error {
 			tasks++
-			if due < now {
+			if e.Due < now {
 				overdue++
 			}
 			if tasks%4096 == 0 {

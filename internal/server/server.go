@@ -100,7 +100,7 @@ func (s *Server) start(ctx context.Context) error {
 	if err := prepareDataDir(s.cfg.DataDir, s.cfg.AllowOpenDataDir); err != nil {
 		return err
 	}
-	if s.st, err = store.Open(s.cfg.DataDir, store.Options{Logger: s.log.With("component", "store")}); err != nil {
+	if s.st, err = store.Open(s.cfg.DataDir, store.Options{Logger: s.log.With("component", "store"), FS: s.cfg.StoreFS}); err != nil {
 		return err
 	}
 	// After the store: a new key file in a directory without a store
@@ -136,7 +136,11 @@ func (s *Server) start(ctx context.Context) error {
 	s.sched, err = scheduler.New(scheduler.Config{
 		Store: s.st, Deliverer: deliverer, Retry: retry, Clock: s.cfg.Clock, Logger: s.log.With("component", "scheduler"),
 		Partitions: s.cfg.Partitions, MaxPayload: s.cfg.MaxPayloadBytes,
-		DeadLetterPolicy: s.deadLetterLimits,
+		DeadLetterPolicy:     s.deadLetterLimits,
+		GroupLimit:           s.groupLimit,
+		MinInterval:          s.cfg.Limits.MinInterval,
+		IdempotencyRetention: s.cfg.Limits.IdempotencyRetention,
+		MaxIdempotencyKeys:   s.cfg.Limits.IdempotencyKeys,
 	})
 	if err != nil {
 		return err
@@ -175,17 +179,26 @@ func (s *Server) bootstrap() error {
 	return nil
 }
 
-// deadLetterLimits is a client's dead letter policy, as the scheduler's
-// sweep enforces it; an unknown client has none.
+// deadLetterLimits is a client's dead letter policy, as the scheduler
+// enforces it: its own, or the server's default maximum.
 func (s *Server) deadLetterLimits(client string) scheduler.DeadLetterLimits {
-	c, err := s.st.Client(client)
-	if err != nil {
-		return scheduler.DeadLetterLimits{}
+	l := scheduler.DeadLetterLimits{MaxEntries: s.cfg.Limits.DeadLetters}
+	if c, err := s.st.Client(client); err == nil {
+		if c.DlqMaxEntries > 0 {
+			l.MaxEntries = int(c.DlqMaxEntries)
+		}
+		l.Retention = time.Duration(c.DlqRetentionMs) * time.Millisecond
 	}
-	return scheduler.DeadLetterLimits{
-		MaxEntries: int(c.DlqMaxEntries),
-		Retention:  time.Duration(c.DlqRetentionMs) * time.Millisecond,
+	return l
+}
+
+// groupLimit is how many tasks one group of client may hold: its own
+// limit, or the server's (0: the scheduler's default).
+func (s *Server) groupLimit(client string) int {
+	if c, err := s.st.Client(client); err == nil && c.GroupLimit > 0 {
+		return int(c.GroupLimit)
 	}
+	return s.cfg.Limits.GroupTasks
 }
 
 // Stop stops accepting connections and requests, answers the requests

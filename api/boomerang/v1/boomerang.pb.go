@@ -267,7 +267,9 @@ const (
 	TaskStatus_TASK_STATUS_QUEUED      TaskStatus = 2 // due, waiting for its group's earlier tasks
 	TaskStatus_TASK_STATUS_DELIVERING  TaskStatus = 3 // an attempt is under way
 	TaskStatus_TASK_STATUS_RETRYING    TaskStatus = 4 // an attempt failed; the next one is scheduled
-	TaskStatus_TASK_STATUS_BLOCKED     TaskStatus = 5 // due, waiting behind its group's blocking dead letter (Task.blocked_by_dead_letter)
+	TaskStatus_TASK_STATUS_FINISHED    TaskStatus = 5 // delivered, dead-lettered or cancelled: only a
+	// registration repeating an idempotency key sees it
+	TaskStatus_TASK_STATUS_BLOCKED TaskStatus = 6 // due, waiting behind its group's blocking dead letter (Task.blocked_by_dead_letter)
 )
 
 // Enum value maps for TaskStatus.
@@ -278,7 +280,8 @@ var (
 		2: "TASK_STATUS_QUEUED",
 		3: "TASK_STATUS_DELIVERING",
 		4: "TASK_STATUS_RETRYING",
-		5: "TASK_STATUS_BLOCKED",
+		5: "TASK_STATUS_FINISHED",
+		6: "TASK_STATUS_BLOCKED",
 	}
 	TaskStatus_value = map[string]int32{
 		"TASK_STATUS_UNSPECIFIED": 0,
@@ -286,7 +289,8 @@ var (
 		"TASK_STATUS_QUEUED":      2,
 		"TASK_STATUS_DELIVERING":  3,
 		"TASK_STATUS_RETRYING":    4,
-		"TASK_STATUS_BLOCKED":     5,
+		"TASK_STATUS_FINISHED":    5,
+		"TASK_STATUS_BLOCKED":     6,
 	}
 )
 
@@ -588,7 +592,7 @@ func (x *RetryPolicy) GetMaxAttempts() uint32 {
 // DeadLetterPolicy bounds a client's dead letter queue.
 type DeadLetterPolicy struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	MaxEntries    uint32                 `protobuf:"varint,1,opt,name=max_entries,json=maxEntries,proto3" json:"max_entries,omitempty"`    // 0 = unbounded
+	MaxEntries    uint32                 `protobuf:"varint,1,opt,name=max_entries,json=maxEntries,proto3" json:"max_entries,omitempty"`    // 0 = the server's default (--dlq-max-entries)
 	RetentionMs   int64                  `protobuf:"varint,2,opt,name=retention_ms,json=retentionMs,proto3" json:"retention_ms,omitempty"` // 0 = keep until deleted
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -696,26 +700,27 @@ func (x *CallbackRules) GetDeny() []string {
 }
 
 type Task struct {
-	state               protoimpl.MessageState `protogen:"open.v1"`
-	Id                  uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Client              string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
-	Group               string                 `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"`
-	Payload             []byte                 `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
-	FireAtMs            int64                  `protobuf:"varint,5,opt,name=fire_at_ms,json=fireAtMs,proto3" json:"fire_at_ms,omitempty"`                         // due time of the current occurrence, Unix ms
-	RepeatIntervalMs    int64                  `protobuf:"varint,6,opt,name=repeat_interval_ms,json=repeatIntervalMs,proto3" json:"repeat_interval_ms,omitempty"` // 0 = once
-	Seq                 uint64                 `protobuf:"varint,7,opt,name=seq,proto3" json:"seq,omitempty"`                                                     // order within the group
-	Mode                DispatchMode           `protobuf:"varint,8,opt,name=mode,proto3,enum=boomerang.v1.DispatchMode" json:"mode,omitempty"`
-	Status              TaskStatus             `protobuf:"varint,9,opt,name=status,proto3,enum=boomerang.v1.TaskStatus" json:"status,omitempty"`
-	Attempts            uint32                 `protobuf:"varint,10,opt,name=attempts,proto3" json:"attempts,omitempty"`                                  // failed attempts of the current occurrence
-	NextAttemptMs       int64                  `protobuf:"varint,11,opt,name=next_attempt_ms,json=nextAttemptMs,proto3" json:"next_attempt_ms,omitempty"` // when the next retry is due; 0 = none
-	LastError           string                 `protobuf:"bytes,12,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
-	Fires               uint64                 `protobuf:"varint,13,opt,name=fires,proto3" json:"fires,omitempty"` // occurrences delivered so far
-	IdempotencyKey      string                 `protobuf:"bytes,14,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	Callback            *Callback              `protobuf:"bytes,15,opt,name=callback,proto3" json:"callback,omitempty"` // per-task override, if any
-	Retry               *RetryPolicy           `protobuf:"bytes,16,opt,name=retry,proto3" json:"retry,omitempty"`       // per-task override, if any
-	CreatedMs           int64                  `protobuf:"varint,17,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
-	UpdatedMs           int64                  `protobuf:"varint,18,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
-	BlockedByDeadLetter uint64                 `protobuf:"varint,40,opt,name=blocked_by_dead_letter,json=blockedByDeadLetter,proto3" json:"blocked_by_dead_letter,omitempty"` // BLOCKED: the dead letter its group waits on
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Id               uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Client           string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	Group            string                 `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"`
+	Payload          []byte                 `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
+	FireAtMs         int64                  `protobuf:"varint,5,opt,name=fire_at_ms,json=fireAtMs,proto3" json:"fire_at_ms,omitempty"`                         // due time of the current occurrence, Unix ms
+	RepeatIntervalMs int64                  `protobuf:"varint,6,opt,name=repeat_interval_ms,json=repeatIntervalMs,proto3" json:"repeat_interval_ms,omitempty"` // 0 = once
+	Seq              uint64                 `protobuf:"varint,7,opt,name=seq,proto3" json:"seq,omitempty"`                                                     // acceptance sequence: a group runs its tasks
+	// in (fire_at_ms, seq) order
+	Mode                DispatchMode `protobuf:"varint,8,opt,name=mode,proto3,enum=boomerang.v1.DispatchMode" json:"mode,omitempty"`
+	Status              TaskStatus   `protobuf:"varint,9,opt,name=status,proto3,enum=boomerang.v1.TaskStatus" json:"status,omitempty"`
+	Attempts            uint32       `protobuf:"varint,10,opt,name=attempts,proto3" json:"attempts,omitempty"`                                  // failed attempts of the current occurrence
+	NextAttemptMs       int64        `protobuf:"varint,11,opt,name=next_attempt_ms,json=nextAttemptMs,proto3" json:"next_attempt_ms,omitempty"` // when the next retry is due; 0 = none
+	LastError           string       `protobuf:"bytes,12,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	Fires               uint64       `protobuf:"varint,13,opt,name=fires,proto3" json:"fires,omitempty"` // occurrences delivered so far
+	IdempotencyKey      string       `protobuf:"bytes,14,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	Callback            *Callback    `protobuf:"bytes,15,opt,name=callback,proto3" json:"callback,omitempty"` // per-task override, if any
+	Retry               *RetryPolicy `protobuf:"bytes,16,opt,name=retry,proto3" json:"retry,omitempty"`       // per-task override, if any
+	CreatedMs           int64        `protobuf:"varint,17,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	UpdatedMs           int64        `protobuf:"varint,18,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
+	BlockedByDeadLetter uint64       `protobuf:"varint,40,opt,name=blocked_by_dead_letter,json=blockedByDeadLetter,proto3" json:"blocked_by_dead_letter,omitempty"` // BLOCKED: the dead letter its group waits on
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -971,7 +976,7 @@ type Group struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	Client              string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
 	Group               string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
-	NextSeq             uint64                 `protobuf:"varint,3,opt,name=next_seq,json=nextSeq,proto3" json:"next_seq,omitempty"`
+	Tasks               uint64                 `protobuf:"varint,7,opt,name=tasks,proto3" json:"tasks,omitempty"` // tasks of the group waiting or under way
 	Blocked             bool                   `protobuf:"varint,4,opt,name=blocked,proto3" json:"blocked,omitempty"`
 	BlockedDeadLetterId uint64                 `protobuf:"varint,5,opt,name=blocked_dead_letter_id,json=blockedDeadLetterId,proto3" json:"blocked_dead_letter_id,omitempty"`
 	BlockedSinceMs      int64                  `protobuf:"varint,6,opt,name=blocked_since_ms,json=blockedSinceMs,proto3" json:"blocked_since_ms,omitempty"`
@@ -1023,9 +1028,9 @@ func (x *Group) GetGroup() string {
 	return ""
 }
 
-func (x *Group) GetNextSeq() uint64 {
+func (x *Group) GetTasks() uint64 {
 	if x != nil {
-		return x.NextSeq
+		return x.Tasks
 	}
 	return 0
 }
@@ -1061,6 +1066,7 @@ type ClientConfig struct {
 	DeadLetters             *DeadLetterPolicy      `protobuf:"bytes,5,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
 	DefaultMode             DispatchMode           `protobuf:"varint,6,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.v1.DispatchMode" json:"default_mode,omitempty"`
 	CreatedMs               int64                  `protobuf:"varint,7,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	GroupLimit              uint32                 `protobuf:"varint,8,opt,name=group_limit,json=groupLimit,proto3" json:"group_limit,omitempty"` // tasks one group may hold; 0 = the server's default
 	Role                    Role                   `protobuf:"varint,40,opt,name=role,proto3,enum=boomerang.v1.Role" json:"role,omitempty"`
 	CallbackRules           *CallbackRules         `protobuf:"bytes,41,opt,name=callback_rules,json=callbackRules,proto3" json:"callback_rules,omitempty"`
 	PreviousSecretExpiresMs int64                  `protobuf:"varint,42,opt,name=previous_secret_expires_ms,json=previousSecretExpiresMs,proto3" json:"previous_secret_expires_ms,omitempty"` // after a rotation: until when the old signing secret also signs; 0 = none
@@ -1143,6 +1149,13 @@ func (x *ClientConfig) GetDefaultMode() DispatchMode {
 func (x *ClientConfig) GetCreatedMs() int64 {
 	if x != nil {
 		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *ClientConfig) GetGroupLimit() uint32 {
+	if x != nil {
+		return x.GroupLimit
 	}
 	return 0
 }
@@ -1386,6 +1399,7 @@ type RegisterClientRequest struct {
 	DeadLetters   *DeadLetterPolicy      `protobuf:"bytes,6,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
 	DefaultMode   DispatchMode           `protobuf:"varint,7,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.v1.DispatchMode" json:"default_mode,omitempty"`
 	SigningSecret []byte                 `protobuf:"bytes,8,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"` // HMAC key for webhook signatures; empty = generated
+	GroupLimit    uint32                 `protobuf:"varint,9,opt,name=group_limit,json=groupLimit,proto3" json:"group_limit,omitempty"`         // tasks one group may hold; 0 = the server's default
 	Role          Role                   `protobuf:"varint,40,opt,name=role,proto3,enum=boomerang.v1.Role" json:"role,omitempty"`               // UNSPECIFIED: ADMIN when admin is set, else CLIENT
 	CallbackRules *CallbackRules         `protobuf:"bytes,41,opt,name=callback_rules,json=callbackRules,proto3" json:"callback_rules,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1476,6 +1490,13 @@ func (x *RegisterClientRequest) GetSigningSecret() []byte {
 		return x.SigningSecret
 	}
 	return nil
+}
+
+func (x *RegisterClientRequest) GetGroupLimit() uint32 {
+	if x != nil {
+		return x.GroupLimit
+	}
+	return 0
 }
 
 func (x *RegisterClientRequest) GetRole() Role {
@@ -1805,6 +1826,7 @@ type UpdateClientRequest struct {
 	DefaultMode   *DispatchMode          `protobuf:"varint,7,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.v1.DispatchMode,oneof" json:"default_mode,omitempty"`
 	Role          *Role                  `protobuf:"varint,8,opt,name=role,proto3,enum=boomerang.v1.Role,oneof" json:"role,omitempty"`          // a new role ends the client's sessions
 	CallbackRules *CallbackRules         `protobuf:"bytes,9,opt,name=callback_rules,json=callbackRules,proto3" json:"callback_rules,omitempty"` // replaces the rules; empty lists remove them
+	GroupLimit    *uint32                `protobuf:"varint,10,opt,name=group_limit,json=groupLimit,proto3,oneof" json:"group_limit,omitempty"`  // 0: the server's default
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1900,6 +1922,13 @@ func (x *UpdateClientRequest) GetCallbackRules() *CallbackRules {
 		return x.CallbackRules
 	}
 	return nil
+}
+
+func (x *UpdateClientRequest) GetGroupLimit() uint32 {
+	if x != nil && x.GroupLimit != nil {
+		return *x.GroupLimit
+	}
+	return 0
 }
 
 type UpdateClientResponse struct {
@@ -2655,7 +2684,7 @@ func (*RegisterTaskRequest_FireAtMs) isRegisterTaskRequest_When() {}
 type RegisterTaskResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
-	Created       bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"` // false: the idempotency key matched an existing task
+	Created       bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"` // false: the idempotency key matched an earlier
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3822,6 +3851,266 @@ func (*SkipGroupResponse) Descriptor() ([]byte, []int) {
 	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{57}
 }
 
+// CancelTasksRequest cancels every task of a client, or of one of its
+// groups, except those being delivered.
+type CancelTasksRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`                // admin only; "" = the caller
+	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`                  // "" = every group, and ungrouped tasks
+	DryRun        bool                   `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"` // only count
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelTasksRequest) Reset() {
+	*x = CancelTasksRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelTasksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelTasksRequest) ProtoMessage() {}
+
+func (x *CancelTasksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelTasksRequest.ProtoReflect.Descriptor instead.
+func (*CancelTasksRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *CancelTasksRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *CancelTasksRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *CancelTasksRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type CancelTasksResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Matched       uint64                 `protobuf:"varint,1,opt,name=matched,proto3" json:"matched,omitempty"`
+	Cancelled     uint64                 `protobuf:"varint,2,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
+	Skipped       uint64                 `protobuf:"varint,3,opt,name=skipped,proto3" json:"skipped,omitempty"` // being delivered: cancel those one by one once done
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelTasksResponse) Reset() {
+	*x = CancelTasksResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelTasksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelTasksResponse) ProtoMessage() {}
+
+func (x *CancelTasksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelTasksResponse.ProtoReflect.Descriptor instead.
+func (*CancelTasksResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *CancelTasksResponse) GetMatched() uint64 {
+	if x != nil {
+		return x.Matched
+	}
+	return 0
+}
+
+func (x *CancelTasksResponse) GetCancelled() uint64 {
+	if x != nil {
+		return x.Cancelled
+	}
+	return 0
+}
+
+func (x *CancelTasksResponse) GetSkipped() uint64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+// PurgeDeadLettersRequest deletes every dead letter matching the filter,
+// except groups' blocked heads (skip or delete those one by one).
+type PurgeDeadLettersRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Client         string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`                                          // admin only; "" = the caller (admin: all clients)
+	Group          string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`                                            // "" = any
+	FailedBeforeMs int64                  `protobuf:"varint,3,opt,name=failed_before_ms,json=failedBeforeMs,proto3" json:"failed_before_ms,omitempty"` // 0 = any time
+	ErrorContains  string                 `protobuf:"bytes,4,opt,name=error_contains,json=errorContains,proto3" json:"error_contains,omitempty"`       // "" = any error
+	DryRun         bool                   `protobuf:"varint,5,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`                           // only count
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PurgeDeadLettersRequest) Reset() {
+	*x = PurgeDeadLettersRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PurgeDeadLettersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PurgeDeadLettersRequest) ProtoMessage() {}
+
+func (x *PurgeDeadLettersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PurgeDeadLettersRequest.ProtoReflect.Descriptor instead.
+func (*PurgeDeadLettersRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *PurgeDeadLettersRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *PurgeDeadLettersRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *PurgeDeadLettersRequest) GetFailedBeforeMs() int64 {
+	if x != nil {
+		return x.FailedBeforeMs
+	}
+	return 0
+}
+
+func (x *PurgeDeadLettersRequest) GetErrorContains() string {
+	if x != nil {
+		return x.ErrorContains
+	}
+	return ""
+}
+
+func (x *PurgeDeadLettersRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type PurgeDeadLettersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Matched       uint64                 `protobuf:"varint,1,opt,name=matched,proto3" json:"matched,omitempty"`
+	Deleted       uint64                 `protobuf:"varint,2,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	Skipped       uint64                 `protobuf:"varint,3,opt,name=skipped,proto3" json:"skipped,omitempty"` // blocked heads
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PurgeDeadLettersResponse) Reset() {
+	*x = PurgeDeadLettersResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PurgeDeadLettersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PurgeDeadLettersResponse) ProtoMessage() {}
+
+func (x *PurgeDeadLettersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PurgeDeadLettersResponse.ProtoReflect.Descriptor instead.
+func (*PurgeDeadLettersResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *PurgeDeadLettersResponse) GetMatched() uint64 {
+	if x != nil {
+		return x.Matched
+	}
+	return 0
+}
+
+func (x *PurgeDeadLettersResponse) GetDeleted() uint64 {
+	if x != nil {
+		return x.Deleted
+	}
+	return 0
+}
+
+func (x *PurgeDeadLettersResponse) GetSkipped() uint64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
 type GetServerInfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -3830,7 +4119,7 @@ type GetServerInfoRequest struct {
 
 func (x *GetServerInfoRequest) Reset() {
 	*x = GetServerInfoRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3842,7 +4131,7 @@ func (x *GetServerInfoRequest) String() string {
 func (*GetServerInfoRequest) ProtoMessage() {}
 
 func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3855,7 +4144,7 @@ func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetServerInfoRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{58}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{62}
 }
 
 type GetServerInfoResponse struct {
@@ -3873,7 +4162,7 @@ type GetServerInfoResponse struct {
 
 func (x *GetServerInfoResponse) Reset() {
 	*x = GetServerInfoResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3885,7 +4174,7 @@ func (x *GetServerInfoResponse) String() string {
 func (*GetServerInfoResponse) ProtoMessage() {}
 
 func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3898,7 +4187,7 @@ func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetServerInfoResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{59}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GetServerInfoResponse) GetVersion() string {
@@ -3975,6 +4264,8 @@ type Request struct {
 	//	*Request_UnblockGroup
 	//	*Request_SkipGroup
 	//	*Request_GetServerInfo
+	//	*Request_CancelTasks
+	//	*Request_PurgeDeadLetters
 	//	*Request_Logout
 	//	*Request_ListSessions
 	//	*Request_RevokeSessions
@@ -3989,7 +4280,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4001,7 +4292,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4014,7 +4305,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{60}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *Request) GetRequestId() uint64 {
@@ -4200,6 +4491,24 @@ func (x *Request) GetGetServerInfo() *GetServerInfoRequest {
 	return nil
 }
 
+func (x *Request) GetCancelTasks() *CancelTasksRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_CancelTasks); ok {
+			return x.CancelTasks
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetPurgeDeadLetters() *PurgeDeadLettersRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_PurgeDeadLetters); ok {
+			return x.PurgeDeadLetters
+		}
+	}
+	return nil
+}
+
 func (x *Request) GetLogout() *LogoutRequest {
 	if x != nil {
 		if x, ok := x.Body.(*Request_Logout); ok {
@@ -4339,6 +4648,14 @@ type Request_GetServerInfo struct {
 	GetServerInfo *GetServerInfoRequest `protobuf:"bytes,27,opt,name=get_server_info,json=getServerInfo,proto3,oneof"`
 }
 
+type Request_CancelTasks struct {
+	CancelTasks *CancelTasksRequest `protobuf:"bytes,30,opt,name=cancel_tasks,json=cancelTasks,proto3,oneof"`
+}
+
+type Request_PurgeDeadLetters struct {
+	PurgeDeadLetters *PurgeDeadLettersRequest `protobuf:"bytes,31,opt,name=purge_dead_letters,json=purgeDeadLetters,proto3,oneof"`
+}
+
 type Request_Logout struct {
 	Logout *LogoutRequest `protobuf:"bytes,40,opt,name=logout,proto3,oneof"`
 }
@@ -4403,6 +4720,10 @@ func (*Request_SkipGroup) isRequest_Body() {}
 
 func (*Request_GetServerInfo) isRequest_Body() {}
 
+func (*Request_CancelTasks) isRequest_Body() {}
+
+func (*Request_PurgeDeadLetters) isRequest_Body() {}
+
 func (*Request_Logout) isRequest_Body() {}
 
 func (*Request_ListSessions) isRequest_Body() {}
@@ -4445,6 +4766,8 @@ type Response struct {
 	//	*Response_UnblockGroup
 	//	*Response_SkipGroup
 	//	*Response_GetServerInfo
+	//	*Response_CancelTasks
+	//	*Response_PurgeDeadLetters
 	//	*Response_Logout
 	//	*Response_ListSessions
 	//	*Response_RevokeSessions
@@ -4459,7 +4782,7 @@ type Response struct {
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4471,7 +4794,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4484,7 +4807,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{61}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *Response) GetRequestId() uint64 {
@@ -4670,6 +4993,24 @@ func (x *Response) GetGetServerInfo() *GetServerInfoResponse {
 	return nil
 }
 
+func (x *Response) GetCancelTasks() *CancelTasksResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_CancelTasks); ok {
+			return x.CancelTasks
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetPurgeDeadLetters() *PurgeDeadLettersResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_PurgeDeadLetters); ok {
+			return x.PurgeDeadLetters
+		}
+	}
+	return nil
+}
+
 func (x *Response) GetLogout() *LogoutResponse {
 	if x != nil {
 		if x, ok := x.Body.(*Response_Logout); ok {
@@ -4809,6 +5150,14 @@ type Response_GetServerInfo struct {
 	GetServerInfo *GetServerInfoResponse `protobuf:"bytes,27,opt,name=get_server_info,json=getServerInfo,proto3,oneof"`
 }
 
+type Response_CancelTasks struct {
+	CancelTasks *CancelTasksResponse `protobuf:"bytes,30,opt,name=cancel_tasks,json=cancelTasks,proto3,oneof"`
+}
+
+type Response_PurgeDeadLetters struct {
+	PurgeDeadLetters *PurgeDeadLettersResponse `protobuf:"bytes,31,opt,name=purge_dead_letters,json=purgeDeadLetters,proto3,oneof"`
+}
+
 type Response_Logout struct {
 	Logout *LogoutResponse `protobuf:"bytes,40,opt,name=logout,proto3,oneof"`
 }
@@ -4873,6 +5222,10 @@ func (*Response_SkipGroup) isResponse_Body() {}
 
 func (*Response_GetServerInfo) isResponse_Body() {}
 
+func (*Response_CancelTasks) isResponse_Body() {}
+
+func (*Response_PurgeDeadLetters) isResponse_Body() {}
+
 func (*Response_Logout) isResponse_Body() {}
 
 func (*Response_ListSessions) isResponse_Body() {}
@@ -4905,7 +5258,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4917,7 +5270,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4930,7 +5283,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{62}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Delivery) GetDeliveryId() uint64 {
@@ -5001,7 +5354,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5013,7 +5366,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5026,7 +5379,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{63}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Ack) GetDeliveryId() uint64 {
@@ -5114,14 +5467,14 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"last_error\x18\x03 \x01(\tR\tlastError\x12\x1a\n" +
 	"\battempts\x18\x04 \x01(\rR\battempts\x12\x1b\n" +
 	"\tfailed_ms\x18\x05 \x01(\x03R\bfailedMs\x12!\n" +
-	"\fblocks_group\x18\x06 \x01(\bR\vblocksGroup\"\xc9\x01\n" +
+	"\fblocks_group\x18\x06 \x01(\bR\vblocksGroup\"\xca\x01\n" +
 	"\x05Group\x12\x16\n" +
 	"\x06client\x18\x01 \x01(\tR\x06client\x12\x14\n" +
-	"\x05group\x18\x02 \x01(\tR\x05group\x12\x19\n" +
-	"\bnext_seq\x18\x03 \x01(\x04R\anextSeq\x12\x18\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x14\n" +
+	"\x05tasks\x18\a \x01(\x04R\x05tasks\x12\x18\n" +
 	"\ablocked\x18\x04 \x01(\bR\ablocked\x123\n" +
 	"\x16blocked_dead_letter_id\x18\x05 \x01(\x04R\x13blockedDeadLetterId\x12(\n" +
-	"\x10blocked_since_ms\x18\x06 \x01(\x03R\x0eblockedSinceMs\"\xe3\x03\n" +
+	"\x10blocked_since_ms\x18\x06 \x01(\x03R\x0eblockedSinceMsJ\x04\b\x03\x10\x04\"\x84\x04\n" +
 	"\fClientConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05admin\x18\x02 \x01(\bR\x05admin\x122\n" +
@@ -5130,7 +5483,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\fdead_letters\x18\x05 \x01(\v2\x1e.boomerang.v1.DeadLetterPolicyR\vdeadLetters\x12=\n" +
 	"\fdefault_mode\x18\x06 \x01(\x0e2\x1a.boomerang.v1.DispatchModeR\vdefaultMode\x12\x1d\n" +
 	"\n" +
-	"created_ms\x18\a \x01(\x03R\tcreatedMs\x12&\n" +
+	"created_ms\x18\a \x01(\x03R\tcreatedMs\x12\x1f\n" +
+	"\vgroup_limit\x18\b \x01(\rR\n" +
+	"groupLimit\x12&\n" +
 	"\x04role\x18( \x01(\x0e2\x12.boomerang.v1.RoleR\x04role\x12B\n" +
 	"\x0ecallback_rules\x18) \x01(\v2\x1b.boomerang.v1.CallbackRulesR\rcallbackRules\x12;\n" +
 	"\x1aprevious_secret_expires_ms\x18* \x01(\x03R\x17previousSecretExpiresMs\"G\n" +
@@ -5147,7 +5502,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x16RefreshSessionResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\"\n" +
-	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\xe0\x03\n" +
+	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\x81\x04\n" +
 	"\x15RegisterClientRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1a\n" +
 	"\bpassword\x18\x02 \x01(\tR\bpassword\x12\x14\n" +
@@ -5156,7 +5511,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x05retry\x18\x05 \x01(\v2\x19.boomerang.v1.RetryPolicyR\x05retry\x12A\n" +
 	"\fdead_letters\x18\x06 \x01(\v2\x1e.boomerang.v1.DeadLetterPolicyR\vdeadLetters\x12=\n" +
 	"\fdefault_mode\x18\a \x01(\x0e2\x1a.boomerang.v1.DispatchModeR\vdefaultMode\x12%\n" +
-	"\x0esigning_secret\x18\b \x01(\fR\rsigningSecret\x12&\n" +
+	"\x0esigning_secret\x18\b \x01(\fR\rsigningSecret\x12\x1f\n" +
+	"\vgroup_limit\x18\t \x01(\rR\n" +
+	"groupLimit\x12&\n" +
 	"\x04role\x18( \x01(\x0e2\x12.boomerang.v1.RoleR\x04role\x12B\n" +
 	"\x0ecallback_rules\x18) \x01(\v2\x1b.boomerang.v1.CallbackRulesR\rcallbackRules\"s\n" +
 	"\x16RegisterClientResponse\x122\n" +
@@ -5171,7 +5528,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x10GetClientRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\"G\n" +
 	"\x11GetClientResponse\x122\n" +
-	"\x06client\x18\x01 \x01(\v2\x1a.boomerang.v1.ClientConfigR\x06client\"\xf1\x03\n" +
+	"\x06client\x18\x01 \x01(\v2\x1a.boomerang.v1.ClientConfigR\x06client\"\xa7\x04\n" +
 	"\x13UpdateClientRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x122\n" +
 	"\bcallback\x18\x02 \x01(\v2\x16.boomerang.v1.CallbackR\bcallback\x12%\n" +
@@ -5182,9 +5539,13 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\fdead_letters\x18\x06 \x01(\v2\x1e.boomerang.v1.DeadLetterPolicyR\vdeadLetters\x12B\n" +
 	"\fdefault_mode\x18\a \x01(\x0e2\x1a.boomerang.v1.DispatchModeH\x00R\vdefaultMode\x88\x01\x01\x12+\n" +
 	"\x04role\x18\b \x01(\x0e2\x12.boomerang.v1.RoleH\x01R\x04role\x88\x01\x01\x12B\n" +
-	"\x0ecallback_rules\x18\t \x01(\v2\x1b.boomerang.v1.CallbackRulesR\rcallbackRulesB\x0f\n" +
+	"\x0ecallback_rules\x18\t \x01(\v2\x1b.boomerang.v1.CallbackRulesR\rcallbackRules\x12$\n" +
+	"\vgroup_limit\x18\n" +
+	" \x01(\rH\x02R\n" +
+	"groupLimit\x88\x01\x01B\x0f\n" +
 	"\r_default_modeB\a\n" +
-	"\x05_role\"J\n" +
+	"\x05_roleB\x0e\n" +
+	"\f_group_limit\"J\n" +
 	"\x14UpdateClientResponse\x122\n" +
 	"\x06client\x18\x01 \x01(\v2\x1a.boomerang.v1.ClientConfigR\x06client\"\x82\x01\n" +
 	"\x15ChangePasswordRequest\x12\x1b\n" +
@@ -5305,7 +5666,25 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x10SkipGroupRequest\x12\x16\n" +
 	"\x06client\x18\x01 \x01(\tR\x06client\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\"\x13\n" +
-	"\x11SkipGroupResponse\"\x16\n" +
+	"\x11SkipGroupResponse\"[\n" +
+	"\x12CancelTasksRequest\x12\x16\n" +
+	"\x06client\x18\x01 \x01(\tR\x06client\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x17\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"g\n" +
+	"\x13CancelTasksResponse\x12\x18\n" +
+	"\amatched\x18\x01 \x01(\x04R\amatched\x12\x1c\n" +
+	"\tcancelled\x18\x02 \x01(\x04R\tcancelled\x12\x18\n" +
+	"\askipped\x18\x03 \x01(\x04R\askipped\"\xb1\x01\n" +
+	"\x17PurgeDeadLettersRequest\x12\x16\n" +
+	"\x06client\x18\x01 \x01(\tR\x06client\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12(\n" +
+	"\x10failed_before_ms\x18\x03 \x01(\x03R\x0efailedBeforeMs\x12%\n" +
+	"\x0eerror_contains\x18\x04 \x01(\tR\rerrorContains\x12\x17\n" +
+	"\adry_run\x18\x05 \x01(\bR\x06dryRun\"h\n" +
+	"\x18PurgeDeadLettersResponse\x12\x18\n" +
+	"\amatched\x18\x01 \x01(\x04R\amatched\x12\x18\n" +
+	"\adeleted\x18\x02 \x01(\x04R\adeleted\x12\x18\n" +
+	"\askipped\x18\x03 \x01(\x04R\askipped\"\x16\n" +
 	"\x14GetServerInfoRequest\"\x88\x02\n" +
 	"\x15GetServerInfoResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1d\n" +
@@ -5318,7 +5697,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"tcpAddress\x12!\n" +
 	"\fhttp_address\x18\x05 \x01(\tR\vhttpAddress\x12*\n" +
 	"\x11max_payload_bytes\x18\x06 \x01(\x04R\x0fmaxPayloadBytes\x12&\n" +
-	"\x0fmax_frame_bytes\x18\a \x01(\x04R\rmaxFrameBytes\"\x81\x0f\n" +
+	"\x0fmax_frame_bytes\x18\a \x01(\x04R\rmaxFrameBytes\"\x9f\x10\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x1d\n" +
@@ -5346,7 +5725,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\runblock_group\x18\x19 \x01(\v2!.boomerang.v1.UnblockGroupRequestH\x00R\funblockGroup\x12?\n" +
 	"\n" +
 	"skip_group\x18\x1a \x01(\v2\x1e.boomerang.v1.SkipGroupRequestH\x00R\tskipGroup\x12L\n" +
-	"\x0fget_server_info\x18\x1b \x01(\v2\".boomerang.v1.GetServerInfoRequestH\x00R\rgetServerInfo\x125\n" +
+	"\x0fget_server_info\x18\x1b \x01(\v2\".boomerang.v1.GetServerInfoRequestH\x00R\rgetServerInfo\x12E\n" +
+	"\fcancel_tasks\x18\x1e \x01(\v2 .boomerang.v1.CancelTasksRequestH\x00R\vcancelTasks\x12U\n" +
+	"\x12purge_dead_letters\x18\x1f \x01(\v2%.boomerang.v1.PurgeDeadLettersRequestH\x00R\x10purgeDeadLetters\x125\n" +
 	"\x06logout\x18( \x01(\v2\x1b.boomerang.v1.LogoutRequestH\x00R\x06logout\x12H\n" +
 	"\rlist_sessions\x18) \x01(\v2!.boomerang.v1.ListSessionsRequestH\x00R\flistSessions\x12N\n" +
 	"\x0frevoke_sessions\x18* \x01(\v2#.boomerang.v1.RevokeSessionsRequestH\x00R\x0erevokeSessions\x12?\n" +
@@ -5355,7 +5736,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\rupdate_client\x18, \x01(\v2!.boomerang.v1.UpdateClientRequestH\x00R\fupdateClient\x12N\n" +
 	"\x0fchange_password\x18- \x01(\v2#.boomerang.v1.ChangePasswordRequestH\x00R\x0echangePassword\x12^\n" +
 	"\x15rotate_signing_secret\x18. \x01(\v2(.boomerang.v1.RotateSigningSecretRequestH\x00R\x13rotateSigningSecretB\x06\n" +
-	"\x04body\"\xa7\x0f\n" +
+	"\x04body\"\xc7\x10\n" +
 	"\bResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12)\n" +
@@ -5382,7 +5763,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\runblock_group\x18\x19 \x01(\v2\".boomerang.v1.UnblockGroupResponseH\x00R\funblockGroup\x12@\n" +
 	"\n" +
 	"skip_group\x18\x1a \x01(\v2\x1f.boomerang.v1.SkipGroupResponseH\x00R\tskipGroup\x12M\n" +
-	"\x0fget_server_info\x18\x1b \x01(\v2#.boomerang.v1.GetServerInfoResponseH\x00R\rgetServerInfo\x126\n" +
+	"\x0fget_server_info\x18\x1b \x01(\v2#.boomerang.v1.GetServerInfoResponseH\x00R\rgetServerInfo\x12F\n" +
+	"\fcancel_tasks\x18\x1e \x01(\v2!.boomerang.v1.CancelTasksResponseH\x00R\vcancelTasks\x12V\n" +
+	"\x12purge_dead_letters\x18\x1f \x01(\v2&.boomerang.v1.PurgeDeadLettersResponseH\x00R\x10purgeDeadLetters\x126\n" +
 	"\x06logout\x18( \x01(\v2\x1c.boomerang.v1.LogoutResponseH\x00R\x06logout\x12I\n" +
 	"\rlist_sessions\x18) \x01(\v2\".boomerang.v1.ListSessionsResponseH\x00R\flistSessions\x12O\n" +
 	"\x0frevoke_sessions\x18* \x01(\v2$.boomerang.v1.RevokeSessionsResponseH\x00R\x0erevokeSessions\x12@\n" +
@@ -5433,21 +5816,22 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\aBackoff\x12\x17\n" +
 	"\x13BACKOFF_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rBACKOFF_FIXED\x10\x01\x12\x17\n" +
-	"\x13BACKOFF_EXPONENTIAL\x10\x02*\xab\x01\n" +
+	"\x13BACKOFF_EXPONENTIAL\x10\x02*\xc5\x01\n" +
 	"\n" +
 	"TaskStatus\x12\x1b\n" +
 	"\x17TASK_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15TASK_STATUS_SCHEDULED\x10\x01\x12\x16\n" +
 	"\x12TASK_STATUS_QUEUED\x10\x02\x12\x1a\n" +
 	"\x16TASK_STATUS_DELIVERING\x10\x03\x12\x18\n" +
-	"\x14TASK_STATUS_RETRYING\x10\x04\x12\x17\n" +
-	"\x13TASK_STATUS_BLOCKED\x10\x05*Q\n" +
+	"\x14TASK_STATUS_RETRYING\x10\x04\x12\x18\n" +
+	"\x14TASK_STATUS_FINISHED\x10\x05\x12\x17\n" +
+	"\x13TASK_STATUS_BLOCKED\x10\x06*Q\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_CLIENT\x10\x01\x12\x0e\n" +
 	"\n" +
 	"ROLE_ADMIN\x10\x02\x12\x12\n" +
-	"\x0eROLE_READ_ONLY\x10\x032\x85\x11\n" +
+	"\x0eROLE_READ_ONLY\x10\x032\xbc\x12\n" +
 	"\x10BoomerangService\x12@\n" +
 	"\x05Login\x12\x1a.boomerang.v1.LoginRequest\x1a\x1b.boomerang.v1.LoginResponse\x12[\n" +
 	"\x0eRefreshSession\x12#.boomerang.v1.RefreshSessionRequest\x1a$.boomerang.v1.RefreshSessionResponse\x12[\n" +
@@ -5468,7 +5852,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\bGetGroup\x12\x1d.boomerang.v1.GetGroupRequest\x1a\x1e.boomerang.v1.GetGroupResponse\x12U\n" +
 	"\fUnblockGroup\x12!.boomerang.v1.UnblockGroupRequest\x1a\".boomerang.v1.UnblockGroupResponse\x12L\n" +
 	"\tSkipGroup\x12\x1e.boomerang.v1.SkipGroupRequest\x1a\x1f.boomerang.v1.SkipGroupResponse\x12X\n" +
-	"\rGetServerInfo\x12\".boomerang.v1.GetServerInfoRequest\x1a#.boomerang.v1.GetServerInfoResponse\x12C\n" +
+	"\rGetServerInfo\x12\".boomerang.v1.GetServerInfoRequest\x1a#.boomerang.v1.GetServerInfoResponse\x12R\n" +
+	"\vCancelTasks\x12 .boomerang.v1.CancelTasksRequest\x1a!.boomerang.v1.CancelTasksResponse\x12a\n" +
+	"\x10PurgeDeadLetters\x12%.boomerang.v1.PurgeDeadLettersRequest\x1a&.boomerang.v1.PurgeDeadLettersResponse\x12C\n" +
 	"\x06Logout\x12\x1b.boomerang.v1.LogoutRequest\x1a\x1c.boomerang.v1.LogoutResponse\x12U\n" +
 	"\fListSessions\x12!.boomerang.v1.ListSessionsRequest\x1a\".boomerang.v1.ListSessionsResponse\x12[\n" +
 	"\x0eRevokeSessions\x12#.boomerang.v1.RevokeSessionsRequest\x1a$.boomerang.v1.RevokeSessionsResponse\x12L\n" +
@@ -5492,7 +5878,7 @@ func file_api_boomerang_v1_boomerang_proto_rawDescGZIP() []byte {
 }
 
 var file_api_boomerang_v1_boomerang_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
+var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(Status)(0),                         // 0: boomerang.v1.Status
 	(DispatchMode)(0),                   // 1: boomerang.v1.DispatchMode
@@ -5558,12 +5944,16 @@ var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(*UnblockGroupResponse)(nil),        // 61: boomerang.v1.UnblockGroupResponse
 	(*SkipGroupRequest)(nil),            // 62: boomerang.v1.SkipGroupRequest
 	(*SkipGroupResponse)(nil),           // 63: boomerang.v1.SkipGroupResponse
-	(*GetServerInfoRequest)(nil),        // 64: boomerang.v1.GetServerInfoRequest
-	(*GetServerInfoResponse)(nil),       // 65: boomerang.v1.GetServerInfoResponse
-	(*Request)(nil),                     // 66: boomerang.v1.Request
-	(*Response)(nil),                    // 67: boomerang.v1.Response
-	(*Delivery)(nil),                    // 68: boomerang.v1.Delivery
-	(*Ack)(nil),                         // 69: boomerang.v1.Ack
+	(*CancelTasksRequest)(nil),          // 64: boomerang.v1.CancelTasksRequest
+	(*CancelTasksResponse)(nil),         // 65: boomerang.v1.CancelTasksResponse
+	(*PurgeDeadLettersRequest)(nil),     // 66: boomerang.v1.PurgeDeadLettersRequest
+	(*PurgeDeadLettersResponse)(nil),    // 67: boomerang.v1.PurgeDeadLettersResponse
+	(*GetServerInfoRequest)(nil),        // 68: boomerang.v1.GetServerInfoRequest
+	(*GetServerInfoResponse)(nil),       // 69: boomerang.v1.GetServerInfoResponse
+	(*Request)(nil),                     // 70: boomerang.v1.Request
+	(*Response)(nil),                    // 71: boomerang.v1.Response
+	(*Delivery)(nil),                    // 72: boomerang.v1.Delivery
+	(*Ack)(nil),                         // 73: boomerang.v1.Ack
 }
 var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	0,   // 0: boomerang.v1.Error.status:type_name -> boomerang.v1.Status
@@ -5630,97 +6020,105 @@ var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	58,  // 61: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
 	60,  // 62: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
 	62,  // 63: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
-	64,  // 64: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
-	34,  // 65: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
-	36,  // 66: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
-	38,  // 67: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
-	25,  // 68: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
-	27,  // 69: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
-	29,  // 70: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
-	31,  // 71: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
-	6,   // 72: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
-	16,  // 73: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
-	18,  // 74: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
-	20,  // 75: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
-	22,  // 76: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
-	24,  // 77: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
-	41,  // 78: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
-	43,  // 79: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
-	45,  // 80: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
-	47,  // 81: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
-	49,  // 82: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
-	51,  // 83: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
-	53,  // 84: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
-	55,  // 85: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
-	57,  // 86: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
-	59,  // 87: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
-	61,  // 88: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
-	63,  // 89: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
-	65,  // 90: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
-	35,  // 91: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
-	37,  // 92: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
-	39,  // 93: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
-	26,  // 94: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
-	28,  // 95: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
-	30,  // 96: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
-	32,  // 97: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
-	15,  // 98: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
-	17,  // 99: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
-	19,  // 100: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
-	21,  // 101: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
-	23,  // 102: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
-	40,  // 103: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
-	42,  // 104: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
-	44,  // 105: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
-	46,  // 106: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
-	48,  // 107: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
-	50,  // 108: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
-	52,  // 109: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
-	54,  // 110: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
-	56,  // 111: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
-	58,  // 112: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
-	60,  // 113: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
-	62,  // 114: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
-	64,  // 115: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
-	34,  // 116: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
-	36,  // 117: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
-	38,  // 118: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
-	25,  // 119: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
-	27,  // 120: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
-	29,  // 121: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
-	31,  // 122: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
-	68,  // 123: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
-	16,  // 124: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
-	18,  // 125: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
-	20,  // 126: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
-	22,  // 127: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
-	24,  // 128: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
-	41,  // 129: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
-	43,  // 130: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
-	45,  // 131: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
-	47,  // 132: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
-	49,  // 133: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
-	51,  // 134: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
-	53,  // 135: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
-	55,  // 136: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
-	57,  // 137: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
-	59,  // 138: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
-	61,  // 139: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
-	63,  // 140: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
-	65,  // 141: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
-	35,  // 142: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
-	37,  // 143: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
-	39,  // 144: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
-	26,  // 145: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
-	28,  // 146: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
-	30,  // 147: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
-	32,  // 148: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
-	69,  // 149: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
-	124, // [124:150] is the sub-list for method output_type
-	98,  // [98:124] is the sub-list for method input_type
-	98,  // [98:98] is the sub-list for extension type_name
-	98,  // [98:98] is the sub-list for extension extendee
-	0,   // [0:98] is the sub-list for field type_name
+	68,  // 64: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
+	64,  // 65: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
+	66,  // 66: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
+	34,  // 67: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
+	36,  // 68: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
+	38,  // 69: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
+	25,  // 70: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
+	27,  // 71: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
+	29,  // 72: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
+	31,  // 73: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
+	6,   // 74: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
+	16,  // 75: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
+	18,  // 76: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
+	20,  // 77: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
+	22,  // 78: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
+	24,  // 79: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
+	41,  // 80: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
+	43,  // 81: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
+	45,  // 82: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
+	47,  // 83: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
+	49,  // 84: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
+	51,  // 85: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
+	53,  // 86: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
+	55,  // 87: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
+	57,  // 88: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
+	59,  // 89: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
+	61,  // 90: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
+	63,  // 91: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
+	69,  // 92: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
+	65,  // 93: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
+	67,  // 94: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
+	35,  // 95: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
+	37,  // 96: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
+	39,  // 97: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
+	26,  // 98: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
+	28,  // 99: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
+	30,  // 100: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
+	32,  // 101: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
+	15,  // 102: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
+	17,  // 103: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
+	19,  // 104: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
+	21,  // 105: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
+	23,  // 106: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
+	40,  // 107: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
+	42,  // 108: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
+	44,  // 109: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
+	46,  // 110: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
+	48,  // 111: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
+	50,  // 112: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
+	52,  // 113: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
+	54,  // 114: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
+	56,  // 115: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
+	58,  // 116: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
+	60,  // 117: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
+	62,  // 118: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
+	68,  // 119: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
+	64,  // 120: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
+	66,  // 121: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
+	34,  // 122: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
+	36,  // 123: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
+	38,  // 124: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
+	25,  // 125: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
+	27,  // 126: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
+	29,  // 127: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
+	31,  // 128: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
+	72,  // 129: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
+	16,  // 130: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
+	18,  // 131: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
+	20,  // 132: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
+	22,  // 133: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
+	24,  // 134: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
+	41,  // 135: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
+	43,  // 136: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
+	45,  // 137: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
+	47,  // 138: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
+	49,  // 139: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
+	51,  // 140: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
+	53,  // 141: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
+	55,  // 142: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
+	57,  // 143: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
+	59,  // 144: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
+	61,  // 145: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
+	63,  // 146: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
+	69,  // 147: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
+	65,  // 148: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
+	67,  // 149: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
+	35,  // 150: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
+	37,  // 151: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
+	39,  // 152: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
+	26,  // 153: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
+	28,  // 154: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
+	30,  // 155: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
+	32,  // 156: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
+	73,  // 157: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
+	130, // [130:158] is the sub-list for method output_type
+	102, // [102:130] is the sub-list for method input_type
+	102, // [102:102] is the sub-list for extension type_name
+	102, // [102:102] is the sub-list for extension extendee
+	0,   // [0:102] is the sub-list for field type_name
 }
 
 func init() { file_api_boomerang_v1_boomerang_proto_init() }
@@ -5739,7 +6137,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*UpdateTaskRequest_FireAtMs)(nil),
 	}
 	file_api_boomerang_v1_boomerang_proto_msgTypes[42].OneofWrappers = []any{}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[60].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[64].OneofWrappers = []any{
 		(*Request_Login)(nil),
 		(*Request_RefreshSession)(nil),
 		(*Request_RegisterClient)(nil),
@@ -5758,6 +6156,8 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Request_UnblockGroup)(nil),
 		(*Request_SkipGroup)(nil),
 		(*Request_GetServerInfo)(nil),
+		(*Request_CancelTasks)(nil),
+		(*Request_PurgeDeadLetters)(nil),
 		(*Request_Logout)(nil),
 		(*Request_ListSessions)(nil),
 		(*Request_RevokeSessions)(nil),
@@ -5766,7 +6166,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Request_ChangePassword)(nil),
 		(*Request_RotateSigningSecret)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[61].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[65].OneofWrappers = []any{
 		(*Response_Login)(nil),
 		(*Response_RefreshSession)(nil),
 		(*Response_RegisterClient)(nil),
@@ -5785,6 +6185,8 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Response_UnblockGroup)(nil),
 		(*Response_SkipGroup)(nil),
 		(*Response_GetServerInfo)(nil),
+		(*Response_CancelTasks)(nil),
+		(*Response_PurgeDeadLetters)(nil),
 		(*Response_Logout)(nil),
 		(*Response_ListSessions)(nil),
 		(*Response_RevokeSessions)(nil),
@@ -5799,7 +6201,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_boomerang_v1_boomerang_proto_rawDesc), len(file_api_boomerang_v1_boomerang_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   64,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -99,6 +99,12 @@ const (
 	// BoomerangServiceGetServerInfoProcedure is the fully-qualified name of the BoomerangService's
 	// GetServerInfo RPC.
 	BoomerangServiceGetServerInfoProcedure = "/boomerang.v1.BoomerangService/GetServerInfo"
+	// BoomerangServiceCancelTasksProcedure is the fully-qualified name of the BoomerangService's
+	// CancelTasks RPC.
+	BoomerangServiceCancelTasksProcedure = "/boomerang.v1.BoomerangService/CancelTasks"
+	// BoomerangServicePurgeDeadLettersProcedure is the fully-qualified name of the BoomerangService's
+	// PurgeDeadLetters RPC.
+	BoomerangServicePurgeDeadLettersProcedure = "/boomerang.v1.BoomerangService/PurgeDeadLetters"
 	// BoomerangServiceLogoutProcedure is the fully-qualified name of the BoomerangService's Logout RPC.
 	BoomerangServiceLogoutProcedure = "/boomerang.v1.BoomerangService/Logout"
 	// BoomerangServiceListSessionsProcedure is the fully-qualified name of the BoomerangService's
@@ -143,6 +149,8 @@ type BoomerangServiceClient interface {
 	UnblockGroup(context.Context, *connect.Request[v1.UnblockGroupRequest]) (*connect.Response[v1.UnblockGroupResponse], error)
 	SkipGroup(context.Context, *connect.Request[v1.SkipGroupRequest]) (*connect.Response[v1.SkipGroupResponse], error)
 	GetServerInfo(context.Context, *connect.Request[v1.GetServerInfoRequest]) (*connect.Response[v1.GetServerInfoResponse], error)
+	CancelTasks(context.Context, *connect.Request[v1.CancelTasksRequest]) (*connect.Response[v1.CancelTasksResponse], error)
+	PurgeDeadLetters(context.Context, *connect.Request[v1.PurgeDeadLettersRequest]) (*connect.Response[v1.PurgeDeadLettersResponse], error)
 	Logout(context.Context, *connect.Request[v1.LogoutRequest]) (*connect.Response[v1.LogoutResponse], error)
 	ListSessions(context.Context, *connect.Request[v1.ListSessionsRequest]) (*connect.Response[v1.ListSessionsResponse], error)
 	RevokeSessions(context.Context, *connect.Request[v1.RevokeSessionsRequest]) (*connect.Response[v1.RevokeSessionsResponse], error)
@@ -271,6 +279,18 @@ func NewBoomerangServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(boomerangServiceMethods.ByName("GetServerInfo")),
 			connect.WithClientOptions(opts...),
 		),
+		cancelTasks: connect.NewClient[v1.CancelTasksRequest, v1.CancelTasksResponse](
+			httpClient,
+			baseURL+BoomerangServiceCancelTasksProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("CancelTasks")),
+			connect.WithClientOptions(opts...),
+		),
+		purgeDeadLetters: connect.NewClient[v1.PurgeDeadLettersRequest, v1.PurgeDeadLettersResponse](
+			httpClient,
+			baseURL+BoomerangServicePurgeDeadLettersProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("PurgeDeadLetters")),
+			connect.WithClientOptions(opts...),
+		),
 		logout: connect.NewClient[v1.LogoutRequest, v1.LogoutResponse](
 			httpClient,
 			baseURL+BoomerangServiceLogoutProcedure,
@@ -336,6 +356,8 @@ type boomerangServiceClient struct {
 	unblockGroup        *connect.Client[v1.UnblockGroupRequest, v1.UnblockGroupResponse]
 	skipGroup           *connect.Client[v1.SkipGroupRequest, v1.SkipGroupResponse]
 	getServerInfo       *connect.Client[v1.GetServerInfoRequest, v1.GetServerInfoResponse]
+	cancelTasks         *connect.Client[v1.CancelTasksRequest, v1.CancelTasksResponse]
+	purgeDeadLetters    *connect.Client[v1.PurgeDeadLettersRequest, v1.PurgeDeadLettersResponse]
 	logout              *connect.Client[v1.LogoutRequest, v1.LogoutResponse]
 	listSessions        *connect.Client[v1.ListSessionsRequest, v1.ListSessionsResponse]
 	revokeSessions      *connect.Client[v1.RevokeSessionsRequest, v1.RevokeSessionsResponse]
@@ -435,6 +457,16 @@ func (c *boomerangServiceClient) GetServerInfo(ctx context.Context, req *connect
 	return c.getServerInfo.CallUnary(ctx, req)
 }
 
+// CancelTasks calls boomerang.v1.BoomerangService.CancelTasks.
+func (c *boomerangServiceClient) CancelTasks(ctx context.Context, req *connect.Request[v1.CancelTasksRequest]) (*connect.Response[v1.CancelTasksResponse], error) {
+	return c.cancelTasks.CallUnary(ctx, req)
+}
+
+// PurgeDeadLetters calls boomerang.v1.BoomerangService.PurgeDeadLetters.
+func (c *boomerangServiceClient) PurgeDeadLetters(ctx context.Context, req *connect.Request[v1.PurgeDeadLettersRequest]) (*connect.Response[v1.PurgeDeadLettersResponse], error) {
+	return c.purgeDeadLetters.CallUnary(ctx, req)
+}
+
 // Logout calls boomerang.v1.BoomerangService.Logout.
 func (c *boomerangServiceClient) Logout(ctx context.Context, req *connect.Request[v1.LogoutRequest]) (*connect.Response[v1.LogoutResponse], error) {
 	return c.logout.CallUnary(ctx, req)
@@ -490,6 +522,8 @@ type BoomerangServiceHandler interface {
 	UnblockGroup(context.Context, *connect.Request[v1.UnblockGroupRequest]) (*connect.Response[v1.UnblockGroupResponse], error)
 	SkipGroup(context.Context, *connect.Request[v1.SkipGroupRequest]) (*connect.Response[v1.SkipGroupResponse], error)
 	GetServerInfo(context.Context, *connect.Request[v1.GetServerInfoRequest]) (*connect.Response[v1.GetServerInfoResponse], error)
+	CancelTasks(context.Context, *connect.Request[v1.CancelTasksRequest]) (*connect.Response[v1.CancelTasksResponse], error)
+	PurgeDeadLetters(context.Context, *connect.Request[v1.PurgeDeadLettersRequest]) (*connect.Response[v1.PurgeDeadLettersResponse], error)
 	Logout(context.Context, *connect.Request[v1.LogoutRequest]) (*connect.Response[v1.LogoutResponse], error)
 	ListSessions(context.Context, *connect.Request[v1.ListSessionsRequest]) (*connect.Response[v1.ListSessionsResponse], error)
 	RevokeSessions(context.Context, *connect.Request[v1.RevokeSessionsRequest]) (*connect.Response[v1.RevokeSessionsResponse], error)
@@ -614,6 +648,18 @@ func NewBoomerangServiceHandler(svc BoomerangServiceHandler, opts ...connect.Han
 		connect.WithSchema(boomerangServiceMethods.ByName("GetServerInfo")),
 		connect.WithHandlerOptions(opts...),
 	)
+	boomerangServiceCancelTasksHandler := connect.NewUnaryHandler(
+		BoomerangServiceCancelTasksProcedure,
+		svc.CancelTasks,
+		connect.WithSchema(boomerangServiceMethods.ByName("CancelTasks")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boomerangServicePurgeDeadLettersHandler := connect.NewUnaryHandler(
+		BoomerangServicePurgeDeadLettersProcedure,
+		svc.PurgeDeadLetters,
+		connect.WithSchema(boomerangServiceMethods.ByName("PurgeDeadLetters")),
+		connect.WithHandlerOptions(opts...),
+	)
 	boomerangServiceLogoutHandler := connect.NewUnaryHandler(
 		BoomerangServiceLogoutProcedure,
 		svc.Logout,
@@ -694,6 +740,10 @@ func NewBoomerangServiceHandler(svc BoomerangServiceHandler, opts ...connect.Han
 			boomerangServiceSkipGroupHandler.ServeHTTP(w, r)
 		case BoomerangServiceGetServerInfoProcedure:
 			boomerangServiceGetServerInfoHandler.ServeHTTP(w, r)
+		case BoomerangServiceCancelTasksProcedure:
+			boomerangServiceCancelTasksHandler.ServeHTTP(w, r)
+		case BoomerangServicePurgeDeadLettersProcedure:
+			boomerangServicePurgeDeadLettersHandler.ServeHTTP(w, r)
 		case BoomerangServiceLogoutProcedure:
 			boomerangServiceLogoutHandler.ServeHTTP(w, r)
 		case BoomerangServiceListSessionsProcedure:
@@ -787,6 +837,14 @@ func (UnimplementedBoomerangServiceHandler) SkipGroup(context.Context, *connect.
 
 func (UnimplementedBoomerangServiceHandler) GetServerInfo(context.Context, *connect.Request[v1.GetServerInfoRequest]) (*connect.Response[v1.GetServerInfoResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.GetServerInfo is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) CancelTasks(context.Context, *connect.Request[v1.CancelTasksRequest]) (*connect.Response[v1.CancelTasksResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.CancelTasks is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) PurgeDeadLetters(context.Context, *connect.Request[v1.PurgeDeadLettersRequest]) (*connect.Response[v1.PurgeDeadLettersResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.PurgeDeadLetters is not implemented"))
 }
 
 func (UnimplementedBoomerangServiceHandler) Logout(context.Context, *connect.Request[v1.LogoutRequest]) (*connect.Response[v1.LogoutResponse], error) {
