@@ -121,4 +121,3 @@ func dialError(err error) error {
 	}
 	return fmt.Errorf("%w: %w", ErrUnreachable, err)
 }
-
