@@ -156,7 +156,7 @@ func (a *Auth) check(clientID, password, source string) (*entry, error) {
 		return nil, ErrInvalidCredentials
 	}
 	key := throttleKey(clientID, source)
-	if wait := a.throttle.begin(key, a.cfg.Clock.Now()); wait > 0 {
+	if wait := a.throttle.begin(key, a.cfg.Clock.Now); wait > 0 {
 		return nil, &ThrottledError{RetryAfter: wait}
 	}
 	defer a.throttle.end(key)

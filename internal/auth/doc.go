@@ -60,9 +60,10 @@
 //
 //  1. A malformed id, or a password longer than MaxPasswordLen, is
 //     refused at once: no such client can exist.
-//  2. After a failed login for a client id from a source, further
-//     attempts for that id from that source (an IPv4 address, or an IPv6
-//     /64) are refused at once with a *ThrottledError until a backoff has
+//  2. Attempts for one client id from one source (an IPv4 address, or
+//     an IPv6 /64) run one at a time, each waiting for the one before.
+//     After a failed one, further attempts for that id from that source
+//     are refused at once with a *ThrottledError until a backoff has
 //     passed: Config.LoginBackoff doubling with each consecutive failure
 //     up to Config.MaxLoginBackoff; a success, or a quiet period of twice
 //     the maximum, resets it. Failures from other sources do not count,

@@ -117,24 +117,34 @@ func storedKeyID(t *testing.T, st *store.Store, id string) []byte {
 	return ext.KeyId
 }
 
-// Attempts for one client from one source sent at once cost one check:
-// the others are refused while it runs.
+// Attempts for one client from one source run one at a time: while one
+// is under way the next waits, and is throttled if the first failed.
 func TestOneAttemptAtATimePerSource(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
 	f.register(t, "alice", "alice-password", false)
 	key := throttleKey("alice", testSource)
-	if wait := f.a.throttle.begin(key, f.clock.Now()); wait != 0 { // an attempt under way
+	if wait := f.a.throttle.begin(key, f.clock.Now); wait != 0 { // an attempt under way
 		t.Fatalf("first attempt waits %v", wait)
 	}
-	if _, err := f.a.Login("alice", "alice-password", testSource); !errors.Is(err, ErrThrottled) {
-		t.Fatalf("an attempt beside one under way: %v, want throttled", err)
-	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.a.Login("alice", "alice-password", testSource)
+		done <- err
+	}()
 	if _, err := f.a.Login("alice", "alice-password", "192.0.2.77:1"); err != nil {
 		t.Fatalf("another source meanwhile: %v", err)
 	}
+	select {
+	case err := <-done:
+		t.Fatalf("an attempt beside one under way went ahead: %v", err)
+	default:
+	}
+	f.a.throttle.fail(key, f.clock.Now()) // the attempt under way fails
 	f.a.throttle.end(key)
-	f.login(t, "alice", "alice-password")
+	if err := <-done; !errors.Is(err, ErrThrottled) {
+		t.Fatalf("the waiting attempt after a failure: %v, want throttled", err)
+	}
 }
 
 // Wrong passwords from one source never refuse the right password from

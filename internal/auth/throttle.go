@@ -20,7 +20,7 @@ type throttle struct {
 
 	mu      sync.Mutex
 	entries map[string]*failures
-	running map[string]struct{} // attempts under way, at most one per key
+	running map[string]chan struct{} // attempts under way, one per key, closed when it ends
 }
 
 type failures struct {
@@ -30,7 +30,7 @@ type failures struct {
 
 func newThrottle(cfg *Config) *throttle {
 	return &throttle{base: max(cfg.LoginBackoff, time.Millisecond), max: cfg.MaxLoginBackoff, limit: cfg.MaxThrottled,
-		entries: map[string]*failures{}, running: map[string]struct{}{}}
+		entries: map[string]*failures{}, running: map[string]chan struct{}{}}
 }
 
 // throttleKey names a client id as tried from a source.
@@ -54,27 +54,38 @@ func SourceKey(addr string) string {
 	return a.String()
 }
 
-// begin returns how long key must still wait before its next attempt, or
-// zero, and then the attempt may go ahead: until end, other attempts for
-// key are refused, so that a burst of them sent at once costs one check,
-// not one each.
-func (t *throttle) begin(key string, now time.Time) time.Duration {
+// begin waits for the attempt for key under way, if any, then returns
+// how long key must still wait before its next attempt, or zero, and
+// then the attempt may go ahead until end. Attempts for one key run one
+// at a time: a burst of guesses sent at once costs one check before the
+// first failure throttles the rest, while a pool of connections logging
+// in together with the right password only waits its turn. now gives
+// the time once the wait is over.
+func (t *throttle) begin(key string, now func() time.Time) time.Duration {
 	t.mu.Lock()
+	for {
+		running, busy := t.running[key]
+		if !busy {
+			break
+		}
+		t.mu.Unlock()
+		<-running
+		t.mu.Lock()
+	}
 	defer t.mu.Unlock()
-	if _, busy := t.running[key]; busy {
-		return t.base
+	if f := t.entries[key]; f != nil && now().Before(f.until) {
+		return f.until.Sub(now())
 	}
-	if f := t.entries[key]; f != nil && now.Before(f.until) {
-		return f.until.Sub(now)
-	}
-	t.running[key] = struct{}{}
+	t.running[key] = make(chan struct{})
 	return 0
 }
 
-// end ends the attempt begin let go ahead.
+// end ends the attempt begin let go ahead, letting the next one for key
+// in.
 func (t *throttle) end(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	close(t.running[key])
 	delete(t.running, key)
 }
 
