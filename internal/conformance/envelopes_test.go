@@ -8,7 +8,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
-	"github.com/boomerangd/boomerang/dispatch"
 	"github.com/boomerangd/boomerang/internal/auth"
 	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/server"
@@ -240,7 +239,7 @@ func errorResponses() []op {
 		{name: "error/session_expired", resp: fail(9, auth.ErrSessionExpired)},
 		{name: "error/not_found", resp: fail(9, scheduler.ErrNotFound)},
 		{name: "error/busy", resp: fail(6, scheduler.ErrBusy)},
-		{name: "error/group_full", resp: fail(6, dispatch.ErrGroupFull)},
+		{name: "error/group_full", resp: fail(6, scheduler.ErrGroupFull)},
 		{name: "error/conflict", resp: fail(8, scheduler.ErrInFlight)},
 		{name: "error/internal", resp: fail(6, store.ErrFailed)},
 		{name: "error/connection", resp: fail(0, fmt.Errorf("%w: frame of 2000000 bytes exceeds the limit of 1114112", server.ErrFrame))},
