@@ -54,6 +54,16 @@ func newHarness(t *testing.T, tune func(*Config)) *harness {
 	return h
 }
 
+// newPowerHarness is newHarness on a MemFS, so that the test can cut the
+// power.
+func newPowerHarness(t *testing.T, tune func(*Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: "/data", fs: store.NewMemFS(), clock: newFakeClock(), del: newRecorder(), tune: tune}
+	h.open()
+	t.Cleanup(h.close)
+	return h
+}
+
 // startHarness runs a harness in dir; the caller closes it.
 func startHarness(t tester, dir string, tune func(*Config)) *harness {
 	t.Helper()

@@ -375,9 +375,7 @@ func TestInvalidRequestsNameTheField(t *testing.T) {
 // cut after each step; what the step made visible must survive it.
 func TestEveryChangeIsDurable(t *testing.T) {
 	tune := func(c *Config) { c.Retry = FixedRetry{Attempts: 2, Delay: time.Second} }
-	h := &harness{t: t, dir: "/data", fs: store.NewMemFS(), clock: newFakeClock(), del: newRecorder(), tune: tune}
-	h.open()
-	t.Cleanup(h.close)
+	h := newPowerHarness(t, tune)
 	get := func(id uint64) error {
 		_, err := h.s.Get(context.Background(), Caller{Client: "acme"}, id)
 		return err
