@@ -15,7 +15,7 @@ func TestRegisterBatchAnswersEachTask(t *testing.T) {
 		{Client: "acme", Payload: payload("a"), Group: "g", Delay: time.Hour},
 		{Client: "acme", Payload: payload("b"), Group: "g", Delay: time.Hour},
 		{Client: "acme", Payload: payload("c"), Group: "g", Delay: time.Hour}, // the group is full
-		{Client: "acme", Payload: payload("d"), Delay: -time.Second},         // invalid
+		{Client: "acme", Payload: payload("d"), Delay: -time.Second},          // invalid
 		{Client: "acme", Payload: payload("e"), IdempotencyKey: "k", Delay: time.Hour},
 		{Client: "acme", Payload: payload("f"), IdempotencyKey: "k", Delay: time.Hour}, // the same key
 		{Client: "globex", Payload: payload("g"), Delay: time.Hour},
