@@ -2,6 +2,8 @@ package replica
 
 import (
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -21,9 +23,11 @@ type group struct {
 	conf      *raftpb.ConfState // the configuration, kept for truncations
 	durable   uint64            // applied index whose state is durable
 
-	leader   bool   // this node leads the group
-	term     uint64 // the term it leads in
-	reported bool   // Lead was called for term
+	leader      bool         // this node leads the group
+	term        uint64       // the term it leads in
+	leaderSince time.Time    // when it became leader
+	reported    bool         // Lead was called for term
+	lease       atomic.Int64 // Unix ns (node clock) until which it holds the lease
 }
 
 // initialIndex is where a new group's log starts: an initial snapshot

@@ -83,6 +83,8 @@ func (r *recorder) Lead(shard uint16, term uint64) {
 	r.mu.Unlock()
 }
 
+func (r *recorder) Leased(uint16) {}
+
 // await waits until cond holds, reading the recorder under its lock.
 func (r *recorder) await(t *testing.T, what string, cond func() bool) {
 	t.Helper()

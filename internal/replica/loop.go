@@ -80,6 +80,7 @@ func (n *Node) step(props []proposal, msgs []Envelope, tick bool) {
 		for _, g := range n.groups {
 			g.rn.Tick()
 		}
+		n.renewLeases()
 	}
 }
 
@@ -97,6 +98,9 @@ type groupReady struct {
 // before the sync lets an entry committed by the last turn's sync take
 // effect while this turn's syncs, instead of after it.
 func (n *Node) ready(written map[uint16]uint64) error {
+	// Before this turn sends anything: a leader elected in it dates its
+	// lease from here (see lease.go).
+	n.turn = n.cfg.Clock.Now()
 	var rds []groupReady
 	for shard, g := range n.groups {
 		if !g.rn.HasReady() {
@@ -187,6 +191,7 @@ func (n *Node) settle(rds []groupReady) error {
 		if r.rd.SoftState != nil {
 			n.leadership(r.g, r.rd.SoftState.RaftState == raft.StateLeader)
 		}
+		n.confirmed(r.g, r.rd)
 	}
 	if err := n.commit(rds, false); err != nil {
 		return err
@@ -227,6 +232,7 @@ func (n *Node) commit(rds []groupReady, early bool) error {
 func (n *Node) reportLead(g *group, committed []*raftpb.Entry) {
 	if g.leader && !g.reported && len(committed) > 0 && committed[len(committed)-1].GetTerm() == g.term {
 		g.reported = true
+		n.grantLease(g)
 		n.cfg.StateMachine.Lead(g.shard, g.term)
 	}
 }
@@ -236,9 +242,11 @@ func (n *Node) leadership(g *group, leader bool) {
 	switch {
 	case leader && !g.leader:
 		g.leader, g.term, g.reported = true, g.rn.BasicStatus().HardState.GetTerm(), false
+		g.leaderSince = n.turn
 		n.cfg.Logger.Debug("leading", "shard", g.shard, "term", g.term)
 	case !leader && g.leader:
 		g.leader = false
+		g.lease.Store(0)
 		if g.reported {
 			g.reported = false
 			n.cfg.StateMachine.Lead(g.shard, 0)
@@ -267,6 +275,7 @@ func (n *Node) confChange(g *group, e *raftpb.Entry) error {
 		return nil
 	}
 	g.conf = g.rn.ApplyConfChange(cc)
+	n.recheckLease(g)
 	return nil
 }
 

@@ -44,6 +44,9 @@ type StateMachine interface {
 	// entry committed before that term having been given to Apply; term 0
 	// reports that it no longer does.
 	Lead(shard uint16, term uint64)
+	// Leased reports that this node holds the lease of the shard again
+	// after it had lapsed (see Node.Leased).
+	Leased(shard uint16)
 }
 
 // Config configures a Node.
@@ -121,8 +124,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("replica: Config.Peers %v must include the node's own id %d", c.Peers, c.ID)
 	case len(c.Peers) > 1 && c.Transport == nil:
 		return errors.New("replica: Config.Transport is required with other peers")
-	case c.ElectionTicks <= c.HeartbeatTicks:
-		return errors.New("replica: Config.ElectionTicks must exceed HeartbeatTicks")
+	case c.ElectionTicks <= c.HeartbeatTicks || c.ElectionTicks < 3:
+		return errors.New("replica: Config.ElectionTicks must be at least 3 and exceed HeartbeatTicks")
 	}
 	return nil
 }
@@ -141,6 +144,8 @@ type Node struct {
 
 	stop, done chan struct{}
 	stopOnce   sync.Once
+
+	turn time.Time // when the loop's current turn began
 }
 
 // Committed is a shard's entries committed together.

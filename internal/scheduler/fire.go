@@ -115,11 +115,36 @@ func (p *partition) deliver(f *flight, t *storepb.Task) {
 	f.state, f.task = flightDelivering, t
 	p.busy++
 	p.s.deliveries.Add(1)
+	p.send(f)
+}
+
+// send hands a started attempt to the deliverer, if this node holds its
+// shard's lease: without it another node may lead the shard by now, so the
+// attempt waits until the lease is regained (leased) or the shard is
+// lost (follow).
+func (p *partition) send(f *flight) {
+	shard := store.ShardOf(f.id)
+	f.held = !p.s.node.Leased(shard)
+	if f.held {
+		p.unleased[shard] = append(p.unleased[shard], f)
+		return
+	}
 	p.s.counters.attempts.Add(1)
-	d := Delivery{Task: t, Attempt: int(t.Attempts) + 1, Term: p.leading[store.ShardOf(t.Id)]}
+	d := Delivery{Task: f.task, Attempt: int(f.task.Attempts) + 1, Term: p.leading[shard]}
 	p.s.cfg.Deliverer.Deliver(d, func(err error) {
 		p.inbox.post(func() { p.delivered(f, err) })
 	})
+}
+
+// leased sends the attempts that waited for the shard's lease.
+func (p *partition) leased(shard uint16) {
+	held := p.unleased[shard]
+	delete(p.unleased, shard)
+	for _, f := range held {
+		if p.flights[f.id] == f && f.state == flightDelivering {
+			p.send(f)
+		}
+	}
 }
 
 // retry starts the next attempt of a group's retrying head, once any

@@ -47,13 +47,14 @@ type partition struct {
 	idem       map[string]*idemWait // registrations by idempotency key, not yet applied
 	idemKeys   map[uint16]int       // idempotency keys remembered, per led shard
 
-	leading      map[uint16]uint64 // shards this node leads, and the term
-	lastID       map[uint16]uint64 // the highest id in each shard's state
-	issued       map[uint16]uint64 // a led shard's last id counter issued
-	appliedIndex map[uint16]uint64 // each shard's state includes its log up to here
-	loadedUntil  int64             // tasks due before this (Unix ms) are in the wheel
-	nextLoad     time.Time         // monotonic
-	nextSweep    time.Time         // monotonic
+	leading      map[uint16]uint64    // shards this node leads, and the term
+	unleased     map[uint16][]*flight // started attempts waiting for their shard's lease
+	lastID       map[uint16]uint64    // the highest id in each shard's state
+	issued       map[uint16]uint64    // a led shard's last id counter issued
+	appliedIndex map[uint16]uint64    // each shard's state includes its log up to here
+	loadedUntil  int64                // tasks due before this (Unix ms) are in the wheel
+	nextLoad     time.Time            // monotonic
+	nextSweep    time.Time            // monotonic
 
 	cur       *pendingCmd              // the command of the decision under way
 	open      map[uint16][]*pendingCmd // decided this turn, by shard
@@ -104,6 +105,7 @@ type flight struct {
 	// task is the record delivered, while delivering or settling; nil
 	// while retrying (read again for the next attempt).
 	task *storepb.Task
+	held bool // delivering, but waiting for its shard's lease
 }
 
 type pendingTask struct {
@@ -153,6 +155,7 @@ func newPartition(s *Scheduler, index int) (*partition, error) {
 		idem:         make(map[string]*idemWait),
 		idemKeys:     make(map[uint16]int),
 		leading:      make(map[uint16]uint64),
+		unleased:     make(map[uint16][]*flight),
 		lastID:       make(map[uint16]uint64),
 		issued:       make(map[uint16]uint64),
 		appliedIndex: make(map[uint16]uint64),
@@ -258,7 +261,7 @@ func (p *partition) drained() bool {
 		return false
 	}
 	for _, f := range p.flights {
-		if f.state == flightDelivering || f.state == flightSettling {
+		if f.state == flightDelivering && !f.held || f.state == flightSettling {
 			return false
 		}
 	}

@@ -79,6 +79,7 @@ func (p *partition) rebuild(shard uint16) error {
 // again whatever had no durable outcome.
 func (p *partition) follow(shard uint16) {
 	delete(p.leading, shard)
+	delete(p.unleased, shard)
 	for _, pc := range p.open[shard] {
 		finish(pc, ErrNotLeader)
 	}

@@ -60,6 +60,12 @@ func (s *Scheduler) Lead(shard uint16, term uint64) {
 	p.inbox.post(func() { p.lead(shard, term) })
 }
 
+// Leased implements replica.StateMachine.
+func (s *Scheduler) Leased(shard uint16) {
+	p := s.partitionOf(shard)
+	p.inbox.post(func() { p.leased(shard) })
+}
+
 // leaderReady counts a shard led for the first time; Start of a
 // standalone node waits for all of them.
 func (s *Scheduler) leaderReady(*partition) {

@@ -1,0 +1,99 @@
+package replica
+
+import (
+	"encoding/binary"
+	"math"
+	"time"
+
+	"go.etcd.io/raft/v3"
+)
+
+// Leases. Raft lets a deposed leader believe it still leads until it
+// hears of the new term, which may be long when it is cut off. A shard's
+// leader therefore fires and reads only under a lease: the time until
+// which no other node can have been elected.
+//
+// With CheckQuorum, a follower that heard from its leader less than an
+// election timeout ago refuses to vote (etcd raft's leader lease). So when
+// a quorum answers a heartbeat the leader sent at t, none of them votes
+// for another node before t plus the election timeout, and no other node
+// can win before then: the leader holds the lease until t plus the
+// election timeout, less two ticks for the phase of the followers' tick
+// clocks and for a margin. The first lease comes with the commit of the
+// leader's own first entry, which a quorum accepted after it was elected;
+// the loop renews it every tick with a ReadIndex round, whose heartbeat
+// carries its send time. A group of one voter holds its lease for good.
+
+// leaseSpan returns how long an acknowledgement sent at t keeps the lease.
+func (n *Node) leaseSpan() time.Duration {
+	return time.Duration(n.cfg.ElectionTicks-2) * n.cfg.Tick
+}
+
+// Leased reports whether this node holds the lease of shard: it leads
+// it, and no other node can have been elected since.
+func (n *Node) Leased(shard uint16) bool {
+	g := n.groups[shard]
+	return g != nil && n.cfg.Clock.Now().UnixNano() < g.lease.Load()
+}
+
+// grantLease starts g's lease when its leadership is reported.
+func (n *Node) grantLease(g *group) {
+	if soleVoter(g) {
+		g.lease.Store(math.MaxInt64)
+		return
+	}
+	n.extendLease(g, g.leaderSince)
+}
+
+// recheckLease ends a sole voter's lease for good once the group has
+// other voters: from then on it must be renewed.
+func (n *Node) recheckLease(g *group) {
+	if g.lease.Load() == math.MaxInt64 && !soleVoter(g) {
+		g.lease.Store(0)
+	}
+}
+
+// soleVoter reports whether g's only voter is this node.
+func soleVoter(g *group) bool {
+	c := g.rn.Status().Config.Voters
+	return len(c[0]) == 1 && len(c[1]) == 0
+}
+
+// extendLease moves g's lease to what an acknowledgement of a message sent
+// at sent gives, and tells the state machine when a lapsed lease is
+// regained.
+func (n *Node) extendLease(g *group, sent time.Time) {
+	until := sent.Add(n.leaseSpan()).UnixNano()
+	old := g.lease.Load()
+	if until <= old {
+		return
+	}
+	g.lease.Store(until)
+	if old <= n.cfg.Clock.Now().UnixNano() {
+		n.cfg.StateMachine.Leased(g.shard)
+	}
+}
+
+// renewLeases asks every group this node leads with others to confirm
+// its leadership: a ReadIndex round whose context is its send time.
+func (n *Node) renewLeases() {
+	now := n.cfg.Clock.Now()
+	ctx := binary.BigEndian.AppendUint64(nil, uint64(now.UnixNano()))
+	for _, g := range n.groups {
+		if g.reported && g.lease.Load() != math.MaxInt64 {
+			g.rn.ReadIndex(ctx)
+		}
+	}
+}
+
+// confirmed extends g's lease for each leadership confirmation in rd.
+func (n *Node) confirmed(g *group, rd raft.Ready) {
+	if !g.leader {
+		return
+	}
+	for _, rs := range rd.ReadStates {
+		if len(rs.RequestCtx) == 8 {
+			n.extendLease(g, time.Unix(0, int64(binary.BigEndian.Uint64(rs.RequestCtx))))
+		}
+	}
+}

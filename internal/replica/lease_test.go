@@ -1,0 +1,96 @@
+package replica
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boomerangd/boomerang/internal/store"
+)
+
+// However often the leader is cut off, no two replicas ever hold a
+// shard's lease at once, and the new leader holds it once elected.
+func TestLeasesNeverOverlap(t *testing.T) {
+	nw := NewLocalNetwork(2)
+	defer nw.Close()
+	peers := []uint64{1, 2, 3}
+	var rs []*replica
+	for _, id := range peers {
+		rs = append(rs, startReplica(t, id, peers, shards[:2], store.NewMemFS(), nw))
+	}
+	defer func() {
+		for _, r := range rs {
+			r.stop(t)
+		}
+	}()
+	c := &cluster{t: t, rs: rs}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var overlap []string
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, sh := range shards[:2] {
+				var holders []uint64
+				for _, r := range rs {
+					if r.node.Leased(sh) {
+						holders = append(holders, r.id)
+					}
+				}
+				if len(holders) > 1 && len(overlap) < 10 {
+					overlap = append(overlap, time.Now().Format("15:04:05.000000"))
+				}
+			}
+		}
+	})
+	for round := range 4 {
+		c.commit("round", 5)
+		old := awaitHolder(c, 0, nil)
+		if old == nil {
+			t.Fatalf("round %d: no replica holds the lease", round)
+		}
+		nw.Isolate(old.id, true)
+		if awaitHolder(c, 0, old) == nil {
+			t.Fatalf("round %d: no new leader holds the lease", round)
+		}
+		if old.node.Leased(0) {
+			t.Fatalf("round %d: the cut-off leader still holds the lease", round)
+		}
+		nw.Isolate(old.id, false)
+	}
+	close(stop)
+	wg.Wait()
+	if len(overlap) > 0 {
+		t.Fatalf("two replicas held a lease at once, at %v", overlap)
+	}
+}
+
+// A sole voter holds its lease for good.
+func TestSoleVoterHoldsTheLease(t *testing.T) {
+	r := startReplica(t, 1, nil, shards, store.NewMemFS(), nil)
+	defer r.stop(t)
+	r.rec.await(t, "leadership", func() bool { return len(r.rec.lead) == len(shards) })
+	for _, sh := range shards {
+		if !r.node.Leased(sh) {
+			t.Fatalf("shard %d: no lease", sh)
+		}
+	}
+}
+
+// awaitHolder waits for a replica other than not to hold shard's lease.
+func awaitHolder(c *cluster, shard uint16, not *replica) *replica {
+	deadline := time.Now().Add(waitLimit)
+	for time.Now().Before(deadline) {
+		for _, r := range c.rs {
+			if r != not && r.node.Leased(shard) {
+				return r
+			}
+		}
+		time.Sleep(time.Millisecond) // polling the leases
+	}
+	return nil
+}
