@@ -36,6 +36,17 @@ func (n *Node) Leased(shard uint16) bool {
 	return g != nil && n.cfg.Clock.Now().UnixNano() < g.lease.Load()
 }
 
+// LeaseExpiry returns when this node's lease of shard ends, in the node's
+// clock: the zero time if it holds none, far in the future for a sole
+// voter.
+func (n *Node) LeaseExpiry(shard uint16) time.Time {
+	g := n.groups[shard]
+	if g == nil || g.lease.Load() == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, g.lease.Load())
+}
+
 // grantLease starts g's lease when its leadership is reported.
 func (n *Node) grantLease(g *group) {
 	if soleVoter(g) {
