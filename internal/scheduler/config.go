@@ -60,6 +60,10 @@ type Config struct {
 	// (100 ms) and replica.DefaultElectionTicks (10).
 	RaftTick      time.Duration
 	ElectionTicks int
+	// LogRetention is how many log entries a shard keeps after the state
+	// they produced is durable, before its log is truncated. Default
+	// replica.DefaultCompactEvery.
+	LogRetention uint64
 
 	// OnFinished, if set, is told of every occurrence that reached its
 	// final outcome (delivered, or moved to the dead letter queue), once

@@ -123,22 +123,14 @@ func (p *partition) apply(committed []replica.Committed) {
 	var done []*pendingCmd
 	for _, c := range committed {
 		for _, e := range c.Entries {
-			if e.GetType() != raftpb.EntryType_EntryNormal || len(e.Data) == 0 {
-				continue
-			}
-			var batch storepb.CommandBatch
-			if err := proto.Unmarshal(e.Data, &batch); err != nil {
-				p.s.fail(fmt.Errorf("%w: shard %d log entry %d: %v", store.ErrCorrupt, c.Shard, e.GetIndex(), err))
-				return
-			}
-			for _, cmd := range batch.Commands {
-				if err := b.Apply(cmd, p.noteID); err != nil {
-					p.s.fail(fmt.Errorf("shard %d log entry %d: %w", c.Shard, e.GetIndex(), err))
-					return
-				}
+			err := applyEntry(b, c.Shard, e, p.noteID, func(cmd *storepb.Command) {
 				if cmd.Node == p.s.cfg.NodeID {
 					done = append(done, p.applied(c.Shard, cmd.Proposal)...)
 				}
+			})
+			if err != nil {
+				p.s.fail(err)
+				return
 			}
 		}
 		last := c.Entries[len(c.Entries)-1].GetIndex()
@@ -158,6 +150,26 @@ func (p *partition) apply(committed []replica.Committed) {
 	for _, pc := range done {
 		finish(pc, nil)
 	}
+}
+
+// applyEntry applies one committed log entry of shard to b, a state
+// batch: a pure function of the state and the entry, the same on every
+// replica and in every replay. Each command applied is passed to each.
+func applyEntry(b *store.Batch, shard uint16, e *raftpb.Entry, lastID func(uint16, uint64), each func(*storepb.Command)) error {
+	if e.GetType() != raftpb.EntryType_EntryNormal || len(e.Data) == 0 {
+		return nil
+	}
+	var batch storepb.CommandBatch
+	if err := proto.Unmarshal(e.Data, &batch); err != nil {
+		return fmt.Errorf("%w: shard %d log entry %d: %v", store.ErrCorrupt, shard, e.GetIndex(), err)
+	}
+	for _, cmd := range batch.Commands {
+		if err := b.Apply(cmd, lastID); err != nil {
+			return fmt.Errorf("shard %d log entry %d: %w", shard, e.GetIndex(), err)
+		}
+		each(cmd)
+	}
+	return nil
 }
 
 // noteID follows the highest id issued in each shard.

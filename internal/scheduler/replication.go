@@ -24,7 +24,7 @@ func (s *Scheduler) startNode() error {
 	node, err := replica.New(replica.Config{
 		ID: s.cfg.NodeID, Peers: s.cfg.Peers, Shards: shards,
 		Store: s.cfg.Store, StateMachine: s, Transport: s.cfg.Transport,
-		Tick: s.cfg.RaftTick, ElectionTicks: s.cfg.ElectionTicks,
+		Tick: s.cfg.RaftTick, ElectionTicks: s.cfg.ElectionTicks, CompactEvery: s.cfg.LogRetention,
 		Failed: s.fail, Logger: s.cfg.Logger.With("component", "replica"),
 	})
 	s.node = node
