@@ -141,8 +141,45 @@ func (s *Service) handleAuthenticated(ctx context.Context, p auth.Principal, req
 		var r *boomerangv1.GetServerInfoResponse
 		r, err = s.GetServerInfo(ctx, p, b.GetServerInfo)
 		resp.Body = &boomerangv1.Response_GetServerInfo{GetServerInfo: r}
+	case *boomerangv1.Request_ListGroups:
+		var r *boomerangv1.ListGroupsResponse
+		r, err = s.ListGroups(ctx, p, b.ListGroups)
+		resp.Body = &boomerangv1.Response_ListGroups{ListGroups: r}
+	case *boomerangv1.Request_GetStats:
+		var r *boomerangv1.GetStatsResponse
+		r, err = s.GetStats(ctx, p, b.GetStats)
+		resp.Body = &boomerangv1.Response_GetStats{GetStats: r}
+	case *boomerangv1.Request_GetDueHistogram:
+		var r *boomerangv1.GetDueHistogramResponse
+		r, err = s.GetDueHistogram(ctx, p, b.GetDueHistogram)
+		resp.Body = &boomerangv1.Response_GetDueHistogram{GetDueHistogram: r}
+	case *boomerangv1.Request_GetTaskAttempts:
+		var r *boomerangv1.GetTaskAttemptsResponse
+		r, err = s.GetTaskAttempts(ctx, p, b.GetTaskAttempts)
+		resp.Body = &boomerangv1.Response_GetTaskAttempts{GetTaskAttempts: r}
+	case *boomerangv1.Request_ListCompleted:
+		var r *boomerangv1.ListCompletedResponse
+		r, err = s.ListCompleted(ctx, p, b.ListCompleted)
+		resp.Body = &boomerangv1.Response_ListCompleted{ListCompleted: r}
+	case *boomerangv1.Request_ListAuditLog:
+		var r *boomerangv1.ListAuditLogResponse
+		r, err = s.ListAuditLog(ctx, p, b.ListAuditLog)
+		resp.Body = &boomerangv1.Response_ListAuditLog{ListAuditLog: r}
+	case *boomerangv1.Request_BulkDeadLetters:
+		var r *boomerangv1.BulkDeadLettersResponse
+		r, err = s.BulkDeadLetters(ctx, p, b.BulkDeadLetters)
+		resp.Body = &boomerangv1.Response_BulkDeadLetters{BulkDeadLetters: r}
+	case *boomerangv1.Request_GetCluster:
+		var r *boomerangv1.GetClusterResponse
+		r, err = s.GetCluster(ctx, p, b.GetCluster)
+		resp.Body = &boomerangv1.Response_GetCluster{GetCluster: r}
+	case *boomerangv1.Request_ListPools:
+		var r *boomerangv1.ListPoolsResponse
+		r, err = s.ListPools(ctx, p, b.ListPools)
+		resp.Body = &boomerangv1.Response_ListPools{ListPools: r}
 	default:
 		return errNoBody
 	}
+	s.audited(p, operation(req), req.ProtoReflect().Get(req.ProtoReflect().WhichOneof(requestBody)).Message().Interface(), err)
 	return err
 }

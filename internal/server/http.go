@@ -13,7 +13,8 @@ import (
 const maxHeaderBytes = 64 << 10
 
 // newHTTPServer serves the Connect handler, /metrics, /healthz and
-// /readyz, and /debug/pprof/ when Config.Pprof is set. Cleartext HTTP/2 (h2c, with prior knowledge) is on beside
+// /readyz, the panel (Config.Panel.UIPath, where / redirects), and
+// /debug/pprof/ when Config.Pprof is set. Cleartext HTTP/2 (h2c, with prior knowledge) is on beside
 // HTTP/1.1, so gRPC clients work without TLS.
 func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 	mux := http.NewServeMux()
@@ -22,6 +23,10 @@ func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.HandleFunc("GET /readyz", s.serveReady)
+	if s.ui != nil {
+		mux.Handle(s.cfg.Panel.UIPath, s.ui)
+		mux.Handle("GET /{$}", http.RedirectHandler(s.cfg.Panel.UIPath, http.StatusFound))
+	}
 	if s.cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

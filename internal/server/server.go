@@ -19,6 +19,7 @@ import (
 	"github.com/boomerangd/boomerang/internal/auth"
 	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/web"
 )
 
 // Server is the Boomerang server: the store, auth, the scheduler and its
@@ -34,7 +35,10 @@ type Server struct {
 	sched   *scheduler.Scheduler
 	svc     *Service
 	m       *metrics
+	hist    *history
+	samp    *sampler
 	tcp     *tcpServer
+	ui      *uiHandler // nil with Config.Panel.NoUI
 	httpSrv *http.Server
 	httpLn  net.Listener
 	started time.Time
@@ -113,8 +117,9 @@ func (s *Server) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.hist = newHistory(&s.cfg, s.protocolOf)
 	s.sched, err = scheduler.New(scheduler.Config{
-		Store: s.st, Deliverer: deliverer, Retry: retry, Clock: s.cfg.Clock, Logger: s.log.With("component", "scheduler"),
+		Store: s.st, Deliverer: s.hist.wrap(deliverer), Retry: retry, OnFinished: s.hist.finish, Clock: s.cfg.Clock, Logger: s.log.With("component", "scheduler"),
 		Partitions: s.cfg.Partitions, MaxPayload: s.cfg.MaxPayloadBytes,
 		DeadLetterPolicy:     s.deadLetterLimits,
 		GroupLimit:           s.groupLimit,
@@ -134,7 +139,7 @@ func (s *Server) start(ctx context.Context) error {
 	s.svc = &Service{
 		auth: s.auth, sched: s.sched, clock: s.cfg.Clock, log: s.log,
 		maxPayload: s.cfg.MaxPayloadBytes, listBudget: s.cfg.MaxFrameBytes - responseOverhead,
-		info: s.info, clientChanged: s.clientChanged,
+		info: s.info, clientChanged: s.clientChanged, panel: s.newPanel(),
 	}
 	return s.listen(reg)
 }
@@ -162,6 +167,12 @@ func (s *Server) groupLimit(client string) int {
 }
 
 func (s *Server) listen(reg *prometheus.Registry) error {
+	if !s.cfg.Panel.NoUI {
+		var err error
+		if s.ui, err = newUIHandler(web.Dist(), s.cfg.Panel.UIPath); err != nil {
+			return err
+		}
+	}
 	tcpLn, err := net.Listen("tcp", s.cfg.TCPAddr)
 	if err != nil {
 		return fmt.Errorf("server: listen on TCP address %s: %w", s.cfg.TCPAddr, err)
@@ -219,6 +230,9 @@ func (s *Server) teardown(ctx context.Context) error {
 	} else if s.httpLn != nil {
 		_ = s.httpLn.Close()
 	}
+	if s.samp != nil {
+		s.samp.shutdown()
+	}
 	if s.sched != nil {
 		errs = append(errs, s.sched.Stop(ctx))
 	}
@@ -260,5 +274,10 @@ func (s *Server) info() *boomerangv1.GetServerInfoResponse {
 		HttpAddress:     s.HTTPAddr(),
 		MaxPayloadBytes: uint64(s.cfg.MaxPayloadBytes),
 		MaxFrameBytes:   uint64(s.cfg.MaxFrameBytes),
+
+		MinRefreshMs:       s.cfg.Panel.MinRefresh.Milliseconds(),
+		CompletedWindowMs:  s.cfg.Panel.CompletedWindow.Milliseconds(),
+		PayloadSearchBytes: uint64(s.cfg.Panel.PayloadSearchBytes),
+		UiPath:             s.uiPath(),
 	}
 }
