@@ -91,7 +91,7 @@ func newHistory(cfg *Config, protocolOf func(*storepb.Task) storepb.Protocol) *h
 // latest are kept.
 const maxAttemptsKept = 32
 
-// wrap records every attemptRecord that next makes.
+// wrap records every attempt that next makes.
 func (h *history) wrap(next scheduler.Deliverer) scheduler.Deliverer {
 	return scheduler.DelivererFunc(func(d scheduler.Delivery, done func(error)) {
 		a := h.begin(d)
@@ -135,7 +135,7 @@ func (h *history) end(id uint64, a *attemptRecord, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if errors.Is(err, scheduler.ErrNotAttempted) {
-		h.forget(id, a) // refused locally: tried again, not an attemptRecord
+		h.forget(id, a) // refused locally: tried again, not an attempt
 		return
 	}
 	a.ended, a.duration = true, took
@@ -195,7 +195,7 @@ func (h *history) finish(f scheduler.Finished) {
 
 // expire forgets finished occurrences older than the window, and the
 // attempts of tasks that made none within it (cancelled after a failed
-// attemptRecord, or retrying less often than the window).
+// attempt, or retrying less often than the window).
 func (h *history) expire() {
 	cutoff := h.clock.Now().Add(-h.window)
 	h.mu.Lock()
