@@ -1,0 +1,21 @@
+import { Select } from "@mantine/core";
+import { allowedChoices, clampInterval, useRefresh } from "../refresh";
+import { formatDuration } from "../format";
+
+// RefreshMenu picks the auto-refresh interval; choices below the
+// server's minimum are not offered.
+export function RefreshMenu({ minMs }: { minMs: number }) {
+  const { interval, setInterval } = useRefresh();
+  const data = allowedChoices(minMs).map((c) => ({ value: String(c), label: c === 0 ? "Off" : `Every ${formatDuration(c)}` }));
+  return (
+    <Select
+      aria-label="Auto-refresh"
+      size="xs"
+      w={140}
+      data={data}
+      value={String(clampInterval(interval, minMs))}
+      onChange={(v) => setInterval(Number(v ?? 0))}
+      allowDeselect={false}
+    />
+  );
+}
