@@ -1,6 +1,7 @@
 // Routes. Every filter lives in the URL's search parameters, so each view
 // is a link that can be shared.
-import { Navigate, Outlet, createRootRoute, createRoute, createRouter, useRouterState } from "@tanstack/react-router";
+import { Outlet, createRootRoute, createRoute, createRouter, redirect, useNavigate, useRouterState } from "@tanstack/react-router";
+import { useEffect } from "react";
 import { Layout } from "./components/Layout";
 import { AuditPage } from "./routes/Audit";
 import { ClientsPage } from "./routes/Clients";
@@ -12,7 +13,7 @@ import { LoginPage } from "./routes/Login";
 import { OverviewPage } from "./routes/Overview";
 import { TaskPage } from "./routes/Task";
 import { TasksPage } from "./routes/Tasks";
-import { seesAll, useSession } from "./session";
+import { loadSession, seesAll, useSession } from "./session";
 
 type Raw = Record<string, unknown>;
 const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : typeof v === "number" ? String(v) : undefined);
@@ -54,20 +55,17 @@ export interface OverviewSearch {
   bucket?: "10s" | "1m" | "10m";
 }
 
-// Root sends visitors without a session to the sign-in page, keeping
-// where they were going.
+// Root sends the page to sign-in when the session ends while it is open;
+// the app route's beforeLoad does it for navigations.
 function Root() {
   const { session } = useSession();
   const loc = useRouterState({ select: (s) => s.location });
-  if (!session && loc.pathname !== "/login") {
-    return <Navigate to="/login" search={{ redirect: loc.href }} replace />;
-  }
-  return <Outlet />;
-}
-
-function Home() {
-  const { session } = useSession();
-  return <Navigate to={seesAll(session) ? "/overview" : "/tasks"} replace />;
+  const navigate = useNavigate();
+  const signedOut = !session && loc.pathname !== "/login";
+  useEffect(() => {
+    if (signedOut) void navigate({ to: "/login", search: { redirect: loc.href }, replace: true });
+  }, [signedOut, loc.href, navigate]);
+  return signedOut ? null : <Outlet />;
 }
 
 const rootRoute = createRootRoute({ component: Root });
@@ -77,8 +75,21 @@ const loginRoute = createRoute({
   validateSearch: (s: Raw): { redirect?: string } => ({ redirect: str(s.redirect) }),
   component: LoginPage,
 });
-const appRoute = createRoute({ getParentRoute: () => rootRoute, id: "app", component: Layout });
-const homeRoute = createRoute({ getParentRoute: () => appRoute, path: "/", component: Home });
+const appRoute = createRoute({
+  getParentRoute: () => rootRoute,
+  id: "app",
+  beforeLoad: ({ location }) => {
+    if (!loadSession()) throw redirect({ to: "/login", search: { redirect: location.href } });
+  },
+  component: Layout,
+});
+const homeRoute = createRoute({
+  getParentRoute: () => appRoute,
+  path: "/",
+  beforeLoad: () => {
+    throw redirect({ to: seesAll(loadSession()) ? "/overview" : "/tasks", replace: true });
+  },
+});
 const overviewRoute = createRoute({
   getParentRoute: () => appRoute,
   path: "overview",

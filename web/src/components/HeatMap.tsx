@@ -26,6 +26,11 @@ export function HeatMap({ h, onSelect }: { h: Histogram; onSelect: (c: Cell) => 
   const max = Math.max(1, ...h.counts);
   const label = (b: number) => clock(h.fromMs + b * h.bucketMs);
   const every = Math.max(1, Math.ceil(h.buckets / 6));
+  // Only shards with runs get a row: a node has hundreds of shards.
+  const rows = Array.from({ length: h.shards }, (_, shard) => shard).filter((shard) =>
+    h.counts.slice(shard * h.buckets, (shard + 1) * h.buckets).some((n) => n > 0),
+  );
+  if (rows.length === 0) return <Text c="dimmed">No runs due in this window.</Text>;
   return (
     <Box style={{ overflowX: "auto" }}>
       <table role="grid" aria-label="Upcoming runs by shard and time" style={{ borderCollapse: "collapse", fontSize: 10 }}>
@@ -40,7 +45,7 @@ export function HeatMap({ h, onSelect }: { h: Histogram; onSelect: (c: Cell) => 
           </tr>
         </thead>
         <tbody>
-          {Array.from({ length: h.shards }, (_, shard) => (
+          {rows.map((shard) => (
             <tr key={shard}>
               <th scope="row" style={{ fontWeight: 400, paddingRight: 4, textAlign: "right" }}>
                 {shard}
@@ -70,7 +75,8 @@ export function HeatMap({ h, onSelect }: { h: Histogram; onSelect: (c: Cell) => 
         </tbody>
       </table>
       <Text size="xs" c="dimmed">
-        Each row is a shard, each column {Math.round(h.bucketMs / 1000)} s; darker means more runs. Select a cell to list its tasks.
+        {rows.length} of {h.shards} shards have runs in this window. Each row is a shard, each column {Math.round(h.bucketMs / 1000)} s;
+        darker means more runs. Select a cell to list its tasks.
       </Text>
     </Box>
   );

@@ -1,4 +1,4 @@
-import { Select } from "@mantine/core";
+import { NativeSelect } from "@mantine/core";
 import { allowedChoices, clampInterval, useRefresh } from "../refresh";
 import { formatDuration } from "../format";
 
@@ -8,14 +8,13 @@ export function RefreshMenu({ minMs }: { minMs: number }) {
   const { interval, setInterval } = useRefresh();
   const data = allowedChoices(minMs).map((c) => ({ value: String(c), label: c === 0 ? "Off" : `Every ${formatDuration(c)}` }));
   return (
-    <Select
+    <NativeSelect
       aria-label="Auto-refresh"
       size="xs"
       w={140}
       data={data}
       value={String(clampInterval(interval, minMs))}
-      onChange={(v) => setInterval(Number(v ?? 0))}
-      allowDeselect={false}
+      onChange={(e) => setInterval(Number(e.currentTarget.value))}
     />
   );
 }

@@ -1,4 +1,4 @@
-import { Alert, Badge, Button, Checkbox, Code, Group, Modal, Progress, Select, Stack, Table, Text, TextInput, PasswordInput, Title } from "@mantine/core";
+import { Alert, Badge, Button, Checkbox, Code, Group, Modal, Progress, NativeSelect, Stack, Table, Text, TextInput, PasswordInput, Title } from "@mantine/core";
 import { useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
 import { ConfirmButton } from "../components/Confirm";
@@ -150,15 +150,14 @@ function RegisterClient() {
               <TextInput label="Client id" required value={id} onChange={(e) => setId(e.currentTarget.value)} data-autofocus />
               <PasswordInput label="Password" required value={password} onChange={(e) => setPassword(e.currentTarget.value)} />
               <Checkbox label="Admin" checked={admin} onChange={(e) => setAdmin(e.currentTarget.checked)} />
-              <Select
+              <NativeSelect
                 label="Callback protocol"
                 data={[Protocol.HTTP, Protocol.GRPC, Protocol.TCP, Protocol.UDP].map((p) => ({ value: String(p), label: Protocol[p] }))}
                 value={protocol}
-                onChange={(v) => setProtocol(v ?? String(Protocol.HTTP))}
-                allowDeselect={false}
-              />
+                onChange={(e) => setProtocol(e.currentTarget.value)}
+                        />
               <TextInput label="Callback endpoint" placeholder="http://127.0.0.1:8080/hook or host:port" value={endpoint} onChange={(e) => setEndpoint(e.currentTarget.value)} />
-              <Select
+              <NativeSelect
                 label="Default dispatch mode"
                 data={[
                   { value: String(DispatchMode.NEXT_ON_ERROR), label: "next on error" },
@@ -166,9 +165,8 @@ function RegisterClient() {
                   { value: String(DispatchMode.IMMEDIATE), label: "immediate" },
                 ]}
                 value={mode}
-                onChange={(v) => setMode(v ?? "1")}
-                allowDeselect={false}
-              />
+                onChange={(e) => setMode(e.currentTarget.value)}
+                        />
               <ErrorAlert error={error} />
               <Button type="submit">Register</Button>
             </Stack>

@@ -16,7 +16,7 @@ export function CompletedPage() {
   const navigate = useNavigate({ from: "/completed" });
   const info = useServerInfo();
   const [pages, setPages] = useState<bigint[]>([0n]);
-  useEffect(() => setPages([0n]), [search]);
+  useEffect(() => setPages([0n]), [JSON.stringify(search)]);
   const done = useCompleted({
     client: search.client ?? "",
     group: search.group ?? "",
@@ -103,7 +103,7 @@ export function CompletedPage() {
 
 function CompletedFilters({ search, admin, onApply }: { search: CompletedSearch; admin: boolean; onApply: (s: CompletedSearch) => void }) {
   const [f, setF] = useState(search);
-  useEffect(() => setF(search), [search]);
+  useEffect(() => setF(search), [JSON.stringify(search)]); // by value: an equal new object is no change
   const submit = (e: FormEvent) => {
     e.preventDefault();
     onApply(Object.fromEntries(Object.entries(f).filter(([, v]) => v !== "" && v !== false)) as CompletedSearch);

@@ -30,7 +30,7 @@ export function DeadLettersPage() {
   const navigate = useNavigate({ from: "/dead-letters" });
   const qc = useQueryClient();
   const [pages, setPages] = useState<bigint[]>([0n]);
-  useEffect(() => setPages([0n]), [search]);
+  useEffect(() => setPages([0n]), [JSON.stringify(search)]);
   const filter = filterOf(search);
   const list = useDeadLetters({ ...filter, pageToken: pages[pages.length - 1], pageSize: 50 });
   const [shown, setShown] = useState<DeadLetter>();
@@ -142,7 +142,7 @@ function DeadLetterActions({ d, onDone }: { d: DeadLetter; onDone: () => void })
 
 function DeadLetterFilters({ search, admin, onApply }: { search: DeadLettersSearch; admin: boolean; onApply: (s: DeadLettersSearch) => void }) {
   const [f, setF] = useState(search);
-  useEffect(() => setF(search), [search]);
+  useEffect(() => setF(search), [JSON.stringify(search)]); // by value: an equal new object is no change
   const submit = (e: FormEvent) => {
     e.preventDefault();
     onApply(Object.fromEntries(Object.entries(f).filter(([, v]) => v !== "" && v !== 0)) as DeadLettersSearch);

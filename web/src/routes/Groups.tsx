@@ -20,7 +20,7 @@ export function GroupsPage() {
   const groups = useGroups({ client: search.client ?? "", groupContains: search.contains ?? "", blockedOnly: search.blocked ?? false });
   const audit = useAuditLog(20);
   const [f, setF] = useState(search);
-  useEffect(() => setF(search), [search]);
+  useEffect(() => setF(search), [JSON.stringify(search)]); // by value: an equal new object is no change
   const submit = (e: FormEvent) => {
     e.preventDefault();
     navigate({ search: Object.fromEntries(Object.entries(f).filter(([, v]) => v !== "" && v !== false)) as GroupsSearch });

@@ -1,4 +1,4 @@
-import { Badge, Button, Group, Modal, NumberInput, Select, Stack, Table, Text, TextInput, Textarea, Title } from "@mantine/core";
+import { Badge, Button, Group, Modal, NumberInput, NativeSelect, Stack, Table, Text, TextInput, Textarea, Title } from "@mantine/core";
 import { Link, getRouteApi, useNavigate } from "@tanstack/react-router";
 import { useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState, type FormEvent } from "react";
@@ -43,7 +43,7 @@ export function TasksPage() {
   const navigate = useNavigate({ from: "/tasks" });
   const [cursors, setCursors] = useState<{ token: bigint; due: bigint }[]>([{ token: 0n, due: 0n }]);
   const cursor = cursors[cursors.length - 1];
-  useEffect(() => setCursors([{ token: 0n, due: 0n }]), [search]);
+  useEffect(() => setCursors([{ token: 0n, due: 0n }]), [JSON.stringify(search)]);
   const tasks = useTasks(tasksRequest(search, cursor));
   const next = tasks.data?.nextPageToken ?? 0n;
   return (
@@ -110,7 +110,7 @@ export function TasksPage() {
 
 function TaskFilters({ search, admin, onApply }: { search: TasksSearch; admin: boolean; onApply: (s: TasksSearch) => void }) {
   const [f, setF] = useState<TasksSearch>(search);
-  useEffect(() => setF(search), [search]);
+  useEffect(() => setF(search), [JSON.stringify(search)]); // by value: an equal new object is no change
   const set = (k: keyof TasksSearch, v: unknown) => setF((old) => ({ ...old, [k]: v === "" || v === null ? undefined : v }));
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -121,7 +121,7 @@ function TaskFilters({ search, admin, onApply }: { search: TasksSearch; admin: b
       <Group align="flex-end" gap="xs">
         {admin && <TextInput size="xs" label="Client" value={f.client ?? ""} onChange={(e) => set("client", e.currentTarget.value)} />}
         <TextInput size="xs" label="Group" value={f.group ?? ""} onChange={(e) => set("group", e.currentTarget.value)} />
-        <Select
+        <NativeSelect
           size="xs"
           label="Status"
           w={120}
@@ -131,9 +131,9 @@ function TaskFilters({ search, admin, onApply }: { search: TasksSearch; admin: b
             { value: "retrying", label: "retrying" },
           ]}
           value={f.status ?? ""}
-          onChange={(v) => set("status", v)}
+          onChange={(e) => set("status", e.currentTarget.value)}
         />
-        <Select
+        <NativeSelect
           size="xs"
           label="Recurring"
           w={100}
@@ -143,7 +143,7 @@ function TaskFilters({ search, admin, onApply }: { search: TasksSearch; admin: b
             { value: "no", label: "no" },
           ]}
           value={f.recurring ?? ""}
-          onChange={(v) => set("recurring", v)}
+          onChange={(e) => set("recurring", e.currentTarget.value)}
         />
         <TextInput
           size="xs"
@@ -165,7 +165,7 @@ function TaskFilters({ search, admin, onApply }: { search: TasksSearch; admin: b
         {admin && (
           <NumberInput size="xs" w={80} label="Shard" min={0} max={63} value={f.shard ?? ""} onChange={(v) => set("shard", typeof v === "number" ? v : undefined)} />
         )}
-        <Select
+        <NativeSelect
           size="xs"
           label="Order"
           w={130}
@@ -174,7 +174,7 @@ function TaskFilters({ search, admin, onApply }: { search: TasksSearch; admin: b
             { value: "due", label: "by next run" },
           ]}
           value={f.order ?? "id"}
-          onChange={(v) => set("order", v)}
+          onChange={(e) => set("order", e.currentTarget.value)}
         />
         <Button size="xs" type="submit">
           Apply
@@ -250,7 +250,7 @@ function NewTask() {
             <TextInput label="Group" value={group} onChange={(e) => setGroup(e.currentTarget.value)} />
             <NumberInput label="Delay (seconds)" min={0} value={delay} onChange={(v) => setDelay(Number(v) || 0)} />
             <NumberInput label="Repeat every (seconds, 0 = once)" min={0} value={interval} onChange={(v) => setIntervalMs(Number(v) || 0)} />
-            <Select
+            <NativeSelect
               label="Dispatch mode"
               data={[
                 { value: String(DispatchMode.UNSPECIFIED), label: "client default" },
@@ -259,9 +259,8 @@ function NewTask() {
                 { value: String(DispatchMode.IMMEDIATE), label: "immediate" },
               ]}
               value={mode}
-              onChange={(v) => setMode(v ?? "0")}
-              allowDeselect={false}
-            />
+              onChange={(e) => setMode(e.currentTarget.value)}
+                    />
             <ErrorAlert error={error} />
             <Button type="submit">Schedule</Button>
           </Stack>
