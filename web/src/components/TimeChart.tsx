@@ -19,7 +19,7 @@ export function TimeChart({ title, x, series, unit }: { title: string; x: number
       width: Math.max(280, el.clientWidth),
       height: 180,
       series: [{}, ...series.map((s) => ({ label: s.label, stroke: s.color, width: 1.5, points: { show: false } }))],
-      axes: [{}, { size: 60, values: (_u, vals) => vals.map((v) => `${+v.toFixed(2)}${unit ?? ""}`) }],
+      axes: [{}, { size: 80, values: (_u, vals) => vals.map((v) => `${+v.toFixed(2)}${unit ?? ""}`) }],
       legend: { live: true },
     };
     const plot = new uPlot(opts, [x, ...series.map((s) => s.values)] as uPlot.AlignedData, el);
