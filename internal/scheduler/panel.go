@@ -92,7 +92,7 @@ type dueTask struct {
 // shard's due index, then keeps the first Limit of them all: every
 // shard's share of the global page is among its own first Limit.
 func (s *Scheduler) searchByDue(ctx context.Context, q SearchQuery, match func(*storepb.Task) bool, nowMs int64) (SearchPage, error) {
-	first, last := uint16(0), uint16(store.Shards-1)
+	first, last := uint16(0), uint16(s.cfg.Store.Shards()-1)
 	if q.Shard != nil {
 		first, last = *q.Shard, *q.Shard
 	}
@@ -177,11 +177,11 @@ func (s *Scheduler) DueCounts(ctx context.Context, c Caller, from time.Time, buc
 	if !c.Admin {
 		return DueHistogram{}, ErrNotFound
 	}
-	h := DueHistogram{From: from, Bucket: bucket, Buckets: buckets, Counts: make([]uint64, store.Shards*buckets)}
+	h := DueHistogram{From: from, Bucket: bucket, Buckets: buckets, Counts: make([]uint64, s.cfg.Store.Shards()*buckets)}
 	fromMs, bucketMs := from.UnixMilli(), bucket.Milliseconds()
 	toMs := fromMs + bucketMs*int64(buckets)
 	scanned := 0
-	for shard := range uint16(store.Shards) {
+	for shard := range uint16(s.cfg.Store.Shards()) {
 		err := s.cfg.Store.ScanDue(shard, 0, toMs, func(e store.DueEntry) error {
 			if scanned++; scanned > maxScan {
 				h.Truncated = true
@@ -248,7 +248,7 @@ func (s *Scheduler) Groups(ctx context.Context, c Caller, q GroupQuery) (groups 
 
 // eachShard runs scan on every shard until one fails or is full.
 func (s *Scheduler) eachShard(scan func(shard uint16) error) error {
-	for shard := range uint16(store.Shards) {
+	for shard := range uint16(s.cfg.Store.Shards()) {
 		if err := scan(shard); err == errFull {
 			return nil
 		} else if err != nil {
@@ -260,3 +260,6 @@ func (s *Scheduler) eachShard(scan func(shard uint16) error) error {
 
 // PartitionOf is the partition loop that runs a shard.
 func (s *Scheduler) PartitionOf(shard uint16) int { return int(shard) & (len(s.parts) - 1) }
+
+// Shards is the number of shards of the store.
+func (s *Scheduler) Shards() int { return s.cfg.Store.Shards() }

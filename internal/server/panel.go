@@ -47,8 +47,8 @@ func searches(req *boomerangv1.ListTasksRequest) bool {
 func (s *Service) searchTasks(ctx context.Context, p auth.Principal, req *boomerangv1.ListTasksRequest, q scheduler.ListQuery) (*boomerangv1.ListTasksResponse, error) {
 	sq := scheduler.SearchQuery{ListQuery: q, ByDue: req.Order == boomerangv1.TaskOrder_TASK_ORDER_DUE, AfterDue: req.PageDueMs}
 	if req.Shard != nil {
-		if *req.Shard >= store.Shards {
-			return nil, invalid("shard", "must be below %d, got %d", store.Shards, *req.Shard)
+		if int(*req.Shard) >= s.sched.Shards() {
+			return nil, invalid("shard", "must be below %d, got %d", s.sched.Shards(), *req.Shard)
 		}
 		shard := uint16(*req.Shard)
 		sq.Shard = &shard
@@ -191,6 +191,11 @@ func (s *Service) BulkDeadLetters(ctx context.Context, p auth.Principal, req *bo
 	if err != nil {
 		return nil, err
 	}
+	if !req.DryRun {
+		if err := writable(p); err != nil {
+			return nil, err
+		}
+	}
 	resp := &boomerangv1.BulkDeadLettersResponse{}
 	last, more, err := s.scanDeadLetters(ctx, p, q, req.AfterId, func(d *storepb.DeadLetter) bool {
 		switch {
@@ -268,7 +273,7 @@ func (s *Service) ListGroups(ctx context.Context, p auth.Principal, req *boomera
 
 // GetStats returns the counters' history (admin only).
 func (s *Service) GetStats(_ context.Context, p auth.Principal, req *boomerangv1.GetStatsRequest) (*boomerangv1.GetStatsResponse, error) {
-	if !p.Admin {
+	if !p.SeesAll() {
 		return nil, ErrAdminOnly
 	}
 	since := s.clock.Now().Add(-defaultStatsHistory)
@@ -285,7 +290,7 @@ func (s *Service) GetStats(_ context.Context, p auth.Principal, req *boomerangv1
 // GetDueHistogram counts upcoming runs per shard and time bucket (admin
 // only).
 func (s *Service) GetDueHistogram(ctx context.Context, p auth.Principal, req *boomerangv1.GetDueHistogramRequest) (*boomerangv1.GetDueHistogramResponse, error) {
-	if !p.Admin {
+	if !p.SeesAll() {
 		return nil, ErrAdminOnly
 	}
 	from, bucket, buckets := s.clock.Now(), defaultBucket, defaultBuckets
@@ -312,7 +317,7 @@ func (s *Service) GetDueHistogram(ctx context.Context, p auth.Principal, req *bo
 	}
 	return &boomerangv1.GetDueHistogramResponse{
 		FromMs: h.From.UnixMilli(), BucketMs: h.Bucket.Milliseconds(), Buckets: uint32(h.Buckets),
-		Shards: store.Shards, Counts: h.Counts, Overdue: h.Overdue, Truncated: h.Truncated,
+		Shards: uint32(s.sched.Shards()), Counts: h.Counts, Overdue: h.Overdue, Truncated: h.Truncated,
 	}, nil
 }
 
@@ -322,7 +327,7 @@ func (s *Service) GetTaskAttempts(_ context.Context, p auth.Principal, req *boom
 		return nil, err
 	}
 	client, attempts := s.panel.hist.attempts(req.Id)
-	if !p.Admin && client != p.Client {
+	if !p.SeesAll() && client != p.Client {
 		return &boomerangv1.GetTaskAttemptsResponse{}, nil // another client's, or none
 	}
 	return &boomerangv1.GetTaskAttemptsResponse{Attempts: attemptsToWire(attempts)}, nil
@@ -369,14 +374,14 @@ func (s *Service) ListAuditLog(_ context.Context, p auth.Principal, req *boomera
 		return nil, invalid("limit", "must be at most %d, got %d", MaxPageSize, req.Limit)
 	}
 	entries := s.panel.audit.list(req.BeforeId, limit, func(e *boomerangv1.AuditEntry) bool {
-		return p.Admin || e.Actor == p.Client || e.Client == p.Client
+		return p.SeesAll() || e.Actor == p.Client || e.Client == p.Client
 	})
 	return &boomerangv1.ListAuditLogResponse{Entries: entries}, nil
 }
 
 // GetCluster describes the nodes and shards (admin only).
 func (s *Service) GetCluster(_ context.Context, p auth.Principal, _ *boomerangv1.GetClusterRequest) (*boomerangv1.GetClusterResponse, error) {
-	if !p.Admin {
+	if !p.SeesAll() {
 		return nil, ErrAdminOnly
 	}
 	return s.panel.cluster(), nil
@@ -384,7 +389,7 @@ func (s *Service) GetCluster(_ context.Context, p auth.Principal, _ *boomerangv1
 
 // ListPools returns the dispatch pools and their saturation (admin only).
 func (s *Service) ListPools(_ context.Context, p auth.Principal, _ *boomerangv1.ListPoolsRequest) (*boomerangv1.ListPoolsResponse, error) {
-	if !p.Admin {
+	if !p.SeesAll() {
 		return nil, ErrAdminOnly
 	}
 	return &boomerangv1.ListPoolsResponse{Pools: s.panel.pools()}, nil

@@ -208,7 +208,7 @@ func TestSearchTasks(t *testing.T) {
 			t.Fatalf("task %d is not in shard %d", task.Id, shard)
 		}
 	}
-	bad := uint32(store.Shards)
+	bad := uint32(ts.st.Shards())
 	_, err = ts.svc.ListTasks(ctx, admin, &boomerangv1.ListTasksRequest{Shard: &bad})
 	wantError(t, err, boomerangv1.Status_STATUS_INVALID_REQUEST, "shard")
 
@@ -220,7 +220,7 @@ func TestSearchTasks(t *testing.T) {
 	for _, n := range h.Counts {
 		total += n
 	}
-	if total+h.Overdue != 13 || len(h.Counts) != store.Shards*12 || h.Truncated {
+	if total+h.Overdue != 13 || len(h.Counts) != ts.st.Shards()*12 || h.Truncated {
 		t.Fatalf("heat map counts %d and %d overdue, want 13 runs", total, h.Overdue)
 	}
 	_, err = ts.svc.GetDueHistogram(ctx, alice, &boomerangv1.GetDueHistogramRequest{})
@@ -316,7 +316,7 @@ func TestStatsClusterAndPools(t *testing.T) {
 		t.Fatalf("a client reads the stats: %v", err)
 	}
 	cl, err := ts.svc.GetCluster(ctx, admin, &boomerangv1.GetClusterRequest{})
-	if err != nil || !cl.Standalone || len(cl.Nodes) != 1 || !cl.Nodes[0].Healthy || len(cl.Shards) != store.Shards || cl.Shards[3].Partition != 1 {
+	if err != nil || !cl.Standalone || len(cl.Nodes) != 1 || !cl.Nodes[0].Healthy || len(cl.Shards) != ts.st.Shards() || cl.Shards[3].Partition != 1 {
 		t.Fatalf("cluster %v, %v", cl, err)
 	}
 	// This test server runs a test deliverer, so no dispatch pools.

@@ -5,7 +5,6 @@ import (
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
 	"github.com/boomerangd/boomerang/internal/delivery"
-	"github.com/boomerangd/boomerang/internal/store"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
@@ -43,7 +42,7 @@ func (s *Server) cluster() *boomerangv1.GetClusterResponse {
 		Id: standaloneNode, TcpAddress: s.TCPAddr(), HttpAddress: s.HTTPAddr(), Healthy: healthy, Health: health,
 		StartedMs: s.started.UnixMilli(), Version: s.cfg.Version,
 	}}}
-	for shard := range uint16(store.Shards) {
+	for shard := range uint16(s.st.Shards()) {
 		resp.Shards = append(resp.Shards, &boomerangv1.ClusterShard{
 			Shard: uint32(shard), Leader: standaloneNode, Replicas: []string{standaloneNode},
 			Partition: uint32(s.sched.PartitionOf(shard)),

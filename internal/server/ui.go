@@ -10,6 +10,8 @@ import (
 	"path"
 	"regexp"
 	"strings"
+
+	"github.com/boomerangd/boomerang/web"
 )
 
 // uiHandler serves the web panel under its path: the built files, and
@@ -91,6 +93,15 @@ func forwardedPrefix(r *http.Request) string {
 		return p
 	}
 	return ""
+}
+
+// newUI builds the panel's handler from the embedded build, or nil with
+// Config.Panel.NoUI.
+func (s *Server) newUI() (*uiHandler, error) {
+	if s.cfg.Panel.NoUI {
+		return nil, nil
+	}
+	return newUIHandler(web.Dist(), s.cfg.Panel.UIPath)
 }
 
 // uiPath is where the panel is served, "" when it is not.

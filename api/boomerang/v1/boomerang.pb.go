@@ -268,6 +268,8 @@ const (
 	TaskStatus_TASK_STATUS_DELIVERING  TaskStatus = 3 // an attempt is under way
 	TaskStatus_TASK_STATUS_RETRYING    TaskStatus = 4 // an attempt failed; the next one is scheduled
 	TaskStatus_TASK_STATUS_FINISHED    TaskStatus = 5 // delivered, dead-lettered or cancelled: only a
+	// registration repeating an idempotency key sees it
+	TaskStatus_TASK_STATUS_BLOCKED TaskStatus = 6 // due, waiting behind its group's blocking dead letter (Task.blocked_by_dead_letter)
 )
 
 // Enum value maps for TaskStatus.
@@ -279,6 +281,7 @@ var (
 		3: "TASK_STATUS_DELIVERING",
 		4: "TASK_STATUS_RETRYING",
 		5: "TASK_STATUS_FINISHED",
+		6: "TASK_STATUS_BLOCKED",
 	}
 	TaskStatus_value = map[string]int32{
 		"TASK_STATUS_UNSPECIFIED": 0,
@@ -287,6 +290,7 @@ var (
 		"TASK_STATUS_DELIVERING":  3,
 		"TASK_STATUS_RETRYING":    4,
 		"TASK_STATUS_FINISHED":    5,
+		"TASK_STATUS_BLOCKED":     6,
 	}
 )
 
@@ -315,6 +319,59 @@ func (x TaskStatus) Number() protoreflect.EnumNumber {
 // Deprecated: Use TaskStatus.Descriptor instead.
 func (TaskStatus) EnumDescriptor() ([]byte, []int) {
 	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{4}
+}
+
+// Role is what a client may do.
+type Role int32
+
+const (
+	Role_ROLE_UNSPECIFIED Role = 0 // as CLIENT, or ADMIN when the admin flag is set
+	Role_ROLE_CLIENT      Role = 1 // its own tasks, dead letters and groups
+	Role_ROLE_ADMIN       Role = 2 // everything, every client's
+	Role_ROLE_READ_ONLY   Role = 3 // sees what an admin sees, changes nothing
+)
+
+// Enum value maps for Role.
+var (
+	Role_name = map[int32]string{
+		0: "ROLE_UNSPECIFIED",
+		1: "ROLE_CLIENT",
+		2: "ROLE_ADMIN",
+		3: "ROLE_READ_ONLY",
+	}
+	Role_value = map[string]int32{
+		"ROLE_UNSPECIFIED": 0,
+		"ROLE_CLIENT":      1,
+		"ROLE_ADMIN":       2,
+		"ROLE_READ_ONLY":   3,
+	}
+)
+
+func (x Role) Enum() *Role {
+	p := new(Role)
+	*p = x
+	return p
+}
+
+func (x Role) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Role) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_boomerang_v1_boomerang_proto_enumTypes[5].Descriptor()
+}
+
+func (Role) Type() protoreflect.EnumType {
+	return &file_api_boomerang_v1_boomerang_proto_enumTypes[5]
+}
+
+func (x Role) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Role.Descriptor instead.
+func (Role) EnumDescriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{5}
 }
 
 // TaskOrder is the order of a task list.
@@ -351,11 +408,11 @@ func (x TaskOrder) String() string {
 }
 
 func (TaskOrder) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_boomerang_v1_boomerang_proto_enumTypes[5].Descriptor()
+	return file_api_boomerang_v1_boomerang_proto_enumTypes[6].Descriptor()
 }
 
 func (TaskOrder) Type() protoreflect.EnumType {
-	return &file_api_boomerang_v1_boomerang_proto_enumTypes[5]
+	return &file_api_boomerang_v1_boomerang_proto_enumTypes[6]
 }
 
 func (x TaskOrder) Number() protoreflect.EnumNumber {
@@ -364,7 +421,7 @@ func (x TaskOrder) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use TaskOrder.Descriptor instead.
 func (TaskOrder) EnumDescriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{5}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{6}
 }
 
 type BulkAction int32
@@ -400,11 +457,11 @@ func (x BulkAction) String() string {
 }
 
 func (BulkAction) Descriptor() protoreflect.EnumDescriptor {
-	return file_api_boomerang_v1_boomerang_proto_enumTypes[6].Descriptor()
+	return file_api_boomerang_v1_boomerang_proto_enumTypes[7].Descriptor()
 }
 
 func (BulkAction) Type() protoreflect.EnumType {
-	return &file_api_boomerang_v1_boomerang_proto_enumTypes[6]
+	return &file_api_boomerang_v1_boomerang_proto_enumTypes[7]
 }
 
 func (x BulkAction) Number() protoreflect.EnumNumber {
@@ -413,7 +470,7 @@ func (x BulkAction) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BulkAction.Descriptor instead.
 func (BulkAction) EnumDescriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{6}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{7}
 }
 
 // Error explains a failed request.
@@ -684,6 +741,63 @@ func (x *DeadLetterPolicy) GetRetentionMs() int64 {
 	return 0
 }
 
+// CallbackRules narrow where a client's callbacks may point, on top of the
+// server's callback policy. Each entry is a network ("10.0.0.0/8"), an
+// address ("192.0.2.7") or a host pattern ("hooks.example.com",
+// "*.example.com"). A client's rules are matched against the endpoint as
+// written: host names by host patterns, literal addresses by networks.
+type CallbackRules struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Allow         []string               `protobuf:"bytes,1,rep,name=allow,proto3" json:"allow,omitempty"` // if any: the endpoint must match one
+	Deny          []string               `protobuf:"bytes,2,rep,name=deny,proto3" json:"deny,omitempty"`   // the endpoint must match none
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallbackRules) Reset() {
+	*x = CallbackRules{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallbackRules) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallbackRules) ProtoMessage() {}
+
+func (x *CallbackRules) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallbackRules.ProtoReflect.Descriptor instead.
+func (*CallbackRules) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *CallbackRules) GetAllow() []string {
+	if x != nil {
+		return x.Allow
+	}
+	return nil
+}
+
+func (x *CallbackRules) GetDeny() []string {
+	if x != nil {
+		return x.Deny
+	}
+	return nil
+}
+
 type Task struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	Id               uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -694,24 +808,25 @@ type Task struct {
 	RepeatIntervalMs int64                  `protobuf:"varint,6,opt,name=repeat_interval_ms,json=repeatIntervalMs,proto3" json:"repeat_interval_ms,omitempty"` // 0 = once
 	Seq              uint64                 `protobuf:"varint,7,opt,name=seq,proto3" json:"seq,omitempty"`                                                     // acceptance sequence: a group runs its tasks
 	// in (fire_at_ms, seq) order
-	Mode           DispatchMode `protobuf:"varint,8,opt,name=mode,proto3,enum=boomerang.v1.DispatchMode" json:"mode,omitempty"`
-	Status         TaskStatus   `protobuf:"varint,9,opt,name=status,proto3,enum=boomerang.v1.TaskStatus" json:"status,omitempty"`
-	Attempts       uint32       `protobuf:"varint,10,opt,name=attempts,proto3" json:"attempts,omitempty"`                                  // failed attempts of the current occurrence
-	NextAttemptMs  int64        `protobuf:"varint,11,opt,name=next_attempt_ms,json=nextAttemptMs,proto3" json:"next_attempt_ms,omitempty"` // when the next retry is due; 0 = none
-	LastError      string       `protobuf:"bytes,12,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
-	Fires          uint64       `protobuf:"varint,13,opt,name=fires,proto3" json:"fires,omitempty"` // occurrences delivered so far
-	IdempotencyKey string       `protobuf:"bytes,14,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	Callback       *Callback    `protobuf:"bytes,15,opt,name=callback,proto3" json:"callback,omitempty"` // per-task override, if any
-	Retry          *RetryPolicy `protobuf:"bytes,16,opt,name=retry,proto3" json:"retry,omitempty"`       // per-task override, if any
-	CreatedMs      int64        `protobuf:"varint,17,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
-	UpdatedMs      int64        `protobuf:"varint,18,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	Mode                DispatchMode `protobuf:"varint,8,opt,name=mode,proto3,enum=boomerang.v1.DispatchMode" json:"mode,omitempty"`
+	Status              TaskStatus   `protobuf:"varint,9,opt,name=status,proto3,enum=boomerang.v1.TaskStatus" json:"status,omitempty"`
+	Attempts            uint32       `protobuf:"varint,10,opt,name=attempts,proto3" json:"attempts,omitempty"`                                  // failed attempts of the current occurrence
+	NextAttemptMs       int64        `protobuf:"varint,11,opt,name=next_attempt_ms,json=nextAttemptMs,proto3" json:"next_attempt_ms,omitempty"` // when the next retry is due; 0 = none
+	LastError           string       `protobuf:"bytes,12,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	Fires               uint64       `protobuf:"varint,13,opt,name=fires,proto3" json:"fires,omitempty"` // occurrences delivered so far
+	IdempotencyKey      string       `protobuf:"bytes,14,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	Callback            *Callback    `protobuf:"bytes,15,opt,name=callback,proto3" json:"callback,omitempty"` // per-task override, if any
+	Retry               *RetryPolicy `protobuf:"bytes,16,opt,name=retry,proto3" json:"retry,omitempty"`       // per-task override, if any
+	CreatedMs           int64        `protobuf:"varint,17,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	UpdatedMs           int64        `protobuf:"varint,18,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
+	BlockedByDeadLetter uint64       `protobuf:"varint,40,opt,name=blocked_by_dead_letter,json=blockedByDeadLetter,proto3" json:"blocked_by_dead_letter,omitempty"` // BLOCKED: the dead letter its group waits on
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[4]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -723,7 +838,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[4]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -736,7 +851,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{4}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Task) GetId() uint64 {
@@ -865,6 +980,13 @@ func (x *Task) GetUpdatedMs() int64 {
 	return 0
 }
 
+func (x *Task) GetBlockedByDeadLetter() uint64 {
+	if x != nil {
+		return x.BlockedByDeadLetter
+	}
+	return 0
+}
+
 type DeadLetter struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -879,7 +1001,7 @@ type DeadLetter struct {
 
 func (x *DeadLetter) Reset() {
 	*x = DeadLetter{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[5]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +1013,7 @@ func (x *DeadLetter) String() string {
 func (*DeadLetter) ProtoMessage() {}
 
 func (x *DeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[5]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +1026,7 @@ func (x *DeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
 func (*DeadLetter) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{5}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DeadLetter) GetId() uint64 {
@@ -963,7 +1085,7 @@ type Group struct {
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[6]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1097,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[6]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1110,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{6}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Group) GetClient() string {
@@ -1035,22 +1157,25 @@ func (x *Group) GetBlockedSinceMs() int64 {
 
 // ClientConfig is a registered client. The password is never returned.
 type ClientConfig struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Admin         bool                   `protobuf:"varint,2,opt,name=admin,proto3" json:"admin,omitempty"`
-	Callback      *Callback              `protobuf:"bytes,3,opt,name=callback,proto3" json:"callback,omitempty"`
-	Retry         *RetryPolicy           `protobuf:"bytes,4,opt,name=retry,proto3" json:"retry,omitempty"`
-	DeadLetters   *DeadLetterPolicy      `protobuf:"bytes,5,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
-	DefaultMode   DispatchMode           `protobuf:"varint,6,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.v1.DispatchMode" json:"default_mode,omitempty"`
-	CreatedMs     int64                  `protobuf:"varint,7,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
-	GroupLimit    uint32                 `protobuf:"varint,8,opt,name=group_limit,json=groupLimit,proto3" json:"group_limit,omitempty"` // tasks one group may hold; 0 = the server's default
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state                   protoimpl.MessageState `protogen:"open.v1"`
+	Id                      string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Admin                   bool                   `protobuf:"varint,2,opt,name=admin,proto3" json:"admin,omitempty"` // role is ROLE_ADMIN
+	Callback                *Callback              `protobuf:"bytes,3,opt,name=callback,proto3" json:"callback,omitempty"`
+	Retry                   *RetryPolicy           `protobuf:"bytes,4,opt,name=retry,proto3" json:"retry,omitempty"`
+	DeadLetters             *DeadLetterPolicy      `protobuf:"bytes,5,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
+	DefaultMode             DispatchMode           `protobuf:"varint,6,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.v1.DispatchMode" json:"default_mode,omitempty"`
+	CreatedMs               int64                  `protobuf:"varint,7,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	GroupLimit              uint32                 `protobuf:"varint,8,opt,name=group_limit,json=groupLimit,proto3" json:"group_limit,omitempty"` // tasks one group may hold; 0 = the server's default
+	Role                    Role                   `protobuf:"varint,40,opt,name=role,proto3,enum=boomerang.v1.Role" json:"role,omitempty"`
+	CallbackRules           *CallbackRules         `protobuf:"bytes,41,opt,name=callback_rules,json=callbackRules,proto3" json:"callback_rules,omitempty"`
+	PreviousSecretExpiresMs int64                  `protobuf:"varint,42,opt,name=previous_secret_expires_ms,json=previousSecretExpiresMs,proto3" json:"previous_secret_expires_ms,omitempty"` // after a rotation: until when the old signing secret also signs; 0 = none
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *ClientConfig) Reset() {
 	*x = ClientConfig{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[7]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1062,7 +1187,7 @@ func (x *ClientConfig) String() string {
 func (*ClientConfig) ProtoMessage() {}
 
 func (x *ClientConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[7]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1075,7 +1200,7 @@ func (x *ClientConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientConfig.ProtoReflect.Descriptor instead.
 func (*ClientConfig) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{7}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ClientConfig) GetId() string {
@@ -1134,6 +1259,27 @@ func (x *ClientConfig) GetGroupLimit() uint32 {
 	return 0
 }
 
+func (x *ClientConfig) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+func (x *ClientConfig) GetCallbackRules() *CallbackRules {
+	if x != nil {
+		return x.CallbackRules
+	}
+	return nil
+}
+
+func (x *ClientConfig) GetPreviousSecretExpiresMs() int64 {
+	if x != nil {
+		return x.PreviousSecretExpiresMs
+	}
+	return 0
+}
+
 type LoginRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -1144,7 +1290,7 @@ type LoginRequest struct {
 
 func (x *LoginRequest) Reset() {
 	*x = LoginRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[8]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1156,7 +1302,7 @@ func (x *LoginRequest) String() string {
 func (*LoginRequest) ProtoMessage() {}
 
 func (x *LoginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[8]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1169,7 +1315,7 @@ func (x *LoginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginRequest.ProtoReflect.Descriptor instead.
 func (*LoginRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{8}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LoginRequest) GetClientId() string {
@@ -1191,13 +1337,14 @@ type LoginResponse struct {
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	ExpiresAtMs   int64                  `protobuf:"varint,2,opt,name=expires_at_ms,json=expiresAtMs,proto3" json:"expires_at_ms,omitempty"`
 	Admin         bool                   `protobuf:"varint,3,opt,name=admin,proto3" json:"admin,omitempty"`
+	Role          Role                   `protobuf:"varint,40,opt,name=role,proto3,enum=boomerang.v1.Role" json:"role,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LoginResponse) Reset() {
 	*x = LoginResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[9]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1209,7 +1356,7 @@ func (x *LoginResponse) String() string {
 func (*LoginResponse) ProtoMessage() {}
 
 func (x *LoginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[9]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1222,7 +1369,7 @@ func (x *LoginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginResponse.ProtoReflect.Descriptor instead.
 func (*LoginResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{9}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LoginResponse) GetSessionId() string {
@@ -1246,6 +1393,13 @@ func (x *LoginResponse) GetAdmin() bool {
 	return false
 }
 
+func (x *LoginResponse) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
 type RefreshSessionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1254,7 +1408,7 @@ type RefreshSessionRequest struct {
 
 func (x *RefreshSessionRequest) Reset() {
 	*x = RefreshSessionRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[10]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1420,7 @@ func (x *RefreshSessionRequest) String() string {
 func (*RefreshSessionRequest) ProtoMessage() {}
 
 func (x *RefreshSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[10]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1433,7 @@ func (x *RefreshSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshSessionRequest.ProtoReflect.Descriptor instead.
 func (*RefreshSessionRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{10}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{11}
 }
 
 type RefreshSessionResponse struct {
@@ -1292,7 +1446,7 @@ type RefreshSessionResponse struct {
 
 func (x *RefreshSessionResponse) Reset() {
 	*x = RefreshSessionResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[11]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1304,7 +1458,7 @@ func (x *RefreshSessionResponse) String() string {
 func (*RefreshSessionResponse) ProtoMessage() {}
 
 func (x *RefreshSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[11]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1317,7 +1471,7 @@ func (x *RefreshSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshSessionResponse.ProtoReflect.Descriptor instead.
 func (*RefreshSessionResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{11}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RefreshSessionResponse) GetSessionId() string {
@@ -1345,13 +1499,15 @@ type RegisterClientRequest struct {
 	DefaultMode   DispatchMode           `protobuf:"varint,7,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.v1.DispatchMode" json:"default_mode,omitempty"`
 	SigningSecret []byte                 `protobuf:"bytes,8,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"` // HMAC key for webhook signatures; empty = generated
 	GroupLimit    uint32                 `protobuf:"varint,9,opt,name=group_limit,json=groupLimit,proto3" json:"group_limit,omitempty"`         // tasks one group may hold; 0 = the server's default
+	Role          Role                   `protobuf:"varint,40,opt,name=role,proto3,enum=boomerang.v1.Role" json:"role,omitempty"`               // UNSPECIFIED: ADMIN when admin is set, else CLIENT
+	CallbackRules *CallbackRules         `protobuf:"bytes,41,opt,name=callback_rules,json=callbackRules,proto3" json:"callback_rules,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterClientRequest) Reset() {
 	*x = RegisterClientRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[12]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1363,7 +1519,7 @@ func (x *RegisterClientRequest) String() string {
 func (*RegisterClientRequest) ProtoMessage() {}
 
 func (x *RegisterClientRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[12]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1376,7 +1532,7 @@ func (x *RegisterClientRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClientRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClientRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{12}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RegisterClientRequest) GetClientId() string {
@@ -1442,6 +1598,20 @@ func (x *RegisterClientRequest) GetGroupLimit() uint32 {
 	return 0
 }
 
+func (x *RegisterClientRequest) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+func (x *RegisterClientRequest) GetCallbackRules() *CallbackRules {
+	if x != nil {
+		return x.CallbackRules
+	}
+	return nil
+}
+
 type RegisterClientResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Client        *ClientConfig          `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
@@ -1452,7 +1622,7 @@ type RegisterClientResponse struct {
 
 func (x *RegisterClientResponse) Reset() {
 	*x = RegisterClientResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[13]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +1634,7 @@ func (x *RegisterClientResponse) String() string {
 func (*RegisterClientResponse) ProtoMessage() {}
 
 func (x *RegisterClientResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[13]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +1647,7 @@ func (x *RegisterClientResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClientResponse.ProtoReflect.Descriptor instead.
 func (*RegisterClientResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{13}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RegisterClientResponse) GetClient() *ClientConfig {
@@ -1503,7 +1673,7 @@ type DeregisterClientRequest struct {
 
 func (x *DeregisterClientRequest) Reset() {
 	*x = DeregisterClientRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[14]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1515,7 +1685,7 @@ func (x *DeregisterClientRequest) String() string {
 func (*DeregisterClientRequest) ProtoMessage() {}
 
 func (x *DeregisterClientRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[14]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1528,7 +1698,7 @@ func (x *DeregisterClientRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterClientRequest.ProtoReflect.Descriptor instead.
 func (*DeregisterClientRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{14}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeregisterClientRequest) GetClientId() string {
@@ -1546,7 +1716,7 @@ type DeregisterClientResponse struct {
 
 func (x *DeregisterClientResponse) Reset() {
 	*x = DeregisterClientResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[15]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1728,7 @@ func (x *DeregisterClientResponse) String() string {
 func (*DeregisterClientResponse) ProtoMessage() {}
 
 func (x *DeregisterClientResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[15]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +1741,7 @@ func (x *DeregisterClientResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterClientResponse.ProtoReflect.Descriptor instead.
 func (*DeregisterClientResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{15}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{16}
 }
 
 type ListClientsRequest struct {
@@ -1582,7 +1752,7 @@ type ListClientsRequest struct {
 
 func (x *ListClientsRequest) Reset() {
 	*x = ListClientsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[16]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1594,7 +1764,7 @@ func (x *ListClientsRequest) String() string {
 func (*ListClientsRequest) ProtoMessage() {}
 
 func (x *ListClientsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[16]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1607,7 +1777,7 @@ func (x *ListClientsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientsRequest.ProtoReflect.Descriptor instead.
 func (*ListClientsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{16}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{17}
 }
 
 type ListClientsResponse struct {
@@ -1619,7 +1789,7 @@ type ListClientsResponse struct {
 
 func (x *ListClientsResponse) Reset() {
 	*x = ListClientsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[17]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1631,7 +1801,7 @@ func (x *ListClientsResponse) String() string {
 func (*ListClientsResponse) ProtoMessage() {}
 
 func (x *ListClientsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[17]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1644,7 +1814,7 @@ func (x *ListClientsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientsResponse.ProtoReflect.Descriptor instead.
 func (*ListClientsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{17}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListClientsResponse) GetClients() []*ClientConfig {
@@ -1652,6 +1822,821 @@ func (x *ListClientsResponse) GetClients() []*ClientConfig {
 		return x.Clients
 	}
 	return nil
+}
+
+type GetClientRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"` // "" = the caller
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetClientRequest) Reset() {
+	*x = GetClientRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetClientRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetClientRequest) ProtoMessage() {}
+
+func (x *GetClientRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetClientRequest.ProtoReflect.Descriptor instead.
+func (*GetClientRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *GetClientRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+type GetClientResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        *ClientConfig          `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetClientResponse) Reset() {
+	*x = GetClientResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetClientResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetClientResponse) ProtoMessage() {}
+
+func (x *GetClientResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetClientResponse.ProtoReflect.Descriptor instead.
+func (*GetClientResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *GetClientResponse) GetClient() *ClientConfig {
+	if x != nil {
+		return x.Client
+	}
+	return nil
+}
+
+// UpdateClientRequest changes a client (admin only). Fields left unset
+// stay as they are.
+type UpdateClientRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Callback      *Callback              `protobuf:"bytes,2,opt,name=callback,proto3" json:"callback,omitempty"` // replaces the default callback
+	ClearCallback bool                   `protobuf:"varint,3,opt,name=clear_callback,json=clearCallback,proto3" json:"clear_callback,omitempty"`
+	Retry         *RetryPolicy           `protobuf:"bytes,4,opt,name=retry,proto3" json:"retry,omitempty"` // replaces the retry policy
+	ClearRetry    bool                   `protobuf:"varint,5,opt,name=clear_retry,json=clearRetry,proto3" json:"clear_retry,omitempty"`
+	DeadLetters   *DeadLetterPolicy      `protobuf:"bytes,6,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"` // replaces the dead letter policy
+	DefaultMode   *DispatchMode          `protobuf:"varint,7,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.v1.DispatchMode,oneof" json:"default_mode,omitempty"`
+	Role          *Role                  `protobuf:"varint,8,opt,name=role,proto3,enum=boomerang.v1.Role,oneof" json:"role,omitempty"`          // a new role ends the client's sessions
+	CallbackRules *CallbackRules         `protobuf:"bytes,9,opt,name=callback_rules,json=callbackRules,proto3" json:"callback_rules,omitempty"` // replaces the rules; empty lists remove them
+	GroupLimit    *uint32                `protobuf:"varint,10,opt,name=group_limit,json=groupLimit,proto3,oneof" json:"group_limit,omitempty"`  // 0: the server's default
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateClientRequest) Reset() {
+	*x = UpdateClientRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateClientRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateClientRequest) ProtoMessage() {}
+
+func (x *UpdateClientRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateClientRequest.ProtoReflect.Descriptor instead.
+func (*UpdateClientRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *UpdateClientRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *UpdateClientRequest) GetCallback() *Callback {
+	if x != nil {
+		return x.Callback
+	}
+	return nil
+}
+
+func (x *UpdateClientRequest) GetClearCallback() bool {
+	if x != nil {
+		return x.ClearCallback
+	}
+	return false
+}
+
+func (x *UpdateClientRequest) GetRetry() *RetryPolicy {
+	if x != nil {
+		return x.Retry
+	}
+	return nil
+}
+
+func (x *UpdateClientRequest) GetClearRetry() bool {
+	if x != nil {
+		return x.ClearRetry
+	}
+	return false
+}
+
+func (x *UpdateClientRequest) GetDeadLetters() *DeadLetterPolicy {
+	if x != nil {
+		return x.DeadLetters
+	}
+	return nil
+}
+
+func (x *UpdateClientRequest) GetDefaultMode() DispatchMode {
+	if x != nil && x.DefaultMode != nil {
+		return *x.DefaultMode
+	}
+	return DispatchMode_DISPATCH_MODE_UNSPECIFIED
+}
+
+func (x *UpdateClientRequest) GetRole() Role {
+	if x != nil && x.Role != nil {
+		return *x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+func (x *UpdateClientRequest) GetCallbackRules() *CallbackRules {
+	if x != nil {
+		return x.CallbackRules
+	}
+	return nil
+}
+
+func (x *UpdateClientRequest) GetGroupLimit() uint32 {
+	if x != nil && x.GroupLimit != nil {
+		return *x.GroupLimit
+	}
+	return 0
+}
+
+type UpdateClientResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        *ClientConfig          `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateClientResponse) Reset() {
+	*x = UpdateClientResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateClientResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateClientResponse) ProtoMessage() {}
+
+func (x *UpdateClientResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateClientResponse.ProtoReflect.Descriptor instead.
+func (*UpdateClientResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *UpdateClientResponse) GetClient() *ClientConfig {
+	if x != nil {
+		return x.Client
+	}
+	return nil
+}
+
+// ChangePasswordRequest sets a client's password. A client changes its own
+// with its current password; an admin sets anyone's without it. The
+// client's other sessions end.
+type ChangePasswordRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ClientId        string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"` // "" = the caller
+	CurrentPassword string                 `protobuf:"bytes,2,opt,name=current_password,json=currentPassword,proto3" json:"current_password,omitempty"`
+	NewPassword     string                 `protobuf:"bytes,3,opt,name=new_password,json=newPassword,proto3" json:"new_password,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ChangePasswordRequest) Reset() {
+	*x = ChangePasswordRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangePasswordRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangePasswordRequest) ProtoMessage() {}
+
+func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangePasswordRequest.ProtoReflect.Descriptor instead.
+func (*ChangePasswordRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ChangePasswordRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *ChangePasswordRequest) GetCurrentPassword() string {
+	if x != nil {
+		return x.CurrentPassword
+	}
+	return ""
+}
+
+func (x *ChangePasswordRequest) GetNewPassword() string {
+	if x != nil {
+		return x.NewPassword
+	}
+	return ""
+}
+
+type ChangePasswordResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangePasswordResponse) Reset() {
+	*x = ChangePasswordResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangePasswordResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangePasswordResponse) ProtoMessage() {}
+
+func (x *ChangePasswordResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangePasswordResponse.ProtoReflect.Descriptor instead.
+func (*ChangePasswordResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{24}
+}
+
+// RotateSigningSecretRequest gives a client a new webhook signing secret.
+// Until the overlap ends, webhooks carry a signature with each secret, so
+// receivers can switch at any time within it. Admins rotate any client's
+// secret, a client its own.
+type RotateSigningSecretRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`                // "" = the caller
+	SigningSecret []byte                 `protobuf:"bytes,2,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"` // empty = generated
+	OverlapMs     *int64                 `protobuf:"varint,3,opt,name=overlap_ms,json=overlapMs,proto3,oneof" json:"overlap_ms,omitempty"`      // how long the old secret still signs; unset = 24 h, 0 = not at all
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateSigningSecretRequest) Reset() {
+	*x = RotateSigningSecretRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateSigningSecretRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateSigningSecretRequest) ProtoMessage() {}
+
+func (x *RotateSigningSecretRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateSigningSecretRequest.ProtoReflect.Descriptor instead.
+func (*RotateSigningSecretRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *RotateSigningSecretRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *RotateSigningSecretRequest) GetSigningSecret() []byte {
+	if x != nil {
+		return x.SigningSecret
+	}
+	return nil
+}
+
+func (x *RotateSigningSecretRequest) GetOverlapMs() int64 {
+	if x != nil && x.OverlapMs != nil {
+		return *x.OverlapMs
+	}
+	return 0
+}
+
+type RotateSigningSecretResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        *ClientConfig          `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
+	SigningSecret []byte                 `protobuf:"bytes,2,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"` // shown once
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateSigningSecretResponse) Reset() {
+	*x = RotateSigningSecretResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateSigningSecretResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateSigningSecretResponse) ProtoMessage() {}
+
+func (x *RotateSigningSecretResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateSigningSecretResponse.ProtoReflect.Descriptor instead.
+func (*RotateSigningSecretResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *RotateSigningSecretResponse) GetClient() *ClientConfig {
+	if x != nil {
+		return x.Client
+	}
+	return nil
+}
+
+func (x *RotateSigningSecretResponse) GetSigningSecret() []byte {
+	if x != nil {
+		return x.SigningSecret
+	}
+	return nil
+}
+
+// Sessions: a session is named by its handle, never by its id, which is
+// as good as a password.
+type SessionInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Handle        string                 `protobuf:"bytes,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	Client        string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	Role          Role                   `protobuf:"varint,3,opt,name=role,proto3,enum=boomerang.v1.Role" json:"role,omitempty"`
+	CreatedMs     int64                  `protobuf:"varint,4,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	ExpiresMs     int64                  `protobuf:"varint,5,opt,name=expires_ms,json=expiresMs,proto3" json:"expires_ms,omitempty"`
+	Source        string                 `protobuf:"bytes,6,opt,name=source,proto3" json:"source,omitempty"`    // address it logged in from
+	Current       bool                   `protobuf:"varint,7,opt,name=current,proto3" json:"current,omitempty"` // the session of this request
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionInfo) Reset() {
+	*x = SessionInfo{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionInfo) ProtoMessage() {}
+
+func (x *SessionInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
+func (*SessionInfo) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *SessionInfo) GetHandle() string {
+	if x != nil {
+		return x.Handle
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+func (x *SessionInfo) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *SessionInfo) GetExpiresMs() int64 {
+	if x != nil {
+		return x.ExpiresMs
+	}
+	return 0
+}
+
+func (x *SessionInfo) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetCurrent() bool {
+	if x != nil {
+		return x.Current
+	}
+	return false
+}
+
+type LogoutRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogoutRequest) Reset() {
+	*x = LogoutRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogoutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogoutRequest) ProtoMessage() {}
+
+func (x *LogoutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogoutRequest.ProtoReflect.Descriptor instead.
+func (*LogoutRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{28}
+}
+
+type LogoutResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogoutResponse) Reset() {
+	*x = LogoutResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogoutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogoutResponse) ProtoMessage() {}
+
+func (x *LogoutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogoutResponse.ProtoReflect.Descriptor instead.
+func (*LogoutResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{29}
+}
+
+type ListSessionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"` // admin and read-only: "" = every client's; others: their own
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionsRequest) Reset() {
+	*x = ListSessionsRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionsRequest) ProtoMessage() {}
+
+func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
+func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListSessionsRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+type ListSessionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sessions      []*SessionInfo         `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionsResponse) Reset() {
+	*x = ListSessionsResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionsResponse) ProtoMessage() {}
+
+func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
+func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+type RevokeSessionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"` // admin: any client; others: their own ("")
+	Handle        string                 `protobuf:"bytes,2,opt,name=handle,proto3" json:"handle,omitempty"` // "" = every session of the client
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeSessionsRequest) Reset() {
+	*x = RevokeSessionsRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeSessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeSessionsRequest) ProtoMessage() {}
+
+func (x *RevokeSessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeSessionsRequest.ProtoReflect.Descriptor instead.
+func (*RevokeSessionsRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *RevokeSessionsRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *RevokeSessionsRequest) GetHandle() string {
+	if x != nil {
+		return x.Handle
+	}
+	return ""
+}
+
+type RevokeSessionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Revoked       uint32                 `protobuf:"varint,1,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeSessionsResponse) Reset() {
+	*x = RevokeSessionsResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeSessionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeSessionsResponse) ProtoMessage() {}
+
+func (x *RevokeSessionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeSessionsResponse.ProtoReflect.Descriptor instead.
+func (*RevokeSessionsResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *RevokeSessionsResponse) GetRevoked() uint32 {
+	if x != nil {
+		return x.Revoked
+	}
+	return 0
 }
 
 type RegisterTaskRequest struct {
@@ -1677,7 +2662,7 @@ type RegisterTaskRequest struct {
 
 func (x *RegisterTaskRequest) Reset() {
 	*x = RegisterTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[18]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1689,7 +2674,7 @@ func (x *RegisterTaskRequest) String() string {
 func (*RegisterTaskRequest) ProtoMessage() {}
 
 func (x *RegisterTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[18]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1702,7 +2687,7 @@ func (x *RegisterTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTaskRequest.ProtoReflect.Descriptor instead.
 func (*RegisterTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{18}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RegisterTaskRequest) GetPayload() []byte {
@@ -1805,7 +2790,7 @@ type RegisterTaskResponse struct {
 
 func (x *RegisterTaskResponse) Reset() {
 	*x = RegisterTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[19]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1817,7 +2802,7 @@ func (x *RegisterTaskResponse) String() string {
 func (*RegisterTaskResponse) ProtoMessage() {}
 
 func (x *RegisterTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[19]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1830,7 +2815,7 @@ func (x *RegisterTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTaskResponse.ProtoReflect.Descriptor instead.
 func (*RegisterTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{19}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RegisterTaskResponse) GetTask() *Task {
@@ -1863,7 +2848,7 @@ type UpdateTaskRequest struct {
 
 func (x *UpdateTaskRequest) Reset() {
 	*x = UpdateTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[20]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1875,7 +2860,7 @@ func (x *UpdateTaskRequest) String() string {
 func (*UpdateTaskRequest) ProtoMessage() {}
 
 func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[20]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1888,7 +2873,7 @@ func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{20}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *UpdateTaskRequest) GetId() uint64 {
@@ -1962,7 +2947,7 @@ type UpdateTaskResponse struct {
 
 func (x *UpdateTaskResponse) Reset() {
 	*x = UpdateTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[21]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1974,7 +2959,7 @@ func (x *UpdateTaskResponse) String() string {
 func (*UpdateTaskResponse) ProtoMessage() {}
 
 func (x *UpdateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[21]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1987,7 +2972,7 @@ func (x *UpdateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{21}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *UpdateTaskResponse) GetTask() *Task {
@@ -2006,7 +2991,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[22]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2018,7 +3003,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[22]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2031,7 +3016,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{22}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CancelTaskRequest) GetId() uint64 {
@@ -2049,7 +3034,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[23]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2061,7 +3046,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[23]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2074,7 +3059,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{23}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{39}
 }
 
 type GetTaskRequest struct {
@@ -2086,7 +3071,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[24]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2098,7 +3083,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[24]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2111,7 +3096,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{24}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetTaskRequest) GetId() uint64 {
@@ -2130,7 +3115,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[25]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2142,7 +3127,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[25]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2155,7 +3140,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{25}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -2187,7 +3172,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[26]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2199,7 +3184,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[26]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2212,7 +3197,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{26}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListTasksRequest) GetClient() string {
@@ -2310,7 +3295,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[27]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2322,7 +3307,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[27]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2335,7 +3320,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{27}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -2374,7 +3359,7 @@ type ListDeadLettersRequest struct {
 
 func (x *ListDeadLettersRequest) Reset() {
 	*x = ListDeadLettersRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[28]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2386,7 +3371,7 @@ func (x *ListDeadLettersRequest) String() string {
 func (*ListDeadLettersRequest) ProtoMessage() {}
 
 func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[28]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2399,7 +3384,7 @@ func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{28}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListDeadLettersRequest) GetClient() string {
@@ -2461,7 +3446,7 @@ type ListDeadLettersResponse struct {
 
 func (x *ListDeadLettersResponse) Reset() {
 	*x = ListDeadLettersResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[29]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2473,7 +3458,7 @@ func (x *ListDeadLettersResponse) String() string {
 func (*ListDeadLettersResponse) ProtoMessage() {}
 
 func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[29]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2486,7 +3471,7 @@ func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{29}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
@@ -2512,7 +3497,7 @@ type GetDeadLetterRequest struct {
 
 func (x *GetDeadLetterRequest) Reset() {
 	*x = GetDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[30]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2524,7 +3509,7 @@ func (x *GetDeadLetterRequest) String() string {
 func (*GetDeadLetterRequest) ProtoMessage() {}
 
 func (x *GetDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[30]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2537,7 +3522,7 @@ func (x *GetDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*GetDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{30}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetDeadLetterRequest) GetId() uint64 {
@@ -2556,7 +3541,7 @@ type GetDeadLetterResponse struct {
 
 func (x *GetDeadLetterResponse) Reset() {
 	*x = GetDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[31]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2568,7 +3553,7 @@ func (x *GetDeadLetterResponse) String() string {
 func (*GetDeadLetterResponse) ProtoMessage() {}
 
 func (x *GetDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[31]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2581,7 +3566,7 @@ func (x *GetDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*GetDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{31}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetDeadLetterResponse) GetDeadLetter() *DeadLetter {
@@ -2600,7 +3585,7 @@ type ReplayDeadLetterRequest struct {
 
 func (x *ReplayDeadLetterRequest) Reset() {
 	*x = ReplayDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[32]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2612,7 +3597,7 @@ func (x *ReplayDeadLetterRequest) String() string {
 func (*ReplayDeadLetterRequest) ProtoMessage() {}
 
 func (x *ReplayDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[32]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2625,7 +3610,7 @@ func (x *ReplayDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*ReplayDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{32}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReplayDeadLetterRequest) GetId() uint64 {
@@ -2644,7 +3629,7 @@ type ReplayDeadLetterResponse struct {
 
 func (x *ReplayDeadLetterResponse) Reset() {
 	*x = ReplayDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[33]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2656,7 +3641,7 @@ func (x *ReplayDeadLetterResponse) String() string {
 func (*ReplayDeadLetterResponse) ProtoMessage() {}
 
 func (x *ReplayDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[33]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2669,7 +3654,7 @@ func (x *ReplayDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*ReplayDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{33}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReplayDeadLetterResponse) GetTask() *Task {
@@ -2688,7 +3673,7 @@ type DeleteDeadLetterRequest struct {
 
 func (x *DeleteDeadLetterRequest) Reset() {
 	*x = DeleteDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[34]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2700,7 +3685,7 @@ func (x *DeleteDeadLetterRequest) String() string {
 func (*DeleteDeadLetterRequest) ProtoMessage() {}
 
 func (x *DeleteDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[34]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2713,7 +3698,7 @@ func (x *DeleteDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{34}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *DeleteDeadLetterRequest) GetId() uint64 {
@@ -2731,7 +3716,7 @@ type DeleteDeadLetterResponse struct {
 
 func (x *DeleteDeadLetterResponse) Reset() {
 	*x = DeleteDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[35]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2743,7 +3728,7 @@ func (x *DeleteDeadLetterResponse) String() string {
 func (*DeleteDeadLetterResponse) ProtoMessage() {}
 
 func (x *DeleteDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[35]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2756,7 +3741,7 @@ func (x *DeleteDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*DeleteDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{35}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{51}
 }
 
 type GetGroupRequest struct {
@@ -2769,7 +3754,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2781,7 +3766,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2794,7 +3779,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{36}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetGroupRequest) GetClient() string {
@@ -2820,7 +3805,7 @@ type GetGroupResponse struct {
 
 func (x *GetGroupResponse) Reset() {
 	*x = GetGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2832,7 +3817,7 @@ func (x *GetGroupResponse) String() string {
 func (*GetGroupResponse) ProtoMessage() {}
 
 func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2845,7 +3830,7 @@ func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupResponse.ProtoReflect.Descriptor instead.
 func (*GetGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{37}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetGroupResponse) GetGroup() *Group {
@@ -2865,7 +3850,7 @@ type UnblockGroupRequest struct {
 
 func (x *UnblockGroupRequest) Reset() {
 	*x = UnblockGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2877,7 +3862,7 @@ func (x *UnblockGroupRequest) String() string {
 func (*UnblockGroupRequest) ProtoMessage() {}
 
 func (x *UnblockGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2890,7 +3875,7 @@ func (x *UnblockGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnblockGroupRequest.ProtoReflect.Descriptor instead.
 func (*UnblockGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{38}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *UnblockGroupRequest) GetClient() string {
@@ -2916,7 +3901,7 @@ type UnblockGroupResponse struct {
 
 func (x *UnblockGroupResponse) Reset() {
 	*x = UnblockGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2928,7 +3913,7 @@ func (x *UnblockGroupResponse) String() string {
 func (*UnblockGroupResponse) ProtoMessage() {}
 
 func (x *UnblockGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2941,7 +3926,7 @@ func (x *UnblockGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnblockGroupResponse.ProtoReflect.Descriptor instead.
 func (*UnblockGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{39}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *UnblockGroupResponse) GetTask() *Task {
@@ -2961,7 +3946,7 @@ type SkipGroupRequest struct {
 
 func (x *SkipGroupRequest) Reset() {
 	*x = SkipGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2973,7 +3958,7 @@ func (x *SkipGroupRequest) String() string {
 func (*SkipGroupRequest) ProtoMessage() {}
 
 func (x *SkipGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2986,7 +3971,7 @@ func (x *SkipGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkipGroupRequest.ProtoReflect.Descriptor instead.
 func (*SkipGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{40}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SkipGroupRequest) GetClient() string {
@@ -3011,7 +3996,7 @@ type SkipGroupResponse struct {
 
 func (x *SkipGroupResponse) Reset() {
 	*x = SkipGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3023,7 +4008,7 @@ func (x *SkipGroupResponse) String() string {
 func (*SkipGroupResponse) ProtoMessage() {}
 
 func (x *SkipGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3036,7 +4021,7 @@ func (x *SkipGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkipGroupResponse.ProtoReflect.Descriptor instead.
 func (*SkipGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{41}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{57}
 }
 
 // CancelTasksRequest cancels every task of a client, or of one of its
@@ -3052,7 +4037,7 @@ type CancelTasksRequest struct {
 
 func (x *CancelTasksRequest) Reset() {
 	*x = CancelTasksRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3064,7 +4049,7 @@ func (x *CancelTasksRequest) String() string {
 func (*CancelTasksRequest) ProtoMessage() {}
 
 func (x *CancelTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3077,7 +4062,7 @@ func (x *CancelTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTasksRequest.ProtoReflect.Descriptor instead.
 func (*CancelTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{42}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *CancelTasksRequest) GetClient() string {
@@ -3112,7 +4097,7 @@ type CancelTasksResponse struct {
 
 func (x *CancelTasksResponse) Reset() {
 	*x = CancelTasksResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3124,7 +4109,7 @@ func (x *CancelTasksResponse) String() string {
 func (*CancelTasksResponse) ProtoMessage() {}
 
 func (x *CancelTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3137,7 +4122,7 @@ func (x *CancelTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTasksResponse.ProtoReflect.Descriptor instead.
 func (*CancelTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{43}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *CancelTasksResponse) GetMatched() uint64 {
@@ -3176,7 +4161,7 @@ type PurgeDeadLettersRequest struct {
 
 func (x *PurgeDeadLettersRequest) Reset() {
 	*x = PurgeDeadLettersRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3188,7 +4173,7 @@ func (x *PurgeDeadLettersRequest) String() string {
 func (*PurgeDeadLettersRequest) ProtoMessage() {}
 
 func (x *PurgeDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3201,7 +4186,7 @@ func (x *PurgeDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*PurgeDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{44}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *PurgeDeadLettersRequest) GetClient() string {
@@ -3250,7 +4235,7 @@ type PurgeDeadLettersResponse struct {
 
 func (x *PurgeDeadLettersResponse) Reset() {
 	*x = PurgeDeadLettersResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3262,7 +4247,7 @@ func (x *PurgeDeadLettersResponse) String() string {
 func (*PurgeDeadLettersResponse) ProtoMessage() {}
 
 func (x *PurgeDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3275,7 +4260,7 @@ func (x *PurgeDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*PurgeDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{45}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *PurgeDeadLettersResponse) GetMatched() uint64 {
@@ -3307,7 +4292,7 @@ type GetServerInfoRequest struct {
 
 func (x *GetServerInfoRequest) Reset() {
 	*x = GetServerInfoRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3319,7 +4304,7 @@ func (x *GetServerInfoRequest) String() string {
 func (*GetServerInfoRequest) ProtoMessage() {}
 
 func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3332,7 +4317,7 @@ func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetServerInfoRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{46}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{62}
 }
 
 type GetServerInfoResponse struct {
@@ -3354,7 +4339,7 @@ type GetServerInfoResponse struct {
 
 func (x *GetServerInfoResponse) Reset() {
 	*x = GetServerInfoResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3366,7 +4351,7 @@ func (x *GetServerInfoResponse) String() string {
 func (*GetServerInfoResponse) ProtoMessage() {}
 
 func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3379,7 +4364,7 @@ func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetServerInfoResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{47}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GetServerInfoResponse) GetVersion() string {
@@ -3472,7 +4457,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3484,7 +4469,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3497,7 +4482,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{48}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListGroupsRequest) GetClient() string {
@@ -3538,7 +4523,7 @@ type GroupSummary struct {
 
 func (x *GroupSummary) Reset() {
 	*x = GroupSummary{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3550,7 +4535,7 @@ func (x *GroupSummary) String() string {
 func (*GroupSummary) ProtoMessage() {}
 
 func (x *GroupSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3563,7 +4548,7 @@ func (x *GroupSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupSummary.ProtoReflect.Descriptor instead.
 func (*GroupSummary) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{49}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GroupSummary) GetGroup() *Group {
@@ -3590,7 +4575,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3602,7 +4587,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3615,7 +4600,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{50}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupSummary {
@@ -3657,7 +4642,7 @@ type StatsSample struct {
 
 func (x *StatsSample) Reset() {
 	*x = StatsSample{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3669,7 +4654,7 @@ func (x *StatsSample) String() string {
 func (*StatsSample) ProtoMessage() {}
 
 func (x *StatsSample) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3682,7 +4667,7 @@ func (x *StatsSample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsSample.ProtoReflect.Descriptor instead.
 func (*StatsSample) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{51}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *StatsSample) GetAtMs() int64 {
@@ -3794,7 +4779,7 @@ type ProtocolCount struct {
 
 func (x *ProtocolCount) Reset() {
 	*x = ProtocolCount{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3806,7 +4791,7 @@ func (x *ProtocolCount) String() string {
 func (*ProtocolCount) ProtoMessage() {}
 
 func (x *ProtocolCount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3819,7 +4804,7 @@ func (x *ProtocolCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProtocolCount.ProtoReflect.Descriptor instead.
 func (*ProtocolCount) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{52}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ProtocolCount) GetProtocol() Protocol {
@@ -3856,7 +4841,7 @@ type Percentiles struct {
 
 func (x *Percentiles) Reset() {
 	*x = Percentiles{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3868,7 +4853,7 @@ func (x *Percentiles) String() string {
 func (*Percentiles) ProtoMessage() {}
 
 func (x *Percentiles) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3881,7 +4866,7 @@ func (x *Percentiles) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Percentiles.ProtoReflect.Descriptor instead.
 func (*Percentiles) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{53}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *Percentiles) GetCount() uint64 {
@@ -3929,7 +4914,7 @@ type GetStatsRequest struct {
 
 func (x *GetStatsRequest) Reset() {
 	*x = GetStatsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3941,7 +4926,7 @@ func (x *GetStatsRequest) String() string {
 func (*GetStatsRequest) ProtoMessage() {}
 
 func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3954,7 +4939,7 @@ func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetStatsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{54}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *GetStatsRequest) GetSinceMs() int64 {
@@ -3974,7 +4959,7 @@ type GetStatsResponse struct {
 
 func (x *GetStatsResponse) Reset() {
 	*x = GetStatsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3986,7 +4971,7 @@ func (x *GetStatsResponse) String() string {
 func (*GetStatsResponse) ProtoMessage() {}
 
 func (x *GetStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3999,7 +4984,7 @@ func (x *GetStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatsResponse.ProtoReflect.Descriptor instead.
 func (*GetStatsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{55}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *GetStatsResponse) GetSamples() []*StatsSample {
@@ -4029,7 +5014,7 @@ type GetDueHistogramRequest struct {
 
 func (x *GetDueHistogramRequest) Reset() {
 	*x = GetDueHistogramRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4041,7 +5026,7 @@ func (x *GetDueHistogramRequest) String() string {
 func (*GetDueHistogramRequest) ProtoMessage() {}
 
 func (x *GetDueHistogramRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4054,7 +5039,7 @@ func (x *GetDueHistogramRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDueHistogramRequest.ProtoReflect.Descriptor instead.
 func (*GetDueHistogramRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{56}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *GetDueHistogramRequest) GetFromMs() int64 {
@@ -4093,7 +5078,7 @@ type GetDueHistogramResponse struct {
 
 func (x *GetDueHistogramResponse) Reset() {
 	*x = GetDueHistogramResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4105,7 +5090,7 @@ func (x *GetDueHistogramResponse) String() string {
 func (*GetDueHistogramResponse) ProtoMessage() {}
 
 func (x *GetDueHistogramResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4118,7 +5103,7 @@ func (x *GetDueHistogramResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDueHistogramResponse.ProtoReflect.Descriptor instead.
 func (*GetDueHistogramResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{57}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *GetDueHistogramResponse) GetFromMs() int64 {
@@ -4187,7 +5172,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4199,7 +5184,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4212,7 +5197,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{58}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *Attempt) GetAttempt() uint32 {
@@ -4280,7 +5265,7 @@ type GetTaskAttemptsRequest struct {
 
 func (x *GetTaskAttemptsRequest) Reset() {
 	*x = GetTaskAttemptsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4292,7 +5277,7 @@ func (x *GetTaskAttemptsRequest) String() string {
 func (*GetTaskAttemptsRequest) ProtoMessage() {}
 
 func (x *GetTaskAttemptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4305,7 +5290,7 @@ func (x *GetTaskAttemptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskAttemptsRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskAttemptsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{59}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *GetTaskAttemptsRequest) GetId() uint64 {
@@ -4324,7 +5309,7 @@ type GetTaskAttemptsResponse struct {
 
 func (x *GetTaskAttemptsResponse) Reset() {
 	*x = GetTaskAttemptsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4336,7 +5321,7 @@ func (x *GetTaskAttemptsResponse) String() string {
 func (*GetTaskAttemptsResponse) ProtoMessage() {}
 
 func (x *GetTaskAttemptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4349,7 +5334,7 @@ func (x *GetTaskAttemptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskAttemptsResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskAttemptsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{60}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *GetTaskAttemptsResponse) GetAttempts() []*Attempt {
@@ -4375,7 +5360,7 @@ type CompletedTask struct {
 
 func (x *CompletedTask) Reset() {
 	*x = CompletedTask{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4387,7 +5372,7 @@ func (x *CompletedTask) String() string {
 func (*CompletedTask) ProtoMessage() {}
 
 func (x *CompletedTask) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4400,7 +5385,7 @@ func (x *CompletedTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompletedTask.ProtoReflect.Descriptor instead.
 func (*CompletedTask) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{61}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *CompletedTask) GetTask() *Task {
@@ -4466,7 +5451,7 @@ type ListCompletedRequest struct {
 
 func (x *ListCompletedRequest) Reset() {
 	*x = ListCompletedRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4478,7 +5463,7 @@ func (x *ListCompletedRequest) String() string {
 func (*ListCompletedRequest) ProtoMessage() {}
 
 func (x *ListCompletedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4491,7 +5476,7 @@ func (x *ListCompletedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCompletedRequest.ProtoReflect.Descriptor instead.
 func (*ListCompletedRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{62}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ListCompletedRequest) GetClient() string {
@@ -4546,7 +5531,7 @@ type ListCompletedResponse struct {
 
 func (x *ListCompletedResponse) Reset() {
 	*x = ListCompletedResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4558,7 +5543,7 @@ func (x *ListCompletedResponse) String() string {
 func (*ListCompletedResponse) ProtoMessage() {}
 
 func (x *ListCompletedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4571,7 +5556,7 @@ func (x *ListCompletedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCompletedResponse.ProtoReflect.Descriptor instead.
 func (*ListCompletedResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{63}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ListCompletedResponse) GetTasks() []*CompletedTask {
@@ -4605,7 +5590,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4617,7 +5602,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4630,7 +5615,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{64}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *AuditEntry) GetId() uint64 {
@@ -4699,7 +5684,7 @@ type ListAuditLogRequest struct {
 
 func (x *ListAuditLogRequest) Reset() {
 	*x = ListAuditLogRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4711,7 +5696,7 @@ func (x *ListAuditLogRequest) String() string {
 func (*ListAuditLogRequest) ProtoMessage() {}
 
 func (x *ListAuditLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4724,7 +5709,7 @@ func (x *ListAuditLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditLogRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditLogRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{65}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ListAuditLogRequest) GetLimit() uint32 {
@@ -4750,7 +5735,7 @@ type ListAuditLogResponse struct {
 
 func (x *ListAuditLogResponse) Reset() {
 	*x = ListAuditLogResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4762,7 +5747,7 @@ func (x *ListAuditLogResponse) String() string {
 func (*ListAuditLogResponse) ProtoMessage() {}
 
 func (x *ListAuditLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4775,7 +5760,7 @@ func (x *ListAuditLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditLogResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditLogResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{66}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ListAuditLogResponse) GetEntries() []*AuditEntry {
@@ -4805,7 +5790,7 @@ type BulkDeadLettersRequest struct {
 
 func (x *BulkDeadLettersRequest) Reset() {
 	*x = BulkDeadLettersRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4817,7 +5802,7 @@ func (x *BulkDeadLettersRequest) String() string {
 func (*BulkDeadLettersRequest) ProtoMessage() {}
 
 func (x *BulkDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4830,7 +5815,7 @@ func (x *BulkDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*BulkDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{67}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *BulkDeadLettersRequest) GetAction() BulkAction {
@@ -4910,7 +5895,7 @@ type BulkDeadLettersResponse struct {
 
 func (x *BulkDeadLettersResponse) Reset() {
 	*x = BulkDeadLettersResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4922,7 +5907,7 @@ func (x *BulkDeadLettersResponse) String() string {
 func (*BulkDeadLettersResponse) ProtoMessage() {}
 
 func (x *BulkDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4935,7 +5920,7 @@ func (x *BulkDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*BulkDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{68}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *BulkDeadLettersResponse) GetMatched() uint64 {
@@ -4989,7 +5974,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5001,7 +5986,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5014,7 +5999,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{69}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{85}
 }
 
 type ClusterNode struct {
@@ -5032,7 +6017,7 @@ type ClusterNode struct {
 
 func (x *ClusterNode) Reset() {
 	*x = ClusterNode{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5044,7 +6029,7 @@ func (x *ClusterNode) String() string {
 func (*ClusterNode) ProtoMessage() {}
 
 func (x *ClusterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5057,7 +6042,7 @@ func (x *ClusterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterNode.ProtoReflect.Descriptor instead.
 func (*ClusterNode) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{70}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ClusterNode) GetId() string {
@@ -5121,7 +6106,7 @@ type ClusterShard struct {
 
 func (x *ClusterShard) Reset() {
 	*x = ClusterShard{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5133,7 +6118,7 @@ func (x *ClusterShard) String() string {
 func (*ClusterShard) ProtoMessage() {}
 
 func (x *ClusterShard) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5146,7 +6131,7 @@ func (x *ClusterShard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterShard.ProtoReflect.Descriptor instead.
 func (*ClusterShard) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{71}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ClusterShard) GetShard() uint32 {
@@ -5188,7 +6173,7 @@ type GetClusterResponse struct {
 
 func (x *GetClusterResponse) Reset() {
 	*x = GetClusterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5200,7 +6185,7 @@ func (x *GetClusterResponse) String() string {
 func (*GetClusterResponse) ProtoMessage() {}
 
 func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5213,7 +6198,7 @@ func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{72}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *GetClusterResponse) GetStandalone() bool {
@@ -5245,7 +6230,7 @@ type ListPoolsRequest struct {
 
 func (x *ListPoolsRequest) Reset() {
 	*x = ListPoolsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5257,7 +6242,7 @@ func (x *ListPoolsRequest) String() string {
 func (*ListPoolsRequest) ProtoMessage() {}
 
 func (x *ListPoolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5270,7 +6255,7 @@ func (x *ListPoolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoolsRequest.ProtoReflect.Descriptor instead.
 func (*ListPoolsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{73}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{89}
 }
 
 type PoolInfo struct {
@@ -5287,7 +6272,7 @@ type PoolInfo struct {
 
 func (x *PoolInfo) Reset() {
 	*x = PoolInfo{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5299,7 +6284,7 @@ func (x *PoolInfo) String() string {
 func (*PoolInfo) ProtoMessage() {}
 
 func (x *PoolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5312,7 +6297,7 @@ func (x *PoolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolInfo.ProtoReflect.Descriptor instead.
 func (*PoolInfo) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{74}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *PoolInfo) GetName() string {
@@ -5366,7 +6351,7 @@ type ListPoolsResponse struct {
 
 func (x *ListPoolsResponse) Reset() {
 	*x = ListPoolsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5378,7 +6363,7 @@ func (x *ListPoolsResponse) String() string {
 func (*ListPoolsResponse) ProtoMessage() {}
 
 func (x *ListPoolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5391,7 +6376,7 @@ func (x *ListPoolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoolsResponse.ProtoReflect.Descriptor instead.
 func (*ListPoolsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{75}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ListPoolsResponse) GetPools() []*PoolInfo {
@@ -5428,6 +6413,13 @@ type Request struct {
 	//	*Request_GetServerInfo
 	//	*Request_CancelTasks
 	//	*Request_PurgeDeadLetters
+	//	*Request_Logout
+	//	*Request_ListSessions
+	//	*Request_RevokeSessions
+	//	*Request_GetClient
+	//	*Request_UpdateClient
+	//	*Request_ChangePassword
+	//	*Request_RotateSigningSecret
 	//	*Request_ListGroups
 	//	*Request_GetStats
 	//	*Request_GetDueHistogram
@@ -5444,7 +6436,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5456,7 +6448,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5469,7 +6461,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{76}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *Request) GetRequestId() uint64 {
@@ -5673,6 +6665,69 @@ func (x *Request) GetPurgeDeadLetters() *PurgeDeadLettersRequest {
 	return nil
 }
 
+func (x *Request) GetLogout() *LogoutRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_Logout); ok {
+			return x.Logout
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetListSessions() *ListSessionsRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_ListSessions); ok {
+			return x.ListSessions
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetRevokeSessions() *RevokeSessionsRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_RevokeSessions); ok {
+			return x.RevokeSessions
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetGetClient() *GetClientRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_GetClient); ok {
+			return x.GetClient
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetUpdateClient() *UpdateClientRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_UpdateClient); ok {
+			return x.UpdateClient
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetChangePassword() *ChangePasswordRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_ChangePassword); ok {
+			return x.ChangePassword
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetRotateSigningSecret() *RotateSigningSecretRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_RotateSigningSecret); ok {
+			return x.RotateSigningSecret
+		}
+	}
+	return nil
+}
+
 func (x *Request) GetListGroups() *ListGroupsRequest {
 	if x != nil {
 		if x, ok := x.Body.(*Request_ListGroups); ok {
@@ -5838,6 +6893,34 @@ type Request_PurgeDeadLetters struct {
 	PurgeDeadLetters *PurgeDeadLettersRequest `protobuf:"bytes,31,opt,name=purge_dead_letters,json=purgeDeadLetters,proto3,oneof"`
 }
 
+type Request_Logout struct {
+	Logout *LogoutRequest `protobuf:"bytes,40,opt,name=logout,proto3,oneof"`
+}
+
+type Request_ListSessions struct {
+	ListSessions *ListSessionsRequest `protobuf:"bytes,41,opt,name=list_sessions,json=listSessions,proto3,oneof"`
+}
+
+type Request_RevokeSessions struct {
+	RevokeSessions *RevokeSessionsRequest `protobuf:"bytes,42,opt,name=revoke_sessions,json=revokeSessions,proto3,oneof"`
+}
+
+type Request_GetClient struct {
+	GetClient *GetClientRequest `protobuf:"bytes,43,opt,name=get_client,json=getClient,proto3,oneof"`
+}
+
+type Request_UpdateClient struct {
+	UpdateClient *UpdateClientRequest `protobuf:"bytes,44,opt,name=update_client,json=updateClient,proto3,oneof"`
+}
+
+type Request_ChangePassword struct {
+	ChangePassword *ChangePasswordRequest `protobuf:"bytes,45,opt,name=change_password,json=changePassword,proto3,oneof"`
+}
+
+type Request_RotateSigningSecret struct {
+	RotateSigningSecret *RotateSigningSecretRequest `protobuf:"bytes,46,opt,name=rotate_signing_secret,json=rotateSigningSecret,proto3,oneof"`
+}
+
 type Request_ListGroups struct {
 	ListGroups *ListGroupsRequest `protobuf:"bytes,60,opt,name=list_groups,json=listGroups,proto3,oneof"`
 }
@@ -5914,6 +6997,20 @@ func (*Request_CancelTasks) isRequest_Body() {}
 
 func (*Request_PurgeDeadLetters) isRequest_Body() {}
 
+func (*Request_Logout) isRequest_Body() {}
+
+func (*Request_ListSessions) isRequest_Body() {}
+
+func (*Request_RevokeSessions) isRequest_Body() {}
+
+func (*Request_GetClient) isRequest_Body() {}
+
+func (*Request_UpdateClient) isRequest_Body() {}
+
+func (*Request_ChangePassword) isRequest_Body() {}
+
+func (*Request_RotateSigningSecret) isRequest_Body() {}
+
 func (*Request_ListGroups) isRequest_Body() {}
 
 func (*Request_GetStats) isRequest_Body() {}
@@ -5962,6 +7059,13 @@ type Response struct {
 	//	*Response_GetServerInfo
 	//	*Response_CancelTasks
 	//	*Response_PurgeDeadLetters
+	//	*Response_Logout
+	//	*Response_ListSessions
+	//	*Response_RevokeSessions
+	//	*Response_GetClient
+	//	*Response_UpdateClient
+	//	*Response_ChangePassword
+	//	*Response_RotateSigningSecret
 	//	*Response_ListGroups
 	//	*Response_GetStats
 	//	*Response_GetDueHistogram
@@ -5978,7 +7082,7 @@ type Response struct {
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5990,7 +7094,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6003,7 +7107,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{77}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *Response) GetRequestId() uint64 {
@@ -6207,6 +7311,69 @@ func (x *Response) GetPurgeDeadLetters() *PurgeDeadLettersResponse {
 	return nil
 }
 
+func (x *Response) GetLogout() *LogoutResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_Logout); ok {
+			return x.Logout
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetListSessions() *ListSessionsResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_ListSessions); ok {
+			return x.ListSessions
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetRevokeSessions() *RevokeSessionsResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_RevokeSessions); ok {
+			return x.RevokeSessions
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetGetClient() *GetClientResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_GetClient); ok {
+			return x.GetClient
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetUpdateClient() *UpdateClientResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_UpdateClient); ok {
+			return x.UpdateClient
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetChangePassword() *ChangePasswordResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_ChangePassword); ok {
+			return x.ChangePassword
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetRotateSigningSecret() *RotateSigningSecretResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_RotateSigningSecret); ok {
+			return x.RotateSigningSecret
+		}
+	}
+	return nil
+}
+
 func (x *Response) GetListGroups() *ListGroupsResponse {
 	if x != nil {
 		if x, ok := x.Body.(*Response_ListGroups); ok {
@@ -6372,6 +7539,34 @@ type Response_PurgeDeadLetters struct {
 	PurgeDeadLetters *PurgeDeadLettersResponse `protobuf:"bytes,31,opt,name=purge_dead_letters,json=purgeDeadLetters,proto3,oneof"`
 }
 
+type Response_Logout struct {
+	Logout *LogoutResponse `protobuf:"bytes,40,opt,name=logout,proto3,oneof"`
+}
+
+type Response_ListSessions struct {
+	ListSessions *ListSessionsResponse `protobuf:"bytes,41,opt,name=list_sessions,json=listSessions,proto3,oneof"`
+}
+
+type Response_RevokeSessions struct {
+	RevokeSessions *RevokeSessionsResponse `protobuf:"bytes,42,opt,name=revoke_sessions,json=revokeSessions,proto3,oneof"`
+}
+
+type Response_GetClient struct {
+	GetClient *GetClientResponse `protobuf:"bytes,43,opt,name=get_client,json=getClient,proto3,oneof"`
+}
+
+type Response_UpdateClient struct {
+	UpdateClient *UpdateClientResponse `protobuf:"bytes,44,opt,name=update_client,json=updateClient,proto3,oneof"`
+}
+
+type Response_ChangePassword struct {
+	ChangePassword *ChangePasswordResponse `protobuf:"bytes,45,opt,name=change_password,json=changePassword,proto3,oneof"`
+}
+
+type Response_RotateSigningSecret struct {
+	RotateSigningSecret *RotateSigningSecretResponse `protobuf:"bytes,46,opt,name=rotate_signing_secret,json=rotateSigningSecret,proto3,oneof"`
+}
+
 type Response_ListGroups struct {
 	ListGroups *ListGroupsResponse `protobuf:"bytes,60,opt,name=list_groups,json=listGroups,proto3,oneof"`
 }
@@ -6448,6 +7643,20 @@ func (*Response_CancelTasks) isResponse_Body() {}
 
 func (*Response_PurgeDeadLetters) isResponse_Body() {}
 
+func (*Response_Logout) isResponse_Body() {}
+
+func (*Response_ListSessions) isResponse_Body() {}
+
+func (*Response_RevokeSessions) isResponse_Body() {}
+
+func (*Response_GetClient) isResponse_Body() {}
+
+func (*Response_UpdateClient) isResponse_Body() {}
+
+func (*Response_ChangePassword) isResponse_Body() {}
+
+func (*Response_RotateSigningSecret) isResponse_Body() {}
+
 func (*Response_ListGroups) isResponse_Body() {}
 
 func (*Response_GetStats) isResponse_Body() {}
@@ -6484,7 +7693,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6496,7 +7705,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6509,7 +7718,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{78}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *Delivery) GetDeliveryId() uint64 {
@@ -6580,7 +7789,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6592,7 +7801,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6605,7 +7814,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{79}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *Ack) GetDeliveryId() uint64 {
@@ -6656,7 +7865,10 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x10DeadLetterPolicy\x12\x1f\n" +
 	"\vmax_entries\x18\x01 \x01(\rR\n" +
 	"maxEntries\x12!\n" +
-	"\fretention_ms\x18\x02 \x01(\x03R\vretentionMs\"\xe3\x04\n" +
+	"\fretention_ms\x18\x02 \x01(\x03R\vretentionMs\"9\n" +
+	"\rCallbackRules\x12\x14\n" +
+	"\x05allow\x18\x01 \x03(\tR\x05allow\x12\x12\n" +
+	"\x04deny\x18\x02 \x03(\tR\x04deny\"\x98\x05\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\x12\x14\n" +
@@ -6680,7 +7892,8 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\n" +
 	"created_ms\x18\x11 \x01(\x03R\tcreatedMs\x12\x1d\n" +
 	"\n" +
-	"updated_ms\x18\x12 \x01(\x03R\tupdatedMs\"\xbf\x01\n" +
+	"updated_ms\x18\x12 \x01(\x03R\tupdatedMs\x123\n" +
+	"\x16blocked_by_dead_letter\x18( \x01(\x04R\x13blockedByDeadLetter\"\xbf\x01\n" +
 	"\n" +
 	"DeadLetter\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12&\n" +
@@ -6696,7 +7909,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x05tasks\x18\a \x01(\x04R\x05tasks\x12\x18\n" +
 	"\ablocked\x18\x04 \x01(\bR\ablocked\x123\n" +
 	"\x16blocked_dead_letter_id\x18\x05 \x01(\x04R\x13blockedDeadLetterId\x12(\n" +
-	"\x10blocked_since_ms\x18\x06 \x01(\x03R\x0eblockedSinceMsJ\x04\b\x03\x10\x04\"\xdb\x02\n" +
+	"\x10blocked_since_ms\x18\x06 \x01(\x03R\x0eblockedSinceMsJ\x04\b\x03\x10\x04\"\x84\x04\n" +
 	"\fClientConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05admin\x18\x02 \x01(\bR\x05admin\x122\n" +
@@ -6707,20 +7920,24 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\n" +
 	"created_ms\x18\a \x01(\x03R\tcreatedMs\x12\x1f\n" +
 	"\vgroup_limit\x18\b \x01(\rR\n" +
-	"groupLimit\"G\n" +
+	"groupLimit\x12&\n" +
+	"\x04role\x18( \x01(\x0e2\x12.boomerang.v1.RoleR\x04role\x12B\n" +
+	"\x0ecallback_rules\x18) \x01(\v2\x1b.boomerang.v1.CallbackRulesR\rcallbackRules\x12;\n" +
+	"\x1aprevious_secret_expires_ms\x18* \x01(\x03R\x17previousSecretExpiresMs\"G\n" +
 	"\fLoginRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1a\n" +
-	"\bpassword\x18\x02 \x01(\tR\bpassword\"h\n" +
+	"\bpassword\x18\x02 \x01(\tR\bpassword\"\x90\x01\n" +
 	"\rLoginResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\"\n" +
 	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\x12\x14\n" +
-	"\x05admin\x18\x03 \x01(\bR\x05admin\"\x17\n" +
+	"\x05admin\x18\x03 \x01(\bR\x05admin\x12&\n" +
+	"\x04role\x18( \x01(\x0e2\x12.boomerang.v1.RoleR\x04role\"\x17\n" +
 	"\x15RefreshSessionRequest\"[\n" +
 	"\x16RefreshSessionResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\"\n" +
-	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\x95\x03\n" +
+	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\x81\x04\n" +
 	"\x15RegisterClientRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1a\n" +
 	"\bpassword\x18\x02 \x01(\tR\bpassword\x12\x14\n" +
@@ -6731,7 +7948,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\fdefault_mode\x18\a \x01(\x0e2\x1a.boomerang.v1.DispatchModeR\vdefaultMode\x12%\n" +
 	"\x0esigning_secret\x18\b \x01(\fR\rsigningSecret\x12\x1f\n" +
 	"\vgroup_limit\x18\t \x01(\rR\n" +
-	"groupLimit\"s\n" +
+	"groupLimit\x12&\n" +
+	"\x04role\x18( \x01(\x0e2\x12.boomerang.v1.RoleR\x04role\x12B\n" +
+	"\x0ecallback_rules\x18) \x01(\v2\x1b.boomerang.v1.CallbackRulesR\rcallbackRules\"s\n" +
 	"\x16RegisterClientResponse\x122\n" +
 	"\x06client\x18\x01 \x01(\v2\x1a.boomerang.v1.ClientConfigR\x06client\x12%\n" +
 	"\x0esigning_secret\x18\x02 \x01(\fR\rsigningSecret\"6\n" +
@@ -6740,7 +7959,65 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x18DeregisterClientResponse\"\x14\n" +
 	"\x12ListClientsRequest\"K\n" +
 	"\x13ListClientsResponse\x124\n" +
-	"\aclients\x18\x01 \x03(\v2\x1a.boomerang.v1.ClientConfigR\aclients\"\xf6\x02\n" +
+	"\aclients\x18\x01 \x03(\v2\x1a.boomerang.v1.ClientConfigR\aclients\"/\n" +
+	"\x10GetClientRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\"G\n" +
+	"\x11GetClientResponse\x122\n" +
+	"\x06client\x18\x01 \x01(\v2\x1a.boomerang.v1.ClientConfigR\x06client\"\xa7\x04\n" +
+	"\x13UpdateClientRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x122\n" +
+	"\bcallback\x18\x02 \x01(\v2\x16.boomerang.v1.CallbackR\bcallback\x12%\n" +
+	"\x0eclear_callback\x18\x03 \x01(\bR\rclearCallback\x12/\n" +
+	"\x05retry\x18\x04 \x01(\v2\x19.boomerang.v1.RetryPolicyR\x05retry\x12\x1f\n" +
+	"\vclear_retry\x18\x05 \x01(\bR\n" +
+	"clearRetry\x12A\n" +
+	"\fdead_letters\x18\x06 \x01(\v2\x1e.boomerang.v1.DeadLetterPolicyR\vdeadLetters\x12B\n" +
+	"\fdefault_mode\x18\a \x01(\x0e2\x1a.boomerang.v1.DispatchModeH\x00R\vdefaultMode\x88\x01\x01\x12+\n" +
+	"\x04role\x18\b \x01(\x0e2\x12.boomerang.v1.RoleH\x01R\x04role\x88\x01\x01\x12B\n" +
+	"\x0ecallback_rules\x18\t \x01(\v2\x1b.boomerang.v1.CallbackRulesR\rcallbackRules\x12$\n" +
+	"\vgroup_limit\x18\n" +
+	" \x01(\rH\x02R\n" +
+	"groupLimit\x88\x01\x01B\x0f\n" +
+	"\r_default_modeB\a\n" +
+	"\x05_roleB\x0e\n" +
+	"\f_group_limit\"J\n" +
+	"\x14UpdateClientResponse\x122\n" +
+	"\x06client\x18\x01 \x01(\v2\x1a.boomerang.v1.ClientConfigR\x06client\"\x82\x01\n" +
+	"\x15ChangePasswordRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12)\n" +
+	"\x10current_password\x18\x02 \x01(\tR\x0fcurrentPassword\x12!\n" +
+	"\fnew_password\x18\x03 \x01(\tR\vnewPassword\"\x18\n" +
+	"\x16ChangePasswordResponse\"\x93\x01\n" +
+	"\x1aRotateSigningSecretRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12%\n" +
+	"\x0esigning_secret\x18\x02 \x01(\fR\rsigningSecret\x12\"\n" +
+	"\n" +
+	"overlap_ms\x18\x03 \x01(\x03H\x00R\toverlapMs\x88\x01\x01B\r\n" +
+	"\v_overlap_ms\"x\n" +
+	"\x1bRotateSigningSecretResponse\x122\n" +
+	"\x06client\x18\x01 \x01(\v2\x1a.boomerang.v1.ClientConfigR\x06client\x12%\n" +
+	"\x0esigning_secret\x18\x02 \x01(\fR\rsigningSecret\"\xd5\x01\n" +
+	"\vSessionInfo\x12\x16\n" +
+	"\x06handle\x18\x01 \x01(\tR\x06handle\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\x12&\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x12.boomerang.v1.RoleR\x04role\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\x04 \x01(\x03R\tcreatedMs\x12\x1d\n" +
+	"\n" +
+	"expires_ms\x18\x05 \x01(\x03R\texpiresMs\x12\x16\n" +
+	"\x06source\x18\x06 \x01(\tR\x06source\x12\x18\n" +
+	"\acurrent\x18\a \x01(\bR\acurrent\"\x0f\n" +
+	"\rLogoutRequest\"\x10\n" +
+	"\x0eLogoutResponse\"-\n" +
+	"\x13ListSessionsRequest\x12\x16\n" +
+	"\x06client\x18\x01 \x01(\tR\x06client\"M\n" +
+	"\x14ListSessionsResponse\x125\n" +
+	"\bsessions\x18\x01 \x03(\v2\x19.boomerang.v1.SessionInfoR\bsessions\"G\n" +
+	"\x15RevokeSessionsRequest\x12\x16\n" +
+	"\x06client\x18\x01 \x01(\tR\x06client\x12\x16\n" +
+	"\x06handle\x18\x02 \x01(\tR\x06handle\"2\n" +
+	"\x16RevokeSessionsResponse\x12\x18\n" +
+	"\arevoked\x18\x01 \x01(\rR\arevoked\"\xf6\x02\n" +
 	"\x13RegisterTaskRequest\x12\x18\n" +
 	"\apayload\x18\x01 \x01(\fR\apayload\x12\x1b\n" +
 	"\bdelay_ms\x18\x02 \x01(\x03H\x00R\adelayMs\x12\x1e\n" +
@@ -7031,7 +8308,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x0emax_per_second\x18\x05 \x01(\x01R\fmaxPerSecond\x12\x1a\n" +
 	"\brejected\x18\x06 \x01(\x04R\brejected\"A\n" +
 	"\x11ListPoolsResponse\x12,\n" +
-	"\x05pools\x18\x01 \x03(\v2\x16.boomerang.v1.PoolInfoR\x05pools\"\xae\x11\n" +
+	"\x05pools\x18\x01 \x03(\v2\x16.boomerang.v1.PoolInfoR\x05pools\"\xba\x15\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x1d\n" +
@@ -7061,7 +8338,15 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"skip_group\x18\x1a \x01(\v2\x1e.boomerang.v1.SkipGroupRequestH\x00R\tskipGroup\x12L\n" +
 	"\x0fget_server_info\x18\x1b \x01(\v2\".boomerang.v1.GetServerInfoRequestH\x00R\rgetServerInfo\x12E\n" +
 	"\fcancel_tasks\x18\x1e \x01(\v2 .boomerang.v1.CancelTasksRequestH\x00R\vcancelTasks\x12U\n" +
-	"\x12purge_dead_letters\x18\x1f \x01(\v2%.boomerang.v1.PurgeDeadLettersRequestH\x00R\x10purgeDeadLetters\x12B\n" +
+	"\x12purge_dead_letters\x18\x1f \x01(\v2%.boomerang.v1.PurgeDeadLettersRequestH\x00R\x10purgeDeadLetters\x125\n" +
+	"\x06logout\x18( \x01(\v2\x1b.boomerang.v1.LogoutRequestH\x00R\x06logout\x12H\n" +
+	"\rlist_sessions\x18) \x01(\v2!.boomerang.v1.ListSessionsRequestH\x00R\flistSessions\x12N\n" +
+	"\x0frevoke_sessions\x18* \x01(\v2#.boomerang.v1.RevokeSessionsRequestH\x00R\x0erevokeSessions\x12?\n" +
+	"\n" +
+	"get_client\x18+ \x01(\v2\x1e.boomerang.v1.GetClientRequestH\x00R\tgetClient\x12H\n" +
+	"\rupdate_client\x18, \x01(\v2!.boomerang.v1.UpdateClientRequestH\x00R\fupdateClient\x12N\n" +
+	"\x0fchange_password\x18- \x01(\v2#.boomerang.v1.ChangePasswordRequestH\x00R\x0echangePassword\x12^\n" +
+	"\x15rotate_signing_secret\x18. \x01(\v2(.boomerang.v1.RotateSigningSecretRequestH\x00R\x13rotateSigningSecret\x12B\n" +
 	"\vlist_groups\x18< \x01(\v2\x1f.boomerang.v1.ListGroupsRequestH\x00R\n" +
 	"listGroups\x12<\n" +
 	"\tget_stats\x18= \x01(\v2\x1d.boomerang.v1.GetStatsRequestH\x00R\bgetStats\x12R\n" +
@@ -7074,7 +8359,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"getCluster\x12?\n" +
 	"\n" +
 	"list_pools\x18D \x01(\v2\x1e.boomerang.v1.ListPoolsRequestH\x00R\tlistPoolsB\x06\n" +
-	"\x04body\"\xd8\x11\n" +
+	"\x04body\"\xeb\x15\n" +
 	"\bResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12)\n" +
@@ -7103,7 +8388,15 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"skip_group\x18\x1a \x01(\v2\x1f.boomerang.v1.SkipGroupResponseH\x00R\tskipGroup\x12M\n" +
 	"\x0fget_server_info\x18\x1b \x01(\v2#.boomerang.v1.GetServerInfoResponseH\x00R\rgetServerInfo\x12F\n" +
 	"\fcancel_tasks\x18\x1e \x01(\v2!.boomerang.v1.CancelTasksResponseH\x00R\vcancelTasks\x12V\n" +
-	"\x12purge_dead_letters\x18\x1f \x01(\v2&.boomerang.v1.PurgeDeadLettersResponseH\x00R\x10purgeDeadLetters\x12C\n" +
+	"\x12purge_dead_letters\x18\x1f \x01(\v2&.boomerang.v1.PurgeDeadLettersResponseH\x00R\x10purgeDeadLetters\x126\n" +
+	"\x06logout\x18( \x01(\v2\x1c.boomerang.v1.LogoutResponseH\x00R\x06logout\x12I\n" +
+	"\rlist_sessions\x18) \x01(\v2\".boomerang.v1.ListSessionsResponseH\x00R\flistSessions\x12O\n" +
+	"\x0frevoke_sessions\x18* \x01(\v2$.boomerang.v1.RevokeSessionsResponseH\x00R\x0erevokeSessions\x12@\n" +
+	"\n" +
+	"get_client\x18+ \x01(\v2\x1f.boomerang.v1.GetClientResponseH\x00R\tgetClient\x12I\n" +
+	"\rupdate_client\x18, \x01(\v2\".boomerang.v1.UpdateClientResponseH\x00R\fupdateClient\x12O\n" +
+	"\x0fchange_password\x18- \x01(\v2$.boomerang.v1.ChangePasswordResponseH\x00R\x0echangePassword\x12_\n" +
+	"\x15rotate_signing_secret\x18. \x01(\v2).boomerang.v1.RotateSigningSecretResponseH\x00R\x13rotateSigningSecret\x12C\n" +
 	"\vlist_groups\x18< \x01(\v2 .boomerang.v1.ListGroupsResponseH\x00R\n" +
 	"listGroups\x12=\n" +
 	"\tget_stats\x18= \x01(\v2\x1e.boomerang.v1.GetStatsResponseH\x00R\bgetStats\x12S\n" +
@@ -7158,7 +8451,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\aBackoff\x12\x17\n" +
 	"\x13BACKOFF_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rBACKOFF_FIXED\x10\x01\x12\x17\n" +
-	"\x13BACKOFF_EXPONENTIAL\x10\x02*\xac\x01\n" +
+	"\x13BACKOFF_EXPONENTIAL\x10\x02*\xc5\x01\n" +
 	"\n" +
 	"TaskStatus\x12\x1b\n" +
 	"\x17TASK_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -7166,7 +8459,14 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x12TASK_STATUS_QUEUED\x10\x02\x12\x1a\n" +
 	"\x16TASK_STATUS_DELIVERING\x10\x03\x12\x18\n" +
 	"\x14TASK_STATUS_RETRYING\x10\x04\x12\x18\n" +
-	"\x14TASK_STATUS_FINISHED\x10\x05*N\n" +
+	"\x14TASK_STATUS_FINISHED\x10\x05\x12\x17\n" +
+	"\x13TASK_STATUS_BLOCKED\x10\x06*Q\n" +
+	"\x04Role\x12\x14\n" +
+	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vROLE_CLIENT\x10\x01\x12\x0e\n" +
+	"\n" +
+	"ROLE_ADMIN\x10\x02\x12\x12\n" +
+	"\x0eROLE_READ_ONLY\x10\x03*N\n" +
 	"\tTaskOrder\x12\x1a\n" +
 	"\x16TASK_ORDER_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rTASK_ORDER_ID\x10\x01\x12\x12\n" +
@@ -7175,7 +8475,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"BulkAction\x12\x1b\n" +
 	"\x17BULK_ACTION_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12BULK_ACTION_REPLAY\x10\x01\x12\x16\n" +
-	"\x12BULK_ACTION_DELETE\x10\x022\xe1\x13\n" +
+	"\x12BULK_ACTION_DELETE\x10\x022\xc8\x18\n" +
 	"\x10BoomerangService\x12@\n" +
 	"\x05Login\x12\x1a.boomerang.v1.LoginRequest\x1a\x1b.boomerang.v1.LoginResponse\x12[\n" +
 	"\x0eRefreshSession\x12#.boomerang.v1.RefreshSessionRequest\x1a$.boomerang.v1.RefreshSessionResponse\x12[\n" +
@@ -7198,7 +8498,14 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\tSkipGroup\x12\x1e.boomerang.v1.SkipGroupRequest\x1a\x1f.boomerang.v1.SkipGroupResponse\x12X\n" +
 	"\rGetServerInfo\x12\".boomerang.v1.GetServerInfoRequest\x1a#.boomerang.v1.GetServerInfoResponse\x12R\n" +
 	"\vCancelTasks\x12 .boomerang.v1.CancelTasksRequest\x1a!.boomerang.v1.CancelTasksResponse\x12a\n" +
-	"\x10PurgeDeadLetters\x12%.boomerang.v1.PurgeDeadLettersRequest\x1a&.boomerang.v1.PurgeDeadLettersResponse\x12O\n" +
+	"\x10PurgeDeadLetters\x12%.boomerang.v1.PurgeDeadLettersRequest\x1a&.boomerang.v1.PurgeDeadLettersResponse\x12C\n" +
+	"\x06Logout\x12\x1b.boomerang.v1.LogoutRequest\x1a\x1c.boomerang.v1.LogoutResponse\x12U\n" +
+	"\fListSessions\x12!.boomerang.v1.ListSessionsRequest\x1a\".boomerang.v1.ListSessionsResponse\x12[\n" +
+	"\x0eRevokeSessions\x12#.boomerang.v1.RevokeSessionsRequest\x1a$.boomerang.v1.RevokeSessionsResponse\x12L\n" +
+	"\tGetClient\x12\x1e.boomerang.v1.GetClientRequest\x1a\x1f.boomerang.v1.GetClientResponse\x12U\n" +
+	"\fUpdateClient\x12!.boomerang.v1.UpdateClientRequest\x1a\".boomerang.v1.UpdateClientResponse\x12[\n" +
+	"\x0eChangePassword\x12#.boomerang.v1.ChangePasswordRequest\x1a$.boomerang.v1.ChangePasswordResponse\x12j\n" +
+	"\x13RotateSigningSecret\x12(.boomerang.v1.RotateSigningSecretRequest\x1a).boomerang.v1.RotateSigningSecretResponse\x12O\n" +
 	"\n" +
 	"ListGroups\x12\x1f.boomerang.v1.ListGroupsRequest\x1a .boomerang.v1.ListGroupsResponse\x12I\n" +
 	"\bGetStats\x12\x1d.boomerang.v1.GetStatsRequest\x1a\x1e.boomerang.v1.GetStatsResponse\x12^\n" +
@@ -7225,96 +8532,113 @@ func file_api_boomerang_v1_boomerang_proto_rawDescGZIP() []byte {
 	return file_api_boomerang_v1_boomerang_proto_rawDescData
 }
 
-var file_api_boomerang_v1_boomerang_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 80)
+var file_api_boomerang_v1_boomerang_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
+var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 96)
 var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
-	(Status)(0),                      // 0: boomerang.v1.Status
-	(DispatchMode)(0),                // 1: boomerang.v1.DispatchMode
-	(Protocol)(0),                    // 2: boomerang.v1.Protocol
-	(Backoff)(0),                     // 3: boomerang.v1.Backoff
-	(TaskStatus)(0),                  // 4: boomerang.v1.TaskStatus
-	(TaskOrder)(0),                   // 5: boomerang.v1.TaskOrder
-	(BulkAction)(0),                  // 6: boomerang.v1.BulkAction
-	(*Error)(nil),                    // 7: boomerang.v1.Error
-	(*Callback)(nil),                 // 8: boomerang.v1.Callback
-	(*RetryPolicy)(nil),              // 9: boomerang.v1.RetryPolicy
-	(*DeadLetterPolicy)(nil),         // 10: boomerang.v1.DeadLetterPolicy
-	(*Task)(nil),                     // 11: boomerang.v1.Task
-	(*DeadLetter)(nil),               // 12: boomerang.v1.DeadLetter
-	(*Group)(nil),                    // 13: boomerang.v1.Group
-	(*ClientConfig)(nil),             // 14: boomerang.v1.ClientConfig
-	(*LoginRequest)(nil),             // 15: boomerang.v1.LoginRequest
-	(*LoginResponse)(nil),            // 16: boomerang.v1.LoginResponse
-	(*RefreshSessionRequest)(nil),    // 17: boomerang.v1.RefreshSessionRequest
-	(*RefreshSessionResponse)(nil),   // 18: boomerang.v1.RefreshSessionResponse
-	(*RegisterClientRequest)(nil),    // 19: boomerang.v1.RegisterClientRequest
-	(*RegisterClientResponse)(nil),   // 20: boomerang.v1.RegisterClientResponse
-	(*DeregisterClientRequest)(nil),  // 21: boomerang.v1.DeregisterClientRequest
-	(*DeregisterClientResponse)(nil), // 22: boomerang.v1.DeregisterClientResponse
-	(*ListClientsRequest)(nil),       // 23: boomerang.v1.ListClientsRequest
-	(*ListClientsResponse)(nil),      // 24: boomerang.v1.ListClientsResponse
-	(*RegisterTaskRequest)(nil),      // 25: boomerang.v1.RegisterTaskRequest
-	(*RegisterTaskResponse)(nil),     // 26: boomerang.v1.RegisterTaskResponse
-	(*UpdateTaskRequest)(nil),        // 27: boomerang.v1.UpdateTaskRequest
-	(*UpdateTaskResponse)(nil),       // 28: boomerang.v1.UpdateTaskResponse
-	(*CancelTaskRequest)(nil),        // 29: boomerang.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),       // 30: boomerang.v1.CancelTaskResponse
-	(*GetTaskRequest)(nil),           // 31: boomerang.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),          // 32: boomerang.v1.GetTaskResponse
-	(*ListTasksRequest)(nil),         // 33: boomerang.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),        // 34: boomerang.v1.ListTasksResponse
-	(*ListDeadLettersRequest)(nil),   // 35: boomerang.v1.ListDeadLettersRequest
-	(*ListDeadLettersResponse)(nil),  // 36: boomerang.v1.ListDeadLettersResponse
-	(*GetDeadLetterRequest)(nil),     // 37: boomerang.v1.GetDeadLetterRequest
-	(*GetDeadLetterResponse)(nil),    // 38: boomerang.v1.GetDeadLetterResponse
-	(*ReplayDeadLetterRequest)(nil),  // 39: boomerang.v1.ReplayDeadLetterRequest
-	(*ReplayDeadLetterResponse)(nil), // 40: boomerang.v1.ReplayDeadLetterResponse
-	(*DeleteDeadLetterRequest)(nil),  // 41: boomerang.v1.DeleteDeadLetterRequest
-	(*DeleteDeadLetterResponse)(nil), // 42: boomerang.v1.DeleteDeadLetterResponse
-	(*GetGroupRequest)(nil),          // 43: boomerang.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),         // 44: boomerang.v1.GetGroupResponse
-	(*UnblockGroupRequest)(nil),      // 45: boomerang.v1.UnblockGroupRequest
-	(*UnblockGroupResponse)(nil),     // 46: boomerang.v1.UnblockGroupResponse
-	(*SkipGroupRequest)(nil),         // 47: boomerang.v1.SkipGroupRequest
-	(*SkipGroupResponse)(nil),        // 48: boomerang.v1.SkipGroupResponse
-	(*CancelTasksRequest)(nil),       // 49: boomerang.v1.CancelTasksRequest
-	(*CancelTasksResponse)(nil),      // 50: boomerang.v1.CancelTasksResponse
-	(*PurgeDeadLettersRequest)(nil),  // 51: boomerang.v1.PurgeDeadLettersRequest
-	(*PurgeDeadLettersResponse)(nil), // 52: boomerang.v1.PurgeDeadLettersResponse
-	(*GetServerInfoRequest)(nil),     // 53: boomerang.v1.GetServerInfoRequest
-	(*GetServerInfoResponse)(nil),    // 54: boomerang.v1.GetServerInfoResponse
-	(*ListGroupsRequest)(nil),        // 55: boomerang.v1.ListGroupsRequest
-	(*GroupSummary)(nil),             // 56: boomerang.v1.GroupSummary
-	(*ListGroupsResponse)(nil),       // 57: boomerang.v1.ListGroupsResponse
-	(*StatsSample)(nil),              // 58: boomerang.v1.StatsSample
-	(*ProtocolCount)(nil),            // 59: boomerang.v1.ProtocolCount
-	(*Percentiles)(nil),              // 60: boomerang.v1.Percentiles
-	(*GetStatsRequest)(nil),          // 61: boomerang.v1.GetStatsRequest
-	(*GetStatsResponse)(nil),         // 62: boomerang.v1.GetStatsResponse
-	(*GetDueHistogramRequest)(nil),   // 63: boomerang.v1.GetDueHistogramRequest
-	(*GetDueHistogramResponse)(nil),  // 64: boomerang.v1.GetDueHistogramResponse
-	(*Attempt)(nil),                  // 65: boomerang.v1.Attempt
-	(*GetTaskAttemptsRequest)(nil),   // 66: boomerang.v1.GetTaskAttemptsRequest
-	(*GetTaskAttemptsResponse)(nil),  // 67: boomerang.v1.GetTaskAttemptsResponse
-	(*CompletedTask)(nil),            // 68: boomerang.v1.CompletedTask
-	(*ListCompletedRequest)(nil),     // 69: boomerang.v1.ListCompletedRequest
-	(*ListCompletedResponse)(nil),    // 70: boomerang.v1.ListCompletedResponse
-	(*AuditEntry)(nil),               // 71: boomerang.v1.AuditEntry
-	(*ListAuditLogRequest)(nil),      // 72: boomerang.v1.ListAuditLogRequest
-	(*ListAuditLogResponse)(nil),     // 73: boomerang.v1.ListAuditLogResponse
-	(*BulkDeadLettersRequest)(nil),   // 74: boomerang.v1.BulkDeadLettersRequest
-	(*BulkDeadLettersResponse)(nil),  // 75: boomerang.v1.BulkDeadLettersResponse
-	(*GetClusterRequest)(nil),        // 76: boomerang.v1.GetClusterRequest
-	(*ClusterNode)(nil),              // 77: boomerang.v1.ClusterNode
-	(*ClusterShard)(nil),             // 78: boomerang.v1.ClusterShard
-	(*GetClusterResponse)(nil),       // 79: boomerang.v1.GetClusterResponse
-	(*ListPoolsRequest)(nil),         // 80: boomerang.v1.ListPoolsRequest
-	(*PoolInfo)(nil),                 // 81: boomerang.v1.PoolInfo
-	(*ListPoolsResponse)(nil),        // 82: boomerang.v1.ListPoolsResponse
-	(*Request)(nil),                  // 83: boomerang.v1.Request
-	(*Response)(nil),                 // 84: boomerang.v1.Response
-	(*Delivery)(nil),                 // 85: boomerang.v1.Delivery
-	(*Ack)(nil),                      // 86: boomerang.v1.Ack
+	(Status)(0),                         // 0: boomerang.v1.Status
+	(DispatchMode)(0),                   // 1: boomerang.v1.DispatchMode
+	(Protocol)(0),                       // 2: boomerang.v1.Protocol
+	(Backoff)(0),                        // 3: boomerang.v1.Backoff
+	(TaskStatus)(0),                     // 4: boomerang.v1.TaskStatus
+	(Role)(0),                           // 5: boomerang.v1.Role
+	(TaskOrder)(0),                      // 6: boomerang.v1.TaskOrder
+	(BulkAction)(0),                     // 7: boomerang.v1.BulkAction
+	(*Error)(nil),                       // 8: boomerang.v1.Error
+	(*Callback)(nil),                    // 9: boomerang.v1.Callback
+	(*RetryPolicy)(nil),                 // 10: boomerang.v1.RetryPolicy
+	(*DeadLetterPolicy)(nil),            // 11: boomerang.v1.DeadLetterPolicy
+	(*CallbackRules)(nil),               // 12: boomerang.v1.CallbackRules
+	(*Task)(nil),                        // 13: boomerang.v1.Task
+	(*DeadLetter)(nil),                  // 14: boomerang.v1.DeadLetter
+	(*Group)(nil),                       // 15: boomerang.v1.Group
+	(*ClientConfig)(nil),                // 16: boomerang.v1.ClientConfig
+	(*LoginRequest)(nil),                // 17: boomerang.v1.LoginRequest
+	(*LoginResponse)(nil),               // 18: boomerang.v1.LoginResponse
+	(*RefreshSessionRequest)(nil),       // 19: boomerang.v1.RefreshSessionRequest
+	(*RefreshSessionResponse)(nil),      // 20: boomerang.v1.RefreshSessionResponse
+	(*RegisterClientRequest)(nil),       // 21: boomerang.v1.RegisterClientRequest
+	(*RegisterClientResponse)(nil),      // 22: boomerang.v1.RegisterClientResponse
+	(*DeregisterClientRequest)(nil),     // 23: boomerang.v1.DeregisterClientRequest
+	(*DeregisterClientResponse)(nil),    // 24: boomerang.v1.DeregisterClientResponse
+	(*ListClientsRequest)(nil),          // 25: boomerang.v1.ListClientsRequest
+	(*ListClientsResponse)(nil),         // 26: boomerang.v1.ListClientsResponse
+	(*GetClientRequest)(nil),            // 27: boomerang.v1.GetClientRequest
+	(*GetClientResponse)(nil),           // 28: boomerang.v1.GetClientResponse
+	(*UpdateClientRequest)(nil),         // 29: boomerang.v1.UpdateClientRequest
+	(*UpdateClientResponse)(nil),        // 30: boomerang.v1.UpdateClientResponse
+	(*ChangePasswordRequest)(nil),       // 31: boomerang.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),      // 32: boomerang.v1.ChangePasswordResponse
+	(*RotateSigningSecretRequest)(nil),  // 33: boomerang.v1.RotateSigningSecretRequest
+	(*RotateSigningSecretResponse)(nil), // 34: boomerang.v1.RotateSigningSecretResponse
+	(*SessionInfo)(nil),                 // 35: boomerang.v1.SessionInfo
+	(*LogoutRequest)(nil),               // 36: boomerang.v1.LogoutRequest
+	(*LogoutResponse)(nil),              // 37: boomerang.v1.LogoutResponse
+	(*ListSessionsRequest)(nil),         // 38: boomerang.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),        // 39: boomerang.v1.ListSessionsResponse
+	(*RevokeSessionsRequest)(nil),       // 40: boomerang.v1.RevokeSessionsRequest
+	(*RevokeSessionsResponse)(nil),      // 41: boomerang.v1.RevokeSessionsResponse
+	(*RegisterTaskRequest)(nil),         // 42: boomerang.v1.RegisterTaskRequest
+	(*RegisterTaskResponse)(nil),        // 43: boomerang.v1.RegisterTaskResponse
+	(*UpdateTaskRequest)(nil),           // 44: boomerang.v1.UpdateTaskRequest
+	(*UpdateTaskResponse)(nil),          // 45: boomerang.v1.UpdateTaskResponse
+	(*CancelTaskRequest)(nil),           // 46: boomerang.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),          // 47: boomerang.v1.CancelTaskResponse
+	(*GetTaskRequest)(nil),              // 48: boomerang.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),             // 49: boomerang.v1.GetTaskResponse
+	(*ListTasksRequest)(nil),            // 50: boomerang.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),           // 51: boomerang.v1.ListTasksResponse
+	(*ListDeadLettersRequest)(nil),      // 52: boomerang.v1.ListDeadLettersRequest
+	(*ListDeadLettersResponse)(nil),     // 53: boomerang.v1.ListDeadLettersResponse
+	(*GetDeadLetterRequest)(nil),        // 54: boomerang.v1.GetDeadLetterRequest
+	(*GetDeadLetterResponse)(nil),       // 55: boomerang.v1.GetDeadLetterResponse
+	(*ReplayDeadLetterRequest)(nil),     // 56: boomerang.v1.ReplayDeadLetterRequest
+	(*ReplayDeadLetterResponse)(nil),    // 57: boomerang.v1.ReplayDeadLetterResponse
+	(*DeleteDeadLetterRequest)(nil),     // 58: boomerang.v1.DeleteDeadLetterRequest
+	(*DeleteDeadLetterResponse)(nil),    // 59: boomerang.v1.DeleteDeadLetterResponse
+	(*GetGroupRequest)(nil),             // 60: boomerang.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),            // 61: boomerang.v1.GetGroupResponse
+	(*UnblockGroupRequest)(nil),         // 62: boomerang.v1.UnblockGroupRequest
+	(*UnblockGroupResponse)(nil),        // 63: boomerang.v1.UnblockGroupResponse
+	(*SkipGroupRequest)(nil),            // 64: boomerang.v1.SkipGroupRequest
+	(*SkipGroupResponse)(nil),           // 65: boomerang.v1.SkipGroupResponse
+	(*CancelTasksRequest)(nil),          // 66: boomerang.v1.CancelTasksRequest
+	(*CancelTasksResponse)(nil),         // 67: boomerang.v1.CancelTasksResponse
+	(*PurgeDeadLettersRequest)(nil),     // 68: boomerang.v1.PurgeDeadLettersRequest
+	(*PurgeDeadLettersResponse)(nil),    // 69: boomerang.v1.PurgeDeadLettersResponse
+	(*GetServerInfoRequest)(nil),        // 70: boomerang.v1.GetServerInfoRequest
+	(*GetServerInfoResponse)(nil),       // 71: boomerang.v1.GetServerInfoResponse
+	(*ListGroupsRequest)(nil),           // 72: boomerang.v1.ListGroupsRequest
+	(*GroupSummary)(nil),                // 73: boomerang.v1.GroupSummary
+	(*ListGroupsResponse)(nil),          // 74: boomerang.v1.ListGroupsResponse
+	(*StatsSample)(nil),                 // 75: boomerang.v1.StatsSample
+	(*ProtocolCount)(nil),               // 76: boomerang.v1.ProtocolCount
+	(*Percentiles)(nil),                 // 77: boomerang.v1.Percentiles
+	(*GetStatsRequest)(nil),             // 78: boomerang.v1.GetStatsRequest
+	(*GetStatsResponse)(nil),            // 79: boomerang.v1.GetStatsResponse
+	(*GetDueHistogramRequest)(nil),      // 80: boomerang.v1.GetDueHistogramRequest
+	(*GetDueHistogramResponse)(nil),     // 81: boomerang.v1.GetDueHistogramResponse
+	(*Attempt)(nil),                     // 82: boomerang.v1.Attempt
+	(*GetTaskAttemptsRequest)(nil),      // 83: boomerang.v1.GetTaskAttemptsRequest
+	(*GetTaskAttemptsResponse)(nil),     // 84: boomerang.v1.GetTaskAttemptsResponse
+	(*CompletedTask)(nil),               // 85: boomerang.v1.CompletedTask
+	(*ListCompletedRequest)(nil),        // 86: boomerang.v1.ListCompletedRequest
+	(*ListCompletedResponse)(nil),       // 87: boomerang.v1.ListCompletedResponse
+	(*AuditEntry)(nil),                  // 88: boomerang.v1.AuditEntry
+	(*ListAuditLogRequest)(nil),         // 89: boomerang.v1.ListAuditLogRequest
+	(*ListAuditLogResponse)(nil),        // 90: boomerang.v1.ListAuditLogResponse
+	(*BulkDeadLettersRequest)(nil),      // 91: boomerang.v1.BulkDeadLettersRequest
+	(*BulkDeadLettersResponse)(nil),     // 92: boomerang.v1.BulkDeadLettersResponse
+	(*GetClusterRequest)(nil),           // 93: boomerang.v1.GetClusterRequest
+	(*ClusterNode)(nil),                 // 94: boomerang.v1.ClusterNode
+	(*ClusterShard)(nil),                // 95: boomerang.v1.ClusterShard
+	(*GetClusterResponse)(nil),          // 96: boomerang.v1.GetClusterResponse
+	(*ListPoolsRequest)(nil),            // 97: boomerang.v1.ListPoolsRequest
+	(*PoolInfo)(nil),                    // 98: boomerang.v1.PoolInfo
+	(*ListPoolsResponse)(nil),           // 99: boomerang.v1.ListPoolsResponse
+	(*Request)(nil),                     // 100: boomerang.v1.Request
+	(*Response)(nil),                    // 101: boomerang.v1.Response
+	(*Delivery)(nil),                    // 102: boomerang.v1.Delivery
+	(*Ack)(nil),                         // 103: boomerang.v1.Ack
 }
 var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	0,   // 0: boomerang.v1.Error.status:type_name -> boomerang.v1.Status
@@ -7322,176 +8646,220 @@ var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	3,   // 2: boomerang.v1.RetryPolicy.backoff:type_name -> boomerang.v1.Backoff
 	1,   // 3: boomerang.v1.Task.mode:type_name -> boomerang.v1.DispatchMode
 	4,   // 4: boomerang.v1.Task.status:type_name -> boomerang.v1.TaskStatus
-	8,   // 5: boomerang.v1.Task.callback:type_name -> boomerang.v1.Callback
-	9,   // 6: boomerang.v1.Task.retry:type_name -> boomerang.v1.RetryPolicy
-	11,  // 7: boomerang.v1.DeadLetter.task:type_name -> boomerang.v1.Task
-	8,   // 8: boomerang.v1.ClientConfig.callback:type_name -> boomerang.v1.Callback
-	9,   // 9: boomerang.v1.ClientConfig.retry:type_name -> boomerang.v1.RetryPolicy
-	10,  // 10: boomerang.v1.ClientConfig.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
+	9,   // 5: boomerang.v1.Task.callback:type_name -> boomerang.v1.Callback
+	10,  // 6: boomerang.v1.Task.retry:type_name -> boomerang.v1.RetryPolicy
+	13,  // 7: boomerang.v1.DeadLetter.task:type_name -> boomerang.v1.Task
+	9,   // 8: boomerang.v1.ClientConfig.callback:type_name -> boomerang.v1.Callback
+	10,  // 9: boomerang.v1.ClientConfig.retry:type_name -> boomerang.v1.RetryPolicy
+	11,  // 10: boomerang.v1.ClientConfig.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
 	1,   // 11: boomerang.v1.ClientConfig.default_mode:type_name -> boomerang.v1.DispatchMode
-	8,   // 12: boomerang.v1.RegisterClientRequest.callback:type_name -> boomerang.v1.Callback
-	9,   // 13: boomerang.v1.RegisterClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
-	10,  // 14: boomerang.v1.RegisterClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
-	1,   // 15: boomerang.v1.RegisterClientRequest.default_mode:type_name -> boomerang.v1.DispatchMode
-	14,  // 16: boomerang.v1.RegisterClientResponse.client:type_name -> boomerang.v1.ClientConfig
-	14,  // 17: boomerang.v1.ListClientsResponse.clients:type_name -> boomerang.v1.ClientConfig
-	1,   // 18: boomerang.v1.RegisterTaskRequest.mode:type_name -> boomerang.v1.DispatchMode
-	8,   // 19: boomerang.v1.RegisterTaskRequest.callback:type_name -> boomerang.v1.Callback
-	9,   // 20: boomerang.v1.RegisterTaskRequest.retry:type_name -> boomerang.v1.RetryPolicy
-	11,  // 21: boomerang.v1.RegisterTaskResponse.task:type_name -> boomerang.v1.Task
-	11,  // 22: boomerang.v1.UpdateTaskResponse.task:type_name -> boomerang.v1.Task
-	11,  // 23: boomerang.v1.GetTaskResponse.task:type_name -> boomerang.v1.Task
-	4,   // 24: boomerang.v1.ListTasksRequest.status:type_name -> boomerang.v1.TaskStatus
-	5,   // 25: boomerang.v1.ListTasksRequest.order:type_name -> boomerang.v1.TaskOrder
-	11,  // 26: boomerang.v1.ListTasksResponse.tasks:type_name -> boomerang.v1.Task
-	12,  // 27: boomerang.v1.ListDeadLettersResponse.dead_letters:type_name -> boomerang.v1.DeadLetter
-	12,  // 28: boomerang.v1.GetDeadLetterResponse.dead_letter:type_name -> boomerang.v1.DeadLetter
-	11,  // 29: boomerang.v1.ReplayDeadLetterResponse.task:type_name -> boomerang.v1.Task
-	13,  // 30: boomerang.v1.GetGroupResponse.group:type_name -> boomerang.v1.Group
-	11,  // 31: boomerang.v1.UnblockGroupResponse.task:type_name -> boomerang.v1.Task
-	13,  // 32: boomerang.v1.GroupSummary.group:type_name -> boomerang.v1.Group
-	12,  // 33: boomerang.v1.GroupSummary.blocking:type_name -> boomerang.v1.DeadLetter
-	56,  // 34: boomerang.v1.ListGroupsResponse.groups:type_name -> boomerang.v1.GroupSummary
-	59,  // 35: boomerang.v1.StatsSample.by_protocol:type_name -> boomerang.v1.ProtocolCount
-	60,  // 36: boomerang.v1.StatsSample.fire_lag:type_name -> boomerang.v1.Percentiles
-	60,  // 37: boomerang.v1.StatsSample.attempt_duration:type_name -> boomerang.v1.Percentiles
-	2,   // 38: boomerang.v1.ProtocolCount.protocol:type_name -> boomerang.v1.Protocol
-	58,  // 39: boomerang.v1.GetStatsResponse.samples:type_name -> boomerang.v1.StatsSample
-	2,   // 40: boomerang.v1.Attempt.protocol:type_name -> boomerang.v1.Protocol
-	65,  // 41: boomerang.v1.GetTaskAttemptsResponse.attempts:type_name -> boomerang.v1.Attempt
-	11,  // 42: boomerang.v1.CompletedTask.task:type_name -> boomerang.v1.Task
-	65,  // 43: boomerang.v1.CompletedTask.attempts:type_name -> boomerang.v1.Attempt
-	68,  // 44: boomerang.v1.ListCompletedResponse.tasks:type_name -> boomerang.v1.CompletedTask
-	0,   // 45: boomerang.v1.AuditEntry.status:type_name -> boomerang.v1.Status
-	71,  // 46: boomerang.v1.ListAuditLogResponse.entries:type_name -> boomerang.v1.AuditEntry
-	6,   // 47: boomerang.v1.BulkDeadLettersRequest.action:type_name -> boomerang.v1.BulkAction
-	77,  // 48: boomerang.v1.GetClusterResponse.nodes:type_name -> boomerang.v1.ClusterNode
-	78,  // 49: boomerang.v1.GetClusterResponse.shards:type_name -> boomerang.v1.ClusterShard
-	81,  // 50: boomerang.v1.ListPoolsResponse.pools:type_name -> boomerang.v1.PoolInfo
-	15,  // 51: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
-	17,  // 52: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
-	19,  // 53: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
-	21,  // 54: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
-	23,  // 55: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
-	25,  // 56: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
-	27,  // 57: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
-	29,  // 58: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
-	31,  // 59: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
-	33,  // 60: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
-	35,  // 61: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
-	37,  // 62: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
-	39,  // 63: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
-	41,  // 64: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
-	43,  // 65: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
-	45,  // 66: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
-	47,  // 67: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
-	53,  // 68: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
-	49,  // 69: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
-	51,  // 70: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
-	55,  // 71: boomerang.v1.Request.list_groups:type_name -> boomerang.v1.ListGroupsRequest
-	61,  // 72: boomerang.v1.Request.get_stats:type_name -> boomerang.v1.GetStatsRequest
-	63,  // 73: boomerang.v1.Request.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramRequest
-	66,  // 74: boomerang.v1.Request.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsRequest
-	69,  // 75: boomerang.v1.Request.list_completed:type_name -> boomerang.v1.ListCompletedRequest
-	72,  // 76: boomerang.v1.Request.list_audit_log:type_name -> boomerang.v1.ListAuditLogRequest
-	74,  // 77: boomerang.v1.Request.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersRequest
-	76,  // 78: boomerang.v1.Request.get_cluster:type_name -> boomerang.v1.GetClusterRequest
-	80,  // 79: boomerang.v1.Request.list_pools:type_name -> boomerang.v1.ListPoolsRequest
-	7,   // 80: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
-	16,  // 81: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
-	18,  // 82: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
-	20,  // 83: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
-	22,  // 84: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
-	24,  // 85: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
-	26,  // 86: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
-	28,  // 87: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
-	30,  // 88: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
-	32,  // 89: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
-	34,  // 90: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
-	36,  // 91: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
-	38,  // 92: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
-	40,  // 93: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
-	42,  // 94: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
-	44,  // 95: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
-	46,  // 96: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
-	48,  // 97: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
-	54,  // 98: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
-	50,  // 99: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
-	52,  // 100: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
-	57,  // 101: boomerang.v1.Response.list_groups:type_name -> boomerang.v1.ListGroupsResponse
-	62,  // 102: boomerang.v1.Response.get_stats:type_name -> boomerang.v1.GetStatsResponse
-	64,  // 103: boomerang.v1.Response.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramResponse
-	67,  // 104: boomerang.v1.Response.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsResponse
-	70,  // 105: boomerang.v1.Response.list_completed:type_name -> boomerang.v1.ListCompletedResponse
-	73,  // 106: boomerang.v1.Response.list_audit_log:type_name -> boomerang.v1.ListAuditLogResponse
-	75,  // 107: boomerang.v1.Response.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersResponse
-	79,  // 108: boomerang.v1.Response.get_cluster:type_name -> boomerang.v1.GetClusterResponse
-	82,  // 109: boomerang.v1.Response.list_pools:type_name -> boomerang.v1.ListPoolsResponse
-	15,  // 110: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
-	17,  // 111: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
-	19,  // 112: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
-	21,  // 113: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
-	23,  // 114: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
-	25,  // 115: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
-	27,  // 116: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
-	29,  // 117: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
-	31,  // 118: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
-	33,  // 119: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
-	35,  // 120: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
-	37,  // 121: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
-	39,  // 122: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
-	41,  // 123: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
-	43,  // 124: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
-	45,  // 125: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
-	47,  // 126: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
-	53,  // 127: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
-	49,  // 128: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
-	51,  // 129: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
-	55,  // 130: boomerang.v1.BoomerangService.ListGroups:input_type -> boomerang.v1.ListGroupsRequest
-	61,  // 131: boomerang.v1.BoomerangService.GetStats:input_type -> boomerang.v1.GetStatsRequest
-	63,  // 132: boomerang.v1.BoomerangService.GetDueHistogram:input_type -> boomerang.v1.GetDueHistogramRequest
-	66,  // 133: boomerang.v1.BoomerangService.GetTaskAttempts:input_type -> boomerang.v1.GetTaskAttemptsRequest
-	69,  // 134: boomerang.v1.BoomerangService.ListCompleted:input_type -> boomerang.v1.ListCompletedRequest
-	72,  // 135: boomerang.v1.BoomerangService.ListAuditLog:input_type -> boomerang.v1.ListAuditLogRequest
-	74,  // 136: boomerang.v1.BoomerangService.BulkDeadLetters:input_type -> boomerang.v1.BulkDeadLettersRequest
-	76,  // 137: boomerang.v1.BoomerangService.GetCluster:input_type -> boomerang.v1.GetClusterRequest
-	80,  // 138: boomerang.v1.BoomerangService.ListPools:input_type -> boomerang.v1.ListPoolsRequest
-	85,  // 139: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
-	16,  // 140: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
-	18,  // 141: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
-	20,  // 142: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
-	22,  // 143: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
-	24,  // 144: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
-	26,  // 145: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
-	28,  // 146: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
-	30,  // 147: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
-	32,  // 148: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
-	34,  // 149: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
-	36,  // 150: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
-	38,  // 151: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
-	40,  // 152: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
-	42,  // 153: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
-	44,  // 154: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
-	46,  // 155: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
-	48,  // 156: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
-	54,  // 157: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
-	50,  // 158: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
-	52,  // 159: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
-	57,  // 160: boomerang.v1.BoomerangService.ListGroups:output_type -> boomerang.v1.ListGroupsResponse
-	62,  // 161: boomerang.v1.BoomerangService.GetStats:output_type -> boomerang.v1.GetStatsResponse
-	64,  // 162: boomerang.v1.BoomerangService.GetDueHistogram:output_type -> boomerang.v1.GetDueHistogramResponse
-	67,  // 163: boomerang.v1.BoomerangService.GetTaskAttempts:output_type -> boomerang.v1.GetTaskAttemptsResponse
-	70,  // 164: boomerang.v1.BoomerangService.ListCompleted:output_type -> boomerang.v1.ListCompletedResponse
-	73,  // 165: boomerang.v1.BoomerangService.ListAuditLog:output_type -> boomerang.v1.ListAuditLogResponse
-	75,  // 166: boomerang.v1.BoomerangService.BulkDeadLetters:output_type -> boomerang.v1.BulkDeadLettersResponse
-	79,  // 167: boomerang.v1.BoomerangService.GetCluster:output_type -> boomerang.v1.GetClusterResponse
-	82,  // 168: boomerang.v1.BoomerangService.ListPools:output_type -> boomerang.v1.ListPoolsResponse
-	86,  // 169: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
-	140, // [140:170] is the sub-list for method output_type
-	110, // [110:140] is the sub-list for method input_type
-	110, // [110:110] is the sub-list for extension type_name
-	110, // [110:110] is the sub-list for extension extendee
-	0,   // [0:110] is the sub-list for field type_name
+	5,   // 12: boomerang.v1.ClientConfig.role:type_name -> boomerang.v1.Role
+	12,  // 13: boomerang.v1.ClientConfig.callback_rules:type_name -> boomerang.v1.CallbackRules
+	5,   // 14: boomerang.v1.LoginResponse.role:type_name -> boomerang.v1.Role
+	9,   // 15: boomerang.v1.RegisterClientRequest.callback:type_name -> boomerang.v1.Callback
+	10,  // 16: boomerang.v1.RegisterClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
+	11,  // 17: boomerang.v1.RegisterClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
+	1,   // 18: boomerang.v1.RegisterClientRequest.default_mode:type_name -> boomerang.v1.DispatchMode
+	5,   // 19: boomerang.v1.RegisterClientRequest.role:type_name -> boomerang.v1.Role
+	12,  // 20: boomerang.v1.RegisterClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
+	16,  // 21: boomerang.v1.RegisterClientResponse.client:type_name -> boomerang.v1.ClientConfig
+	16,  // 22: boomerang.v1.ListClientsResponse.clients:type_name -> boomerang.v1.ClientConfig
+	16,  // 23: boomerang.v1.GetClientResponse.client:type_name -> boomerang.v1.ClientConfig
+	9,   // 24: boomerang.v1.UpdateClientRequest.callback:type_name -> boomerang.v1.Callback
+	10,  // 25: boomerang.v1.UpdateClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
+	11,  // 26: boomerang.v1.UpdateClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
+	1,   // 27: boomerang.v1.UpdateClientRequest.default_mode:type_name -> boomerang.v1.DispatchMode
+	5,   // 28: boomerang.v1.UpdateClientRequest.role:type_name -> boomerang.v1.Role
+	12,  // 29: boomerang.v1.UpdateClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
+	16,  // 30: boomerang.v1.UpdateClientResponse.client:type_name -> boomerang.v1.ClientConfig
+	16,  // 31: boomerang.v1.RotateSigningSecretResponse.client:type_name -> boomerang.v1.ClientConfig
+	5,   // 32: boomerang.v1.SessionInfo.role:type_name -> boomerang.v1.Role
+	35,  // 33: boomerang.v1.ListSessionsResponse.sessions:type_name -> boomerang.v1.SessionInfo
+	1,   // 34: boomerang.v1.RegisterTaskRequest.mode:type_name -> boomerang.v1.DispatchMode
+	9,   // 35: boomerang.v1.RegisterTaskRequest.callback:type_name -> boomerang.v1.Callback
+	10,  // 36: boomerang.v1.RegisterTaskRequest.retry:type_name -> boomerang.v1.RetryPolicy
+	13,  // 37: boomerang.v1.RegisterTaskResponse.task:type_name -> boomerang.v1.Task
+	13,  // 38: boomerang.v1.UpdateTaskResponse.task:type_name -> boomerang.v1.Task
+	13,  // 39: boomerang.v1.GetTaskResponse.task:type_name -> boomerang.v1.Task
+	4,   // 40: boomerang.v1.ListTasksRequest.status:type_name -> boomerang.v1.TaskStatus
+	6,   // 41: boomerang.v1.ListTasksRequest.order:type_name -> boomerang.v1.TaskOrder
+	13,  // 42: boomerang.v1.ListTasksResponse.tasks:type_name -> boomerang.v1.Task
+	14,  // 43: boomerang.v1.ListDeadLettersResponse.dead_letters:type_name -> boomerang.v1.DeadLetter
+	14,  // 44: boomerang.v1.GetDeadLetterResponse.dead_letter:type_name -> boomerang.v1.DeadLetter
+	13,  // 45: boomerang.v1.ReplayDeadLetterResponse.task:type_name -> boomerang.v1.Task
+	15,  // 46: boomerang.v1.GetGroupResponse.group:type_name -> boomerang.v1.Group
+	13,  // 47: boomerang.v1.UnblockGroupResponse.task:type_name -> boomerang.v1.Task
+	15,  // 48: boomerang.v1.GroupSummary.group:type_name -> boomerang.v1.Group
+	14,  // 49: boomerang.v1.GroupSummary.blocking:type_name -> boomerang.v1.DeadLetter
+	73,  // 50: boomerang.v1.ListGroupsResponse.groups:type_name -> boomerang.v1.GroupSummary
+	76,  // 51: boomerang.v1.StatsSample.by_protocol:type_name -> boomerang.v1.ProtocolCount
+	77,  // 52: boomerang.v1.StatsSample.fire_lag:type_name -> boomerang.v1.Percentiles
+	77,  // 53: boomerang.v1.StatsSample.attempt_duration:type_name -> boomerang.v1.Percentiles
+	2,   // 54: boomerang.v1.ProtocolCount.protocol:type_name -> boomerang.v1.Protocol
+	75,  // 55: boomerang.v1.GetStatsResponse.samples:type_name -> boomerang.v1.StatsSample
+	2,   // 56: boomerang.v1.Attempt.protocol:type_name -> boomerang.v1.Protocol
+	82,  // 57: boomerang.v1.GetTaskAttemptsResponse.attempts:type_name -> boomerang.v1.Attempt
+	13,  // 58: boomerang.v1.CompletedTask.task:type_name -> boomerang.v1.Task
+	82,  // 59: boomerang.v1.CompletedTask.attempts:type_name -> boomerang.v1.Attempt
+	85,  // 60: boomerang.v1.ListCompletedResponse.tasks:type_name -> boomerang.v1.CompletedTask
+	0,   // 61: boomerang.v1.AuditEntry.status:type_name -> boomerang.v1.Status
+	88,  // 62: boomerang.v1.ListAuditLogResponse.entries:type_name -> boomerang.v1.AuditEntry
+	7,   // 63: boomerang.v1.BulkDeadLettersRequest.action:type_name -> boomerang.v1.BulkAction
+	94,  // 64: boomerang.v1.GetClusterResponse.nodes:type_name -> boomerang.v1.ClusterNode
+	95,  // 65: boomerang.v1.GetClusterResponse.shards:type_name -> boomerang.v1.ClusterShard
+	98,  // 66: boomerang.v1.ListPoolsResponse.pools:type_name -> boomerang.v1.PoolInfo
+	17,  // 67: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
+	19,  // 68: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
+	21,  // 69: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
+	23,  // 70: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
+	25,  // 71: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
+	42,  // 72: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
+	44,  // 73: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
+	46,  // 74: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
+	48,  // 75: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
+	50,  // 76: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
+	52,  // 77: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
+	54,  // 78: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
+	56,  // 79: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
+	58,  // 80: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
+	60,  // 81: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
+	62,  // 82: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
+	64,  // 83: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
+	70,  // 84: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
+	66,  // 85: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
+	68,  // 86: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
+	36,  // 87: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
+	38,  // 88: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
+	40,  // 89: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
+	27,  // 90: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
+	29,  // 91: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
+	31,  // 92: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
+	33,  // 93: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
+	72,  // 94: boomerang.v1.Request.list_groups:type_name -> boomerang.v1.ListGroupsRequest
+	78,  // 95: boomerang.v1.Request.get_stats:type_name -> boomerang.v1.GetStatsRequest
+	80,  // 96: boomerang.v1.Request.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramRequest
+	83,  // 97: boomerang.v1.Request.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsRequest
+	86,  // 98: boomerang.v1.Request.list_completed:type_name -> boomerang.v1.ListCompletedRequest
+	89,  // 99: boomerang.v1.Request.list_audit_log:type_name -> boomerang.v1.ListAuditLogRequest
+	91,  // 100: boomerang.v1.Request.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersRequest
+	93,  // 101: boomerang.v1.Request.get_cluster:type_name -> boomerang.v1.GetClusterRequest
+	97,  // 102: boomerang.v1.Request.list_pools:type_name -> boomerang.v1.ListPoolsRequest
+	8,   // 103: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
+	18,  // 104: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
+	20,  // 105: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
+	22,  // 106: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
+	24,  // 107: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
+	26,  // 108: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
+	43,  // 109: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
+	45,  // 110: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
+	47,  // 111: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
+	49,  // 112: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
+	51,  // 113: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
+	53,  // 114: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
+	55,  // 115: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
+	57,  // 116: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
+	59,  // 117: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
+	61,  // 118: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
+	63,  // 119: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
+	65,  // 120: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
+	71,  // 121: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
+	67,  // 122: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
+	69,  // 123: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
+	37,  // 124: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
+	39,  // 125: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
+	41,  // 126: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
+	28,  // 127: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
+	30,  // 128: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
+	32,  // 129: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
+	34,  // 130: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
+	74,  // 131: boomerang.v1.Response.list_groups:type_name -> boomerang.v1.ListGroupsResponse
+	79,  // 132: boomerang.v1.Response.get_stats:type_name -> boomerang.v1.GetStatsResponse
+	81,  // 133: boomerang.v1.Response.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramResponse
+	84,  // 134: boomerang.v1.Response.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsResponse
+	87,  // 135: boomerang.v1.Response.list_completed:type_name -> boomerang.v1.ListCompletedResponse
+	90,  // 136: boomerang.v1.Response.list_audit_log:type_name -> boomerang.v1.ListAuditLogResponse
+	92,  // 137: boomerang.v1.Response.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersResponse
+	96,  // 138: boomerang.v1.Response.get_cluster:type_name -> boomerang.v1.GetClusterResponse
+	99,  // 139: boomerang.v1.Response.list_pools:type_name -> boomerang.v1.ListPoolsResponse
+	17,  // 140: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
+	19,  // 141: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
+	21,  // 142: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
+	23,  // 143: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
+	25,  // 144: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
+	42,  // 145: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
+	44,  // 146: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
+	46,  // 147: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
+	48,  // 148: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
+	50,  // 149: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
+	52,  // 150: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
+	54,  // 151: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
+	56,  // 152: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
+	58,  // 153: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
+	60,  // 154: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
+	62,  // 155: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
+	64,  // 156: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
+	70,  // 157: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
+	66,  // 158: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
+	68,  // 159: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
+	36,  // 160: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
+	38,  // 161: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
+	40,  // 162: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
+	27,  // 163: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
+	29,  // 164: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
+	31,  // 165: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
+	33,  // 166: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
+	72,  // 167: boomerang.v1.BoomerangService.ListGroups:input_type -> boomerang.v1.ListGroupsRequest
+	78,  // 168: boomerang.v1.BoomerangService.GetStats:input_type -> boomerang.v1.GetStatsRequest
+	80,  // 169: boomerang.v1.BoomerangService.GetDueHistogram:input_type -> boomerang.v1.GetDueHistogramRequest
+	83,  // 170: boomerang.v1.BoomerangService.GetTaskAttempts:input_type -> boomerang.v1.GetTaskAttemptsRequest
+	86,  // 171: boomerang.v1.BoomerangService.ListCompleted:input_type -> boomerang.v1.ListCompletedRequest
+	89,  // 172: boomerang.v1.BoomerangService.ListAuditLog:input_type -> boomerang.v1.ListAuditLogRequest
+	91,  // 173: boomerang.v1.BoomerangService.BulkDeadLetters:input_type -> boomerang.v1.BulkDeadLettersRequest
+	93,  // 174: boomerang.v1.BoomerangService.GetCluster:input_type -> boomerang.v1.GetClusterRequest
+	97,  // 175: boomerang.v1.BoomerangService.ListPools:input_type -> boomerang.v1.ListPoolsRequest
+	102, // 176: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
+	18,  // 177: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
+	20,  // 178: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
+	22,  // 179: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
+	24,  // 180: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
+	26,  // 181: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
+	43,  // 182: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
+	45,  // 183: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
+	47,  // 184: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
+	49,  // 185: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
+	51,  // 186: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
+	53,  // 187: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
+	55,  // 188: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
+	57,  // 189: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
+	59,  // 190: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
+	61,  // 191: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
+	63,  // 192: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
+	65,  // 193: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
+	71,  // 194: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
+	67,  // 195: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
+	69,  // 196: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
+	37,  // 197: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
+	39,  // 198: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
+	41,  // 199: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
+	28,  // 200: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
+	30,  // 201: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
+	32,  // 202: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
+	34,  // 203: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
+	74,  // 204: boomerang.v1.BoomerangService.ListGroups:output_type -> boomerang.v1.ListGroupsResponse
+	79,  // 205: boomerang.v1.BoomerangService.GetStats:output_type -> boomerang.v1.GetStatsResponse
+	81,  // 206: boomerang.v1.BoomerangService.GetDueHistogram:output_type -> boomerang.v1.GetDueHistogramResponse
+	84,  // 207: boomerang.v1.BoomerangService.GetTaskAttempts:output_type -> boomerang.v1.GetTaskAttemptsResponse
+	87,  // 208: boomerang.v1.BoomerangService.ListCompleted:output_type -> boomerang.v1.ListCompletedResponse
+	90,  // 209: boomerang.v1.BoomerangService.ListAuditLog:output_type -> boomerang.v1.ListAuditLogResponse
+	92,  // 210: boomerang.v1.BoomerangService.BulkDeadLetters:output_type -> boomerang.v1.BulkDeadLettersResponse
+	96,  // 211: boomerang.v1.BoomerangService.GetCluster:output_type -> boomerang.v1.GetClusterResponse
+	99,  // 212: boomerang.v1.BoomerangService.ListPools:output_type -> boomerang.v1.ListPoolsResponse
+	103, // 213: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
+	177, // [177:214] is the sub-list for method output_type
+	140, // [140:177] is the sub-list for method input_type
+	140, // [140:140] is the sub-list for extension type_name
+	140, // [140:140] is the sub-list for extension extendee
+	0,   // [0:140] is the sub-list for field type_name
 }
 
 func init() { file_api_boomerang_v1_boomerang_proto_init() }
@@ -7499,16 +8867,18 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 	if File_api_boomerang_v1_boomerang_proto != nil {
 		return
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[18].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[21].OneofWrappers = []any{}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[25].OneofWrappers = []any{}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[34].OneofWrappers = []any{
 		(*RegisterTaskRequest_DelayMs)(nil),
 		(*RegisterTaskRequest_FireAtMs)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[20].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[36].OneofWrappers = []any{
 		(*UpdateTaskRequest_DelayMs)(nil),
 		(*UpdateTaskRequest_FireAtMs)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[26].OneofWrappers = []any{}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[76].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[42].OneofWrappers = []any{}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[92].OneofWrappers = []any{
 		(*Request_Login)(nil),
 		(*Request_RefreshSession)(nil),
 		(*Request_RegisterClient)(nil),
@@ -7529,6 +8899,13 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Request_GetServerInfo)(nil),
 		(*Request_CancelTasks)(nil),
 		(*Request_PurgeDeadLetters)(nil),
+		(*Request_Logout)(nil),
+		(*Request_ListSessions)(nil),
+		(*Request_RevokeSessions)(nil),
+		(*Request_GetClient)(nil),
+		(*Request_UpdateClient)(nil),
+		(*Request_ChangePassword)(nil),
+		(*Request_RotateSigningSecret)(nil),
 		(*Request_ListGroups)(nil),
 		(*Request_GetStats)(nil),
 		(*Request_GetDueHistogram)(nil),
@@ -7539,7 +8916,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Request_GetCluster)(nil),
 		(*Request_ListPools)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[77].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[93].OneofWrappers = []any{
 		(*Response_Login)(nil),
 		(*Response_RefreshSession)(nil),
 		(*Response_RegisterClient)(nil),
@@ -7560,6 +8937,13 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Response_GetServerInfo)(nil),
 		(*Response_CancelTasks)(nil),
 		(*Response_PurgeDeadLetters)(nil),
+		(*Response_Logout)(nil),
+		(*Response_ListSessions)(nil),
+		(*Response_RevokeSessions)(nil),
+		(*Response_GetClient)(nil),
+		(*Response_UpdateClient)(nil),
+		(*Response_ChangePassword)(nil),
+		(*Response_RotateSigningSecret)(nil),
 		(*Response_ListGroups)(nil),
 		(*Response_GetStats)(nil),
 		(*Response_GetDueHistogram)(nil),
@@ -7575,8 +8959,8 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_boomerang_v1_boomerang_proto_rawDesc), len(file_api_boomerang_v1_boomerang_proto_rawDesc)),
-			NumEnums:      7,
-			NumMessages:   80,
+			NumEnums:      8,
+			NumMessages:   96,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
