@@ -16,13 +16,13 @@ func (c *Client) ListGroups(ctx context.Context, in *boomerangv1.ListGroupsReque
 	return empty(r, err, (*boomerangv1.Response).GetListGroups)
 }
 
-// GetStats returns the server's counters over time (admin only).
+// GetStats returns the server's counters over time (admins and read-only clients).
 func (c *Client) GetStats(ctx context.Context, in *boomerangv1.GetStatsRequest) (*boomerangv1.GetStatsResponse, error) {
 	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_GetStats{GetStats: in}})
 	return empty(r, err, (*boomerangv1.Response).GetGetStats)
 }
 
-// GetDueHistogram counts upcoming runs per shard and time bucket (admin only).
+// GetDueHistogram counts upcoming runs per shard and time bucket (admins and read-only clients).
 func (c *Client) GetDueHistogram(ctx context.Context, in *boomerangv1.GetDueHistogramRequest) (*boomerangv1.GetDueHistogramResponse, error) {
 	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_GetDueHistogram{GetDueHistogram: in}})
 	return need(r, err, (*boomerangv1.Response).GetGetDueHistogram)
@@ -53,13 +53,13 @@ func (c *Client) BulkDeadLetters(ctx context.Context, in *boomerangv1.BulkDeadLe
 	return empty(r, err, (*boomerangv1.Response).GetBulkDeadLetters)
 }
 
-// GetCluster describes the nodes and shards (admin only).
+// GetCluster describes the nodes and shards (admins and read-only clients).
 func (c *Client) GetCluster(ctx context.Context, in *boomerangv1.GetClusterRequest) (*boomerangv1.GetClusterResponse, error) {
 	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_GetCluster{GetCluster: in}})
 	return need(r, err, (*boomerangv1.Response).GetGetCluster)
 }
 
-// ListPools returns the dispatch pools and their saturation (admin only).
+// ListPools returns the dispatch pools and their saturation (admins and read-only clients).
 func (c *Client) ListPools(ctx context.Context, in *boomerangv1.ListPoolsRequest) (*boomerangv1.ListPoolsResponse, error) {
 	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_ListPools{ListPools: in}})
 	return empty(r, err, (*boomerangv1.Response).GetListPools)

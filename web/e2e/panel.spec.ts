@@ -3,7 +3,7 @@ import { createConnectTransport } from "@connectrpc/connect-web";
 import { expect, test, type Page } from "@playwright/test";
 import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
-import { BoomerangService, DispatchMode } from "../src/gen/api/boomerang/v1/boomerang_pb";
+import { BoomerangService, DispatchMode, Role } from "../src/gen/api/boomerang/v1/boomerang_pb";
 import { adminPassword, startBoomerang, startReceiver, type Boomerang, type Receiver } from "./boomerang";
 
 // One server and one receiver for the whole story, told in order.
@@ -81,6 +81,11 @@ test("admin signs in and registers a client", async ({ page }) => {
   await dialog.getByRole("button", { name: "Done" }).click();
   await expect(page.getByRole("table", { name: "Clients" })).toContainText("shop");
   await expect(page.getByRole("table", { name: "Dispatch pools" })).toContainText("default");
+  const shop = page.getByRole("table", { name: "Clients" }).locator("tbody tr").filter({ hasText: "shop" });
+  await shop.getByRole("button", { name: "Rotate secret" }).click();
+  await page.getByRole("dialog").getByRole("button", { name: "Rotate secret" }).click();
+  await expect(page.getByRole("dialog", { name: "New signing secret of shop" })).toContainText(/[0-9a-f]{32,}/);
+  await page.getByRole("dialog", { name: "New signing secret of shop" }).getByRole("button", { name: "Done" }).click();
   await shot(page, "02-clients");
   expect(errors).toEqual([]);
 });
@@ -136,7 +141,7 @@ test("a failing receiver blocks a group; the panel unblocks it and replays dead 
   await signIn(page, "shop", "shop-password", "/ui/groups");
   const groups = page.getByRole("table", { name: "Groups" });
   await expect(groups.locator("tbody tr").first()).toContainText("payments");
-  await expect(groups.locator("tbody tr").first()).toContainText("receiver down");
+  await expect(groups.locator("tbody tr").first()).toContainText("HTTP 500");
   await shot(page, "06-groups-blocked");
 
   receiver.failing.clear();
@@ -148,7 +153,7 @@ test("a failing receiver blocks a group; the panel unblocks it and replays dead 
   await expect.poll(() => receiver.delivered.filter((d) => d.group === "payments").length).toBe(2);
 
   await page.getByRole("link", { name: "Dead letters" }).click();
-  await page.getByLabel("Error contains").fill("receiver down");
+  await page.getByLabel("Error contains").fill("HTTP 500");
   await page.getByRole("button", { name: "Apply" }).click();
   await expect(page.getByRole("table", { name: "Dead letters" }).locator("tbody tr")).toHaveCount(4);
   await shot(page, "07-dead-letters");
@@ -192,17 +197,41 @@ test("admin sees the overview, the heat map, the cluster and the audit log", asy
   expect(errors).toEqual([]);
 });
 
-test("a client without admin rights sees only its own and no admin pages", async ({ page }) => {
+test("a client sees only its own; a read-only client sees all and changes nothing", async ({ page }) => {
   const errors = watch(page);
   const admin = await sdk("admin", adminPassword);
   await admin.registerClient({ clientId: "viewer", password: "viewer-password", callback: { protocol: 1, endpoint: receiver.url } });
+  await admin.registerClient({ clientId: "auditor", password: "auditor-password", role: Role.READ_ONLY });
   await signIn(page, "viewer", "viewer-password", "/ui/overview");
   await expect(page.getByText(/ask an admin/)).toBeVisible();
   await expect(page.getByRole("link", { name: "Clients" })).toHaveCount(0);
   await page.goto(server.url + "/ui/tasks");
   await expect(page.getByText("No tasks match.")).toBeVisible();
-  await page.goto(server.url + "/ui/clients");
-  await expect(page.getByText("Only admins manage clients.")).toBeVisible();
   await shot(page, "11-client-view");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await expect(page).toHaveURL(/\/ui\/login/);
+
+  // A blocked group for the read-only client to look at.
+  const shop = await sdk("shop", "shop-password");
+  receiver.failing.add("audit-me");
+  await shop.registerTask({ group: "audit-me", mode: DispatchMode.BLOCK_ON_ERROR, retry: { maxAttempts: 1 } });
+  await signIn(page, "auditor", "auditor-password", "/ui/groups");
+  await expect(page.getByTestId("whoami")).toContainText("readonly");
+  const groups = page.getByRole("table", { name: "Groups" });
+  await expect(groups.locator("tbody tr").first()).toContainText("audit-me");
+  await expect(groups.getByRole("button", { name: "Unblock" })).toHaveCount(0);
+  await page.getByRole("link", { name: "Dead letters" }).click();
+  await expect(page.getByRole("table", { name: "Dead letters" })).toContainText("audit-me");
+  await expect(page.getByRole("button", { name: /all matching/ })).toHaveCount(0);
+  await expect(page.getByRole("button", { name: "Replay" })).toHaveCount(0);
+  await page.getByRole("link", { name: "Tasks" }).click();
+  await expect(page.getByRole("button", { name: "New task" })).toHaveCount(0);
+  await page.getByRole("link", { name: "Overview" }).click();
+  await expect(page.getByTestId("counter-Blocked groups")).toHaveText("1");
+  await shot(page, "12-read-only");
+  // The server refuses its changes, whatever a client sends.
+  const auditor = await sdk("auditor", "auditor-password");
+  await expect(auditor.unblockGroup({ client: "shop", group: "audit-me" })).rejects.toThrow(/read-only/);
+  await expect(auditor.bulkDeadLetters({ action: 1 })).rejects.toThrow(/read-only/);
   expect(errors).toEqual([]);
 });

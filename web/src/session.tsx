@@ -1,7 +1,7 @@
 // The signed-in session: who, with which role, until when. Kept in
 // sessionStorage so a reload keeps it and closing the tab ends it.
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from "react";
-import type { LoginResponse } from "./gen/api/boomerang/v1/boomerang_pb";
+import { Role as WireRole, type LoginResponse } from "./gen/api/boomerang/v1/boomerang_pb";
 
 // Role decides what the panel shows: an admin and a read-only client see
 // every client's data; only admins and clients change anything.
@@ -15,7 +15,15 @@ export interface Session {
 }
 
 // roleOf reads the role a login answered with.
-export function roleOf(resp: Pick<LoginResponse, "admin">): Role {
+export function roleOf(resp: Pick<LoginResponse, "admin" | "role">): Role {
+  switch (resp.role) {
+    case WireRole.ADMIN:
+      return "admin";
+    case WireRole.READ_ONLY:
+      return "readonly";
+    case WireRole.CLIENT:
+      return "client";
+  }
   return resp.admin ? "admin" : "client";
 }
 

@@ -2,7 +2,7 @@ import { AppShell, Badge, Burger, Button, Group, NavLink, Text, Title } from "@m
 import { useDisclosure } from "@mantine/hooks";
 import { Link, Outlet, useRouterState } from "@tanstack/react-router";
 import { useQueryClient } from "@tanstack/react-query";
-import { useServerInfo } from "../hooks/queries";
+import { useApi, useServerInfo } from "../hooks/queries";
 import { seesAll, useSession } from "../session";
 import { RefreshMenu } from "./RefreshMenu";
 
@@ -25,6 +25,7 @@ export function Layout() {
   const info = useServerInfo();
   const path = useRouterState({ select: (s) => s.location.pathname });
   const qc = useQueryClient();
+  const api = useApi();
   const visible = pages.filter((p) => ("admin" in p ? session?.role === "admin" : "all" in p ? seesAll(session) : true));
   return (
     <AppShell header={{ height: 52 }} navbar={{ width: 190, breakpoint: "sm", collapsed: { mobile: !opened } }} padding="md">
@@ -45,7 +46,9 @@ export function Layout() {
             <Button
               size="xs"
               variant="default"
-              onClick={() => {
+              onClick={async () => {
+                // The server ends the session; signing out here goes on even if it cannot be reached.
+                await api.logout({}).catch(() => undefined);
                 qc.clear();
                 signOut();
               }}
