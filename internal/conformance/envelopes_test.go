@@ -221,7 +221,7 @@ func panelOperations() []op {
 				AtMs: dueMs, Registered: 1000, Attempts: 900, Delivered: 880, Failed: 20, DeadLettered: 3, DeadLetters: 3, BlockedGroups: 1,
 				Delivering: 4, Waiting: 2, Wheel: 96,
 				ByProtocol: []*boomerangv1.ProtocolCount{{Protocol: boomerangv1.Protocol_PROTOCOL_HTTP, Delivered: 870, Failed: 20}, {Protocol: boomerangv1.Protocol_PROTOCOL_UDP, Delivered: 10}},
-				FireLag: pct, AttemptDuration: pct,
+				FireLag:    pct, AttemptDuration: pct,
 			}}}}}},
 		{"get_due_histogram",
 			&boomerangv1.Request{RequestId: 62, SessionId: session, Body: &boomerangv1.Request_GetDueHistogram{GetDueHistogram: &boomerangv1.GetDueHistogramRequest{FromMs: dueMs, BucketMs: 60000, Buckets: 2}}},
