@@ -9,7 +9,7 @@ PKGS        ?= ./...
 PYTHON      ?= /usr/bin/python3
 PROTOC      ?= protoc
 
-.PHONY: all build test test-go test-ts test-py fmt-check vet lint bench proto clean
+.PHONY: all build test test-go test-ts test-py test-web ui fmt-check vet lint bench proto clean
 
 all: build
 
@@ -17,8 +17,9 @@ build:
 	$(GO) build ./...
 
 # The one test command: formatting, vet, then every Go test with the race
-# detector, then the TypeScript and Python SDKs' tests. CI runs exactly this.
-test: fmt-check vet test-go test-ts test-py
+# detector, then the TypeScript and Python SDKs' tests, then the web
+# panel's. CI runs exactly this.
+test: fmt-check vet test-go test-ts test-py test-web
 
 test-go:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
@@ -32,6 +33,20 @@ test-ts:
 # build, with Debian's python3-protobuf and python3-uvicorn (the ASGI test).
 test-py:
 	cd sdk/python && PYTHONPATH=src $(PYTHON) -m unittest discover -s tests -t .
+
+# The web panel (web/): its packages from the lock file, then its build
+# into web/dist, which the server binary embeds (go build after make ui).
+# Playwright's own browser download cannot work here: the browser tests
+# use Debian's chromium.
+ui:
+	cd web && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund && npm run build
+
+# The panel's unit tests (Vitest), then its browser tests (Playwright,
+# Debian's chromium) against the real server built with the panel in it.
+test-web: ui
+	cd web && npm test
+	$(GO) build -o web/e2e-bin/boomerang ./cmd/boomerang
+	cd web && BOOMERANG_BIN=$(CURDIR)/web/e2e-bin/boomerang npx playwright test
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \

@@ -134,3 +134,42 @@ func TestAgainstServer(t *testing.T) {
 	}
 	admin.ok(t, "client", "deregister", "tina")
 }
+
+// The panel's views from the command line, against a real server.
+func TestPanelCommands(t *testing.T) {
+	addr := startServer(t)
+	admin := newTool(t)
+	admin.now = time.Now()
+	admin.ok(t, "login", "--addr", addr, "--client", "admin", "--password", adminPassword)
+	reg := admin.json(t, "client", "register", "pat", "--callback", "udp://127.0.0.1:9")
+	pat := newTool(t)
+	pat.now = time.Now()
+	pat.env[EnvAddr], pat.env[EnvClient], pat.env[EnvPassword] = addr, "pat", reg["generatedPassword"].(string)
+	out := pat.ok(t, "set", "x", "--delay", "1h", "--group", "orders")
+	id := strings.TrimSuffix(strings.Fields(out)[2], ",")
+	pat.ok(t, "set", "y", "--delay", "1h", "--group", "mail")
+
+	if out := pat.ok(t, "group", "list"); !strings.Contains(out, "orders") || !strings.Contains(out, "mail") {
+		t.Fatalf("group list:\n%s", out)
+	}
+	if out := pat.ok(t, "group", "list", "--blocked"); !strings.Contains(out, "No groups.") {
+		t.Fatalf("group list --blocked:\n%s", out)
+	}
+	if out := pat.ok(t, "attempts", id); !strings.Contains(out, "No attempts remembered.") {
+		t.Fatalf("attempts:\n%s", out)
+	}
+	if out := pat.ok(t, "completed"); !strings.Contains(out, "Nothing completed in the window.") {
+		t.Fatalf("completed:\n%s", out)
+	}
+	if out := pat.ok(t, "dlq", "replay-all", "--error", "HTTP 503", "--dry-run"); !strings.Contains(out, "Would replay 0 matching dead letters.") {
+		t.Fatalf("dlq replay-all --dry-run:\n%s", out)
+	}
+	pat.ok(t, "delete-all", "--group", "mail")
+	out = admin.ok(t, "audit")
+	if !strings.Contains(out, "CancelTasks") || !strings.Contains(out, "group mail") || !strings.Contains(out, "RegisterClient") {
+		t.Fatalf("audit:\n%s", out)
+	}
+	if out := pat.ok(t, "audit"); !strings.Contains(out, "CancelTasks") {
+		t.Fatalf("pat's audit lacks its own action:\n%s", out)
+	}
+}

@@ -197,7 +197,80 @@ func operations() []op {
 				Client: fullClientConfig(), SigningSecret: secretBytes(),
 			}}}},
 	}
-	return ops
+	return append(ops, panelOperations()...)
+}
+
+// panelOperations are the operations behind the web panel.
+func panelOperations() []op {
+	blocked := &boomerangv1.Group{Client: "billing", Group: group, Tasks: 12, Blocked: true, BlockedDeadLetterId: bigID, BlockedSinceMs: dueMs + 9000}
+	attempt := &boomerangv1.Attempt{Attempt: 2, FireAtMs: dueMs, StartedMs: dueMs + 1500, DurationMs: 12.75, Error: "delivery: HTTP 503 Service Unavailable",
+		Protocol: boomerangv1.Protocol_PROTOCOL_HTTP}
+	running := &boomerangv1.Attempt{Attempt: 3, FireAtMs: dueMs, StartedMs: dueMs + 4500, Protocol: boomerangv1.Protocol_PROTOCOL_HTTP, Running: true}
+	pct := &boomerangv1.Percentiles{Count: 40, P50Ms: 1.5, P90Ms: 7.25, P99Ms: 30, MaxMs: 41.125}
+	return []op{
+		{"list_groups",
+			&boomerangv1.Request{RequestId: 60, SessionId: session, Body: &boomerangv1.Request_ListGroups{ListGroups: &boomerangv1.ListGroupsRequest{
+				Client: "billing", BlockedOnly: true, GroupContains: "Zür", Limit: 50,
+			}}},
+			&boomerangv1.Response{RequestId: 60, Body: &boomerangv1.Response_ListGroups{ListGroups: &boomerangv1.ListGroupsResponse{
+				Groups: []*boomerangv1.GroupSummary{{Group: blocked, Blocking: deadLetter()}}, Truncated: true,
+			}}}},
+		{"get_stats",
+			&boomerangv1.Request{RequestId: 61, SessionId: session, Body: &boomerangv1.Request_GetStats{GetStats: &boomerangv1.GetStatsRequest{SinceMs: dueMs - 3600000}}},
+			&boomerangv1.Response{RequestId: 61, Body: &boomerangv1.Response_GetStats{GetStats: &boomerangv1.GetStatsResponse{IntervalMs: 10000, Samples: []*boomerangv1.StatsSample{{
+				AtMs: dueMs, Registered: 1000, Attempts: 900, Delivered: 880, Failed: 20, DeadLettered: 3, DeadLetters: 3, BlockedGroups: 1,
+				Delivering: 4, Waiting: 2, Wheel: 96,
+				ByProtocol: []*boomerangv1.ProtocolCount{{Protocol: boomerangv1.Protocol_PROTOCOL_HTTP, Delivered: 870, Failed: 20}, {Protocol: boomerangv1.Protocol_PROTOCOL_UDP, Delivered: 10}},
+				FireLag:    pct, AttemptDuration: pct,
+			}}}}}},
+		{"get_due_histogram",
+			&boomerangv1.Request{RequestId: 62, SessionId: session, Body: &boomerangv1.Request_GetDueHistogram{GetDueHistogram: &boomerangv1.GetDueHistogramRequest{FromMs: dueMs, BucketMs: 60000, Buckets: 2}}},
+			&boomerangv1.Response{RequestId: 62, Body: &boomerangv1.Response_GetDueHistogram{GetDueHistogram: &boomerangv1.GetDueHistogramResponse{
+				FromMs: dueMs, BucketMs: 60000, Buckets: 2, Shards: 2, Counts: []uint64{0, 5, maxID, 1}, Overdue: 7, Truncated: true,
+			}}}},
+		{"get_task_attempts",
+			&boomerangv1.Request{RequestId: 63, SessionId: session, Body: &boomerangv1.Request_GetTaskAttempts{GetTaskAttempts: &boomerangv1.GetTaskAttemptsRequest{Id: taskID}}},
+			&boomerangv1.Response{RequestId: 63, Body: &boomerangv1.Response_GetTaskAttempts{GetTaskAttempts: &boomerangv1.GetTaskAttemptsResponse{
+				Attempts: []*boomerangv1.Attempt{attempt, running},
+			}}}},
+		{"list_completed",
+			&boomerangv1.Request{RequestId: 64, SessionId: session, Body: &boomerangv1.Request_ListCompleted{ListCompleted: &boomerangv1.ListCompletedRequest{
+				Client: "billing", Group: group, TaskId: taskID, FailedOnly: true, PageToken: bigID, PageSize: 20,
+			}}},
+			&boomerangv1.Response{RequestId: 64, Body: &boomerangv1.Response_ListCompleted{ListCompleted: &boomerangv1.ListCompletedResponse{
+				Tasks: []*boomerangv1.CompletedTask{{Task: plainTask(taskID), DeadLetterId: bigID, Error: "delivery: HTTP 503 Service Unavailable",
+					FinishedMs: dueMs + 5000, Attempts: []*boomerangv1.Attempt{attempt}, Seq: 9}},
+				NextPageToken: 9,
+			}}}},
+		{"list_audit_log",
+			&boomerangv1.Request{RequestId: 65, SessionId: session, Body: &boomerangv1.Request_ListAuditLog{ListAuditLog: &boomerangv1.ListAuditLogRequest{Limit: 10, BeforeId: 100}}},
+			&boomerangv1.Response{RequestId: 65, Body: &boomerangv1.Response_ListAuditLog{ListAuditLog: &boomerangv1.ListAuditLogResponse{Entries: []*boomerangv1.AuditEntry{{
+				Id: 99, AtMs: dueMs, Actor: "admin", Action: "UnblockGroup", Client: "billing", Target: "group " + group,
+				Detail: "", Status: boomerangv1.Status_STATUS_OK,
+			}}}}}},
+		{"bulk_dead_letters",
+			&boomerangv1.Request{RequestId: 66, SessionId: session, Body: &boomerangv1.Request_BulkDeadLetters{BulkDeadLetters: &boomerangv1.BulkDeadLettersRequest{
+				Action: boomerangv1.BulkAction_BULK_ACTION_REPLAY, Client: "billing", Group: group, FailedBeforeMs: dueMs, ErrorContains: "HTTP 503",
+				PayloadContains: payload, AfterId: bigID, Limit: 100,
+			}}},
+			&boomerangv1.Response{RequestId: 66, Body: &boomerangv1.Response_BulkDeadLetters{BulkDeadLetters: &boomerangv1.BulkDeadLettersResponse{
+				Matched: 100, Done: 99, Skipped: 1, LastId: maxID, More: true, LastError: "task is being delivered",
+			}}}},
+		{"get_cluster",
+			&boomerangv1.Request{RequestId: 67, SessionId: session, Body: &boomerangv1.Request_GetCluster{GetCluster: &boomerangv1.GetClusterRequest{}}},
+			&boomerangv1.Response{RequestId: 67, Body: &boomerangv1.Response_GetCluster{GetCluster: &boomerangv1.GetClusterResponse{
+				Standalone: true,
+				Nodes: []*boomerangv1.ClusterNode{{Id: "standalone", TcpAddress: "127.0.0.1:7070", HttpAddress: "127.0.0.1:7071", Healthy: true, Health: "ready",
+					StartedMs: createMs, Version: "1.0.0"}},
+				Shards: []*boomerangv1.ClusterShard{{Shard: 0, Leader: "standalone", Replicas: []string{"standalone"}}, {Shard: 63, Leader: "standalone", Replicas: []string{"standalone"}, Partition: 1}},
+			}}}},
+		{"list_pools",
+			&boomerangv1.Request{RequestId: 68, SessionId: session, Body: &boomerangv1.Request_ListPools{ListPools: &boomerangv1.ListPoolsRequest{}}},
+			&boomerangv1.Response{RequestId: 68, Body: &boomerangv1.Response_ListPools{ListPools: &boomerangv1.ListPoolsResponse{Pools: []*boomerangv1.PoolInfo{
+				{Name: "", MaxConcurrent: 256, InUse: 3, Queued: 0},
+				{Name: "webhooks", MaxConcurrent: 16, InUse: 16, Queued: 40, MaxPerSecond: 50.5, Rejected: 2},
+			}}}}},
+	}
 }
 
 // fullClientConfig has the fields clientConfig leaves out set too.
@@ -224,6 +297,12 @@ func extraRequests() []op {
 			Id: taskID, When: &boomerangv1.UpdateTaskRequest_DelayMs{DelayMs: 0},
 		}}}},
 		{name: "list_tasks/recurring_true", req: &boomerangv1.Request{RequestId: 21, SessionId: session, Body: &boomerangv1.Request_ListTasks{ListTasks: &boomerangv1.ListTasksRequest{Recurring: proto.Bool(true)}}}},
+		{name: "list_tasks/search_due_order", req: &boomerangv1.Request{RequestId: 22, SessionId: session, Body: &boomerangv1.Request_ListTasks{ListTasks: &boomerangv1.ListTasksRequest{
+			PayloadContains: payload, Shard: proto.Uint32(0), Order: boomerangv1.TaskOrder_TASK_ORDER_DUE, PageToken: bigID, PageDueMs: dueMs,
+		}}}},
+		{name: "list_dead_letters/filtered", req: &boomerangv1.Request{RequestId: 23, SessionId: session, Body: &boomerangv1.Request_ListDeadLetters{ListDeadLetters: &boomerangv1.ListDeadLettersRequest{
+			Group: group, FailedBeforeMs: dueMs, ErrorContains: "HTTP 5", PayloadContains: payload,
+		}}}},
 	}
 }
 

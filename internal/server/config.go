@@ -216,6 +216,9 @@ type Config struct {
 	Pools           map[string]delivery.PoolConfig
 	DeliveryTimeout time.Duration
 
+	// Panel configures the web panel and the history kept for it.
+	Panel PanelConfig
+
 	// Version is reported by GetServerInfo. Default "dev".
 	Version string
 
@@ -326,6 +329,7 @@ func (c *Config) ensureDefaults() {
 	if c.Version == "" {
 		c.Version = DefaultVersion
 	}
+	c.Panel.ensureDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -335,7 +339,7 @@ func (c *Config) ensureDefaults() {
 }
 
 func (c *Config) validate() error {
-	if err := c.Limits.validate(); err != nil {
+	if err := firstError(c.Limits.validate(), c.Panel.validate()); err != nil {
 		return err
 	}
 	for name, addr := range map[string]string{"TCPAddr": c.TCPAddr, "HTTPAddr": c.HTTPAddr} {

@@ -55,6 +55,7 @@ func serve[Req, Resp any](ctx context.Context, h *connectHandler, name string, r
 	var resp *Resp
 	if err == nil {
 		resp, err = op(withPeer(ctx, req.Peer().Addr), p, req.Msg)
+		h.svc.audited(p, name, any(req.Msg), err)
 	}
 	return answer(h, name, start, resp, err)
 }
@@ -180,4 +181,40 @@ func (h *connectHandler) ChangePassword(ctx context.Context, req *connect.Reques
 
 func (h *connectHandler) RotateSigningSecret(ctx context.Context, req *connect.Request[boomerangv1.RotateSigningSecretRequest]) (*connect.Response[boomerangv1.RotateSigningSecretResponse], error) {
 	return serve(ctx, h, "RotateSigningSecret", req, h.svc.RotateSigningSecret)
+}
+
+func (h *connectHandler) ListGroups(ctx context.Context, req *connect.Request[boomerangv1.ListGroupsRequest]) (*connect.Response[boomerangv1.ListGroupsResponse], error) {
+	return serve(ctx, h, "ListGroups", req, h.svc.ListGroups)
+}
+
+func (h *connectHandler) GetStats(ctx context.Context, req *connect.Request[boomerangv1.GetStatsRequest]) (*connect.Response[boomerangv1.GetStatsResponse], error) {
+	return serve(ctx, h, "GetStats", req, h.svc.GetStats)
+}
+
+func (h *connectHandler) GetDueHistogram(ctx context.Context, req *connect.Request[boomerangv1.GetDueHistogramRequest]) (*connect.Response[boomerangv1.GetDueHistogramResponse], error) {
+	return serve(ctx, h, "GetDueHistogram", req, h.svc.GetDueHistogram)
+}
+
+func (h *connectHandler) GetTaskAttempts(ctx context.Context, req *connect.Request[boomerangv1.GetTaskAttemptsRequest]) (*connect.Response[boomerangv1.GetTaskAttemptsResponse], error) {
+	return serve(ctx, h, "GetTaskAttempts", req, h.svc.GetTaskAttempts)
+}
+
+func (h *connectHandler) ListCompleted(ctx context.Context, req *connect.Request[boomerangv1.ListCompletedRequest]) (*connect.Response[boomerangv1.ListCompletedResponse], error) {
+	return serve(ctx, h, "ListCompleted", req, h.svc.ListCompleted)
+}
+
+func (h *connectHandler) ListAuditLog(ctx context.Context, req *connect.Request[boomerangv1.ListAuditLogRequest]) (*connect.Response[boomerangv1.ListAuditLogResponse], error) {
+	return serve(ctx, h, "ListAuditLog", req, h.svc.ListAuditLog)
+}
+
+func (h *connectHandler) BulkDeadLetters(ctx context.Context, req *connect.Request[boomerangv1.BulkDeadLettersRequest]) (*connect.Response[boomerangv1.BulkDeadLettersResponse], error) {
+	return serve(ctx, h, "BulkDeadLetters", req, h.svc.BulkDeadLetters)
+}
+
+func (h *connectHandler) GetCluster(ctx context.Context, req *connect.Request[boomerangv1.GetClusterRequest]) (*connect.Response[boomerangv1.GetClusterResponse], error) {
+	return serve(ctx, h, "GetCluster", req, h.svc.GetCluster)
+}
+
+func (h *connectHandler) ListPools(ctx context.Context, req *connect.Request[boomerangv1.ListPoolsRequest]) (*connect.Response[boomerangv1.ListPoolsResponse], error) {
+	return serve(ctx, h, "ListPools", req, h.svc.ListPools)
 }

@@ -157,3 +157,37 @@ func retryFromWire(r *boomerangv1.RetryPolicy) *storepb.RetryPolicy {
 }
 
 func toStoreMode(m boomerangv1.DispatchMode) storepb.DispatchMode { return storepb.DispatchMode(m) }
+
+func attemptsToWire(list []attemptRecord) []*boomerangv1.Attempt {
+	out := make([]*boomerangv1.Attempt, len(list))
+	for i, a := range list {
+		out[i] = &boomerangv1.Attempt{
+			Attempt: a.number, FireAtMs: a.fireAtMs, StartedMs: a.started.UnixMilli(),
+			DurationMs: float64(a.duration.Microseconds()) / 1000, Ok: a.ended && a.err == "", Error: a.err,
+			Protocol: boomerangv1.Protocol(a.protocol), Running: !a.ended,
+		}
+	}
+	return out
+}
+
+func sampleToWire(x sample) *boomerangv1.StatsSample {
+	out := &boomerangv1.StatsSample{
+		AtMs: x.at.UnixMilli(), Registered: x.sched.Registered, Attempts: x.sched.Attempts,
+		Delivered: x.sched.Delivered, Failed: x.sched.Failed, DeadLettered: x.counts.deadLettered,
+		DeadLetters: x.sched.DeadLetters, BlockedGroups: x.sched.Blocked, Delivering: x.sched.Delivering,
+		Waiting: x.sched.Waiting, Wheel: x.sched.Wheel,
+		FireLag: percentilesToWire(x.counts.lag), AttemptDuration: percentilesToWire(x.counts.took),
+	}
+	for p, c := range x.counts.byProtocol {
+		if p != 0 && (c.delivered != 0 || c.failed != 0) {
+			out.ByProtocol = append(out.ByProtocol, &boomerangv1.ProtocolCount{
+				Protocol: boomerangv1.Protocol(p), Delivered: c.delivered, Failed: c.failed,
+			})
+		}
+	}
+	return out
+}
+
+func percentilesToWire(p percentiles) *boomerangv1.Percentiles {
+	return &boomerangv1.Percentiles{Count: p.count, P50Ms: p.p50, P90Ms: p.p90, P99Ms: p.p99, MaxMs: p.max}
+}

@@ -20,6 +20,9 @@ func (s *Service) ListDeadLetters(ctx context.Context, p auth.Principal, req *bo
 	if err != nil {
 		return nil, err
 	}
+	if req.Group != "" || req.FailedBeforeMs != 0 || req.ErrorContains != "" || len(req.PayloadContains) > 0 {
+		return s.searchDeadLetters(ctx, p, req, client, limit)
+	}
 	dls, next, err := s.sched.DeadLetters(ctx, caller(p), client, req.PageToken, limit)
 	if err != nil {
 		return nil, err

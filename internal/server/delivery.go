@@ -20,6 +20,7 @@ type engine interface {
 	scheduler.Deliverer
 	scheduler.RetryDecider
 	Invalidate(clientID string)
+	Stats() delivery.Stats
 	Close(ctx context.Context) error
 }
 

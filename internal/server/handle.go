@@ -69,7 +69,9 @@ func (s *Service) handle(ctx context.Context, req *boomerangv1.Request, resp *bo
 	if err != nil {
 		return false, err
 	}
-	return true, s.handleAuthenticated(ctx, p, req, resp)
+	err = s.handleAuthenticated(ctx, p, req, resp)
+	s.audited(p, operation(req), req.ProtoReflect().Get(req.ProtoReflect().WhichOneof(requestBody)).Message().Interface(), err)
+	return true, err
 }
 
 // run calls one operation and puts its result in the response body.
@@ -184,6 +186,42 @@ func (s *Service) handleData(ctx context.Context, p auth.Principal, req *boomera
 	case *boomerangv1.Request_PurgeDeadLetters:
 		return run(ctx, p, b.PurgeDeadLetters, s.PurgeDeadLetters, func(r *boomerangv1.PurgeDeadLettersResponse) {
 			resp.Body = &boomerangv1.Response_PurgeDeadLetters{PurgeDeadLetters: r}
+		})
+	case *boomerangv1.Request_ListGroups:
+		return run(ctx, p, b.ListGroups, s.ListGroups, func(r *boomerangv1.ListGroupsResponse) {
+			resp.Body = &boomerangv1.Response_ListGroups{ListGroups: r}
+		})
+	case *boomerangv1.Request_GetStats:
+		return run(ctx, p, b.GetStats, s.GetStats, func(r *boomerangv1.GetStatsResponse) {
+			resp.Body = &boomerangv1.Response_GetStats{GetStats: r}
+		})
+	case *boomerangv1.Request_GetDueHistogram:
+		return run(ctx, p, b.GetDueHistogram, s.GetDueHistogram, func(r *boomerangv1.GetDueHistogramResponse) {
+			resp.Body = &boomerangv1.Response_GetDueHistogram{GetDueHistogram: r}
+		})
+	case *boomerangv1.Request_GetTaskAttempts:
+		return run(ctx, p, b.GetTaskAttempts, s.GetTaskAttempts, func(r *boomerangv1.GetTaskAttemptsResponse) {
+			resp.Body = &boomerangv1.Response_GetTaskAttempts{GetTaskAttempts: r}
+		})
+	case *boomerangv1.Request_ListCompleted:
+		return run(ctx, p, b.ListCompleted, s.ListCompleted, func(r *boomerangv1.ListCompletedResponse) {
+			resp.Body = &boomerangv1.Response_ListCompleted{ListCompleted: r}
+		})
+	case *boomerangv1.Request_ListAuditLog:
+		return run(ctx, p, b.ListAuditLog, s.ListAuditLog, func(r *boomerangv1.ListAuditLogResponse) {
+			resp.Body = &boomerangv1.Response_ListAuditLog{ListAuditLog: r}
+		})
+	case *boomerangv1.Request_BulkDeadLetters:
+		return run(ctx, p, b.BulkDeadLetters, s.BulkDeadLetters, func(r *boomerangv1.BulkDeadLettersResponse) {
+			resp.Body = &boomerangv1.Response_BulkDeadLetters{BulkDeadLetters: r}
+		})
+	case *boomerangv1.Request_GetCluster:
+		return run(ctx, p, b.GetCluster, s.GetCluster, func(r *boomerangv1.GetClusterResponse) {
+			resp.Body = &boomerangv1.Response_GetCluster{GetCluster: r}
+		})
+	case *boomerangv1.Request_ListPools:
+		return run(ctx, p, b.ListPools, s.ListPools, func(r *boomerangv1.ListPoolsResponse) {
+			resp.Body = &boomerangv1.Response_ListPools{ListPools: r}
 		})
 	}
 	return errNoBody

@@ -19,7 +19,8 @@ const maxHeaderBytes = 64 << 10
 // third larger, so the payload limit holds on every protocol.
 func connectBodyLimit(maxFrame int) int { return maxFrame/3*4 + 4<<10 }
 
-// newHTTPServer serves the Connect handler, /healthz and /readyz, and,
+// newHTTPServer serves the Connect handler, /healthz and /readyz, the
+// panel (Config.Panel.UIPath, where / redirects), and,
 // unless Config.MetricsAddr moves them, /metrics and (with Config.Pprof)
 // /debug/pprof/. Without TLS cleartext HTTP/2 (h2c, with prior knowledge)
 // is on beside HTTP/1.1, so gRPC clients work; with TLS, HTTP/2 is
@@ -30,6 +31,10 @@ func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 	mux.Handle(path, handler)
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.HandleFunc("GET /readyz", s.serveReady)
+	if s.ui != nil {
+		mux.Handle(s.cfg.Panel.UIPath, s.ui)
+		mux.Handle("GET /{$}", http.RedirectHandler(s.cfg.Panel.UIPath, http.StatusFound))
+	}
 	if s.cfg.MetricsAddr == "" {
 		s.handleMetrics(mux, reg)
 	}

@@ -35,7 +35,10 @@ type Server struct {
 	sched     *scheduler.Scheduler
 	svc       *Service
 	m         *metrics
+	hist      *history
+	samp      *sampler
 	tcp       *tcpServer
+	ui        *uiHandler // nil with Config.Panel.NoUI
 	httpSrv   *http.Server
 	httpLn    net.Listener
 	metricSrv *http.Server // nil unless Config.MetricsAddr is set
@@ -133,8 +136,9 @@ func (s *Server) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.hist = newHistory(&s.cfg, s.protocolOf)
 	s.sched, err = scheduler.New(scheduler.Config{
-		Store: s.st, Deliverer: deliverer, Retry: retry, Clock: s.cfg.Clock, Logger: s.log.With("component", "scheduler"),
+		Store: s.st, Deliverer: s.hist.wrap(deliverer), Retry: retry, OnFinished: s.hist.finish, Clock: s.cfg.Clock, Logger: s.log.With("component", "scheduler"),
 		Partitions: s.cfg.Partitions, MaxPayload: s.cfg.MaxPayloadBytes,
 		DeadLetterPolicy:     s.deadLetterLimits,
 		GroupLimit:           s.groupLimit,
@@ -154,7 +158,10 @@ func (s *Server) start(ctx context.Context) error {
 	s.svc = &Service{
 		auth: s.auth, sched: s.sched, clock: s.cfg.Clock, log: s.log, egress: s.egress,
 		maxPayload: s.cfg.MaxPayloadBytes, listBudget: s.cfg.MaxFrameBytes - responseOverhead,
-		info: s.info, clientChanged: s.clientChanged,
+		info: s.info, clientChanged: s.clientChanged, panel: s.newPanel(),
+	}
+	if s.ui, err = s.newUI(); err != nil {
+		return err
 	}
 	return s.listen(reg)
 }
@@ -250,6 +257,9 @@ func (s *Server) teardown(ctx context.Context) error {
 			_ = hs.ln.Close()
 		}
 	}
+	if s.samp != nil {
+		s.samp.shutdown()
+	}
 	if s.sched != nil {
 		errs = append(errs, s.sched.Stop(ctx))
 	}
@@ -297,5 +307,10 @@ func (s *Server) info() *boomerangv1.GetServerInfoResponse {
 		HttpAddress:     s.HTTPAddr(),
 		MaxPayloadBytes: uint64(s.cfg.MaxPayloadBytes),
 		MaxFrameBytes:   uint64(s.cfg.MaxFrameBytes),
+
+		MinRefreshMs:       s.cfg.Panel.MinRefresh.Milliseconds(),
+		CompletedWindowMs:  s.cfg.Panel.CompletedWindow.Milliseconds(),
+		PayloadSearchBytes: uint64(s.cfg.Panel.PayloadSearchBytes),
+		UiPath:             s.uiPath(),
 	}
 }

@@ -34,6 +34,7 @@ type Service struct {
 	// clientChanged tells the delivery engine to forget a client's cached
 	// configuration.
 	clientChanged func(id string)
+	panel         *panel
 }
 
 // responseOverhead is the room a list response leaves for its envelope.

@@ -226,6 +226,9 @@ func (s *Service) ListTasks(ctx context.Context, p auth.Principal, req *boomeran
 	default:
 		return nil, invalid("status", "must be SCHEDULED, RETRYING or unspecified; ask GetTask for a task's live status")
 	}
+	if searches(req) {
+		return s.searchTasks(ctx, p, req, q)
+	}
 	views, next, err := s.sched.List(ctx, caller(p), q)
 	if err != nil {
 		return nil, err

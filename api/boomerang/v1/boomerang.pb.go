@@ -374,6 +374,105 @@ func (Role) EnumDescriptor() ([]byte, []int) {
 	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{5}
 }
 
+// TaskOrder is the order of a task list.
+type TaskOrder int32
+
+const (
+	TaskOrder_TASK_ORDER_UNSPECIFIED TaskOrder = 0 // as ID
+	TaskOrder_TASK_ORDER_ID          TaskOrder = 1 // by id: acceptance order within a shard
+	TaskOrder_TASK_ORDER_DUE         TaskOrder = 2 // by when the task next runs (due time, or next retry), then id
+)
+
+// Enum value maps for TaskOrder.
+var (
+	TaskOrder_name = map[int32]string{
+		0: "TASK_ORDER_UNSPECIFIED",
+		1: "TASK_ORDER_ID",
+		2: "TASK_ORDER_DUE",
+	}
+	TaskOrder_value = map[string]int32{
+		"TASK_ORDER_UNSPECIFIED": 0,
+		"TASK_ORDER_ID":          1,
+		"TASK_ORDER_DUE":         2,
+	}
+)
+
+func (x TaskOrder) Enum() *TaskOrder {
+	p := new(TaskOrder)
+	*p = x
+	return p
+}
+
+func (x TaskOrder) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (TaskOrder) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_boomerang_v1_boomerang_proto_enumTypes[6].Descriptor()
+}
+
+func (TaskOrder) Type() protoreflect.EnumType {
+	return &file_api_boomerang_v1_boomerang_proto_enumTypes[6]
+}
+
+func (x TaskOrder) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use TaskOrder.Descriptor instead.
+func (TaskOrder) EnumDescriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{6}
+}
+
+type BulkAction int32
+
+const (
+	BulkAction_BULK_ACTION_UNSPECIFIED BulkAction = 0
+	BulkAction_BULK_ACTION_REPLAY      BulkAction = 1
+	BulkAction_BULK_ACTION_DELETE      BulkAction = 2 // groups' blocked heads are skipped
+)
+
+// Enum value maps for BulkAction.
+var (
+	BulkAction_name = map[int32]string{
+		0: "BULK_ACTION_UNSPECIFIED",
+		1: "BULK_ACTION_REPLAY",
+		2: "BULK_ACTION_DELETE",
+	}
+	BulkAction_value = map[string]int32{
+		"BULK_ACTION_UNSPECIFIED": 0,
+		"BULK_ACTION_REPLAY":      1,
+		"BULK_ACTION_DELETE":      2,
+	}
+)
+
+func (x BulkAction) Enum() *BulkAction {
+	p := new(BulkAction)
+	*p = x
+	return p
+}
+
+func (x BulkAction) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BulkAction) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_boomerang_v1_boomerang_proto_enumTypes[7].Descriptor()
+}
+
+func (BulkAction) Type() protoreflect.EnumType {
+	return &file_api_boomerang_v1_boomerang_proto_enumTypes[7]
+}
+
+func (x BulkAction) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BulkAction.Descriptor instead.
+func (BulkAction) EnumDescriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{7}
+}
+
 // Error explains a failed request.
 type Error struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -3052,17 +3151,23 @@ func (x *GetTaskResponse) GetTask() *Task {
 }
 
 type ListTasksRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Client        string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"` // admin only; "" = the caller's own (admin: all)
-	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
-	DueFromMs     int64                  `protobuf:"varint,3,opt,name=due_from_ms,json=dueFromMs,proto3" json:"due_from_ms,omitempty"` // inclusive; 0 = no bound
-	DueToMs       int64                  `protobuf:"varint,4,opt,name=due_to_ms,json=dueToMs,proto3" json:"due_to_ms,omitempty"`       // exclusive; 0 = no bound
-	Recurring     *bool                  `protobuf:"varint,5,opt,name=recurring,proto3,oneof" json:"recurring,omitempty"`
-	Status        TaskStatus             `protobuf:"varint,6,opt,name=status,proto3,enum=boomerang.v1.TaskStatus" json:"status,omitempty"` // SCHEDULED or RETRYING; UNSPECIFIED = any
-	PageToken     uint64                 `protobuf:"varint,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`       // from the previous page
-	PageSize      uint32                 `protobuf:"varint,8,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`          // default 100, at most 1000
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Client    string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"` // admin only; "" = the caller's own (admin: all)
+	Group     string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	DueFromMs int64                  `protobuf:"varint,3,opt,name=due_from_ms,json=dueFromMs,proto3" json:"due_from_ms,omitempty"` // inclusive; 0 = no bound
+	DueToMs   int64                  `protobuf:"varint,4,opt,name=due_to_ms,json=dueToMs,proto3" json:"due_to_ms,omitempty"`       // exclusive; 0 = no bound
+	Recurring *bool                  `protobuf:"varint,5,opt,name=recurring,proto3,oneof" json:"recurring,omitempty"`
+	Status    TaskStatus             `protobuf:"varint,6,opt,name=status,proto3,enum=boomerang.v1.TaskStatus" json:"status,omitempty"` // SCHEDULED or RETRYING; UNSPECIFIED = any
+	PageToken uint64                 `protobuf:"varint,7,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`       // from the previous page
+	PageSize  uint32                 `protobuf:"varint,8,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`          // default 100, at most 1000
+	// payload_contains keeps tasks whose payload holds these bytes within
+	// its first GetServerInfoResponse.payload_search_bytes; empty = any.
+	PayloadContains []byte    `protobuf:"bytes,60,opt,name=payload_contains,json=payloadContains,proto3" json:"payload_contains,omitempty"`
+	Shard           *uint32   `protobuf:"varint,61,opt,name=shard,proto3,oneof" json:"shard,omitempty"` // only tasks of this shard
+	Order           TaskOrder `protobuf:"varint,62,opt,name=order,proto3,enum=boomerang.v1.TaskOrder" json:"order,omitempty"`
+	PageDueMs       int64     `protobuf:"varint,63,opt,name=page_due_ms,json=pageDueMs,proto3" json:"page_due_ms,omitempty"` // DUE order: next_page_due_ms of the previous page
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ListTasksRequest) Reset() {
@@ -3151,10 +3256,39 @@ func (x *ListTasksRequest) GetPageSize() uint32 {
 	return 0
 }
 
+func (x *ListTasksRequest) GetPayloadContains() []byte {
+	if x != nil {
+		return x.PayloadContains
+	}
+	return nil
+}
+
+func (x *ListTasksRequest) GetShard() uint32 {
+	if x != nil && x.Shard != nil {
+		return *x.Shard
+	}
+	return 0
+}
+
+func (x *ListTasksRequest) GetOrder() TaskOrder {
+	if x != nil {
+		return x.Order
+	}
+	return TaskOrder_TASK_ORDER_UNSPECIFIED
+}
+
+func (x *ListTasksRequest) GetPageDueMs() int64 {
+	if x != nil {
+		return x.PageDueMs
+	}
+	return 0
+}
+
 type ListTasksResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tasks         []*Task                `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
-	NextPageToken uint64                 `protobuf:"varint,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"` // 0 = no more
+	NextPageToken uint64                 `protobuf:"varint,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`    // 0 = no more
+	NextPageDueMs int64                  `protobuf:"varint,60,opt,name=next_page_due_ms,json=nextPageDueMs,proto3" json:"next_page_due_ms,omitempty"` // DUE order: pass back as page_due_ms
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3203,13 +3337,24 @@ func (x *ListTasksResponse) GetNextPageToken() uint64 {
 	return 0
 }
 
+func (x *ListTasksResponse) GetNextPageDueMs() int64 {
+	if x != nil {
+		return x.NextPageDueMs
+	}
+	return 0
+}
+
 type ListDeadLettersRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Client        string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"` // admin only; "" = the caller's own (admin: all)
-	PageToken     uint64                 `protobuf:"varint,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
-	PageSize      uint32                 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Client          string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"` // admin only; "" = the caller's own (admin: all)
+	PageToken       uint64                 `protobuf:"varint,2,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageSize        uint32                 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	Group           string                 `protobuf:"bytes,60,opt,name=group,proto3" json:"group,omitempty"`                                            // "" = any
+	FailedBeforeMs  int64                  `protobuf:"varint,61,opt,name=failed_before_ms,json=failedBeforeMs,proto3" json:"failed_before_ms,omitempty"` // 0 = any time
+	ErrorContains   string                 `protobuf:"bytes,62,opt,name=error_contains,json=errorContains,proto3" json:"error_contains,omitempty"`       // "" = any error
+	PayloadContains []byte                 `protobuf:"bytes,63,opt,name=payload_contains,json=payloadContains,proto3" json:"payload_contains,omitempty"` // as in ListTasksRequest
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ListDeadLettersRequest) Reset() {
@@ -3261,6 +3406,34 @@ func (x *ListDeadLettersRequest) GetPageSize() uint32 {
 		return x.PageSize
 	}
 	return 0
+}
+
+func (x *ListDeadLettersRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ListDeadLettersRequest) GetFailedBeforeMs() int64 {
+	if x != nil {
+		return x.FailedBeforeMs
+	}
+	return 0
+}
+
+func (x *ListDeadLettersRequest) GetErrorContains() string {
+	if x != nil {
+		return x.ErrorContains
+	}
+	return ""
+}
+
+func (x *ListDeadLettersRequest) GetPayloadContains() []byte {
+	if x != nil {
+		return x.PayloadContains
+	}
+	return nil
 }
 
 type ListDeadLettersResponse struct {
@@ -4148,16 +4321,20 @@ func (*GetServerInfoRequest) Descriptor() ([]byte, []int) {
 }
 
 type GetServerInfoResponse struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Version         string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
-	StartedMs       int64                  `protobuf:"varint,2,opt,name=started_ms,json=startedMs,proto3" json:"started_ms,omitempty"`
-	Partitions      uint32                 `protobuf:"varint,3,opt,name=partitions,proto3" json:"partitions,omitempty"`
-	TcpAddress      string                 `protobuf:"bytes,4,opt,name=tcp_address,json=tcpAddress,proto3" json:"tcp_address,omitempty"`
-	HttpAddress     string                 `protobuf:"bytes,5,opt,name=http_address,json=httpAddress,proto3" json:"http_address,omitempty"`
-	MaxPayloadBytes uint64                 `protobuf:"varint,6,opt,name=max_payload_bytes,json=maxPayloadBytes,proto3" json:"max_payload_bytes,omitempty"`
-	MaxFrameBytes   uint64                 `protobuf:"varint,7,opt,name=max_frame_bytes,json=maxFrameBytes,proto3" json:"max_frame_bytes,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Version            string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	StartedMs          int64                  `protobuf:"varint,2,opt,name=started_ms,json=startedMs,proto3" json:"started_ms,omitempty"`
+	Partitions         uint32                 `protobuf:"varint,3,opt,name=partitions,proto3" json:"partitions,omitempty"`
+	TcpAddress         string                 `protobuf:"bytes,4,opt,name=tcp_address,json=tcpAddress,proto3" json:"tcp_address,omitempty"`
+	HttpAddress        string                 `protobuf:"bytes,5,opt,name=http_address,json=httpAddress,proto3" json:"http_address,omitempty"`
+	MaxPayloadBytes    uint64                 `protobuf:"varint,6,opt,name=max_payload_bytes,json=maxPayloadBytes,proto3" json:"max_payload_bytes,omitempty"`
+	MaxFrameBytes      uint64                 `protobuf:"varint,7,opt,name=max_frame_bytes,json=maxFrameBytes,proto3" json:"max_frame_bytes,omitempty"`
+	MinRefreshMs       int64                  `protobuf:"varint,60,opt,name=min_refresh_ms,json=minRefreshMs,proto3" json:"min_refresh_ms,omitempty"`                   // the shortest polling interval the panel should use
+	CompletedWindowMs  int64                  `protobuf:"varint,61,opt,name=completed_window_ms,json=completedWindowMs,proto3" json:"completed_window_ms,omitempty"`    // how long finished occurrences stay in ListCompleted
+	PayloadSearchBytes uint64                 `protobuf:"varint,62,opt,name=payload_search_bytes,json=payloadSearchBytes,proto3" json:"payload_search_bytes,omitempty"` // how much of a payload payload_contains searches
+	UiPath             string                 `protobuf:"bytes,63,opt,name=ui_path,json=uiPath,proto3" json:"ui_path,omitempty"`                                        // where the panel is served; "" = not served
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *GetServerInfoResponse) Reset() {
@@ -4239,6 +4416,1976 @@ func (x *GetServerInfoResponse) GetMaxFrameBytes() uint64 {
 	return 0
 }
 
+func (x *GetServerInfoResponse) GetMinRefreshMs() int64 {
+	if x != nil {
+		return x.MinRefreshMs
+	}
+	return 0
+}
+
+func (x *GetServerInfoResponse) GetCompletedWindowMs() int64 {
+	if x != nil {
+		return x.CompletedWindowMs
+	}
+	return 0
+}
+
+func (x *GetServerInfoResponse) GetPayloadSearchBytes() uint64 {
+	if x != nil {
+		return x.PayloadSearchBytes
+	}
+	return 0
+}
+
+func (x *GetServerInfoResponse) GetUiPath() string {
+	if x != nil {
+		return x.UiPath
+	}
+	return ""
+}
+
+// ListGroupsRequest lists groups, blocked ones first.
+type ListGroupsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"` // admin only; "" = the caller's own (admin: all)
+	BlockedOnly   bool                   `protobuf:"varint,2,opt,name=blocked_only,json=blockedOnly,proto3" json:"blocked_only,omitempty"`
+	GroupContains string                 `protobuf:"bytes,3,opt,name=group_contains,json=groupContains,proto3" json:"group_contains,omitempty"` // "" = any
+	Limit         uint32                 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`                                     // default 200, at most 1000
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGroupsRequest) Reset() {
+	*x = ListGroupsRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGroupsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGroupsRequest) ProtoMessage() {}
+
+func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
+func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *ListGroupsRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *ListGroupsRequest) GetBlockedOnly() bool {
+	if x != nil {
+		return x.BlockedOnly
+	}
+	return false
+}
+
+func (x *ListGroupsRequest) GetGroupContains() string {
+	if x != nil {
+		return x.GroupContains
+	}
+	return ""
+}
+
+func (x *ListGroupsRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type GroupSummary struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         *Group                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	Blocking      *DeadLetter            `protobuf:"bytes,2,opt,name=blocking,proto3" json:"blocking,omitempty"` // the dead letter holding a blocked group
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupSummary) Reset() {
+	*x = GroupSummary{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupSummary) ProtoMessage() {}
+
+func (x *GroupSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupSummary.ProtoReflect.Descriptor instead.
+func (*GroupSummary) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *GroupSummary) GetGroup() *Group {
+	if x != nil {
+		return x.Group
+	}
+	return nil
+}
+
+func (x *GroupSummary) GetBlocking() *DeadLetter {
+	if x != nil {
+		return x.Blocking
+	}
+	return nil
+}
+
+type ListGroupsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Groups        []*GroupSummary        `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
+	Truncated     bool                   `protobuf:"varint,2,opt,name=truncated,proto3" json:"truncated,omitempty"` // more groups matched than limit
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGroupsResponse) Reset() {
+	*x = ListGroupsResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGroupsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGroupsResponse) ProtoMessage() {}
+
+func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
+func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *ListGroupsResponse) GetGroups() []*GroupSummary {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+func (x *ListGroupsResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+// StatsSample is the server's counters at one moment. Counters count
+// since the server started; rates are differences between samples.
+type StatsSample struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	AtMs          int64                  `protobuf:"varint,1,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"`
+	Registered    uint64                 `protobuf:"varint,2,opt,name=registered,proto3" json:"registered,omitempty"`
+	Attempts      uint64                 `protobuf:"varint,3,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	Delivered     uint64                 `protobuf:"varint,4,opt,name=delivered,proto3" json:"delivered,omitempty"`                           // attempts acknowledged
+	Failed        uint64                 `protobuf:"varint,5,opt,name=failed,proto3" json:"failed,omitempty"`                                 // attempts failed
+	DeadLettered  uint64                 `protobuf:"varint,6,opt,name=dead_lettered,json=deadLettered,proto3" json:"dead_lettered,omitempty"` // occurrences moved to the dead letter queue
+	DeadLetters   int64                  `protobuf:"varint,7,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`    // entries in the dead letter queue now
+	BlockedGroups int64                  `protobuf:"varint,8,opt,name=blocked_groups,json=blockedGroups,proto3" json:"blocked_groups,omitempty"`
+	Delivering    int64                  `protobuf:"varint,9,opt,name=delivering,proto3" json:"delivering,omitempty"`
+	Waiting       int64                  `protobuf:"varint,10,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	Wheel         int64                  `protobuf:"varint,11,opt,name=wheel,proto3" json:"wheel,omitempty"`
+	ByProtocol    []*ProtocolCount       `protobuf:"bytes,12,rep,name=by_protocol,json=byProtocol,proto3" json:"by_protocol,omitempty"`
+	// Percentiles over the attempts that started since the previous sample.
+	FireLag         *Percentiles `protobuf:"bytes,13,opt,name=fire_lag,json=fireLag,proto3" json:"fire_lag,omitempty"`                         // attempt start minus its due time
+	AttemptDuration *Percentiles `protobuf:"bytes,14,opt,name=attempt_duration,json=attemptDuration,proto3" json:"attempt_duration,omitempty"` // attempt start to outcome
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *StatsSample) Reset() {
+	*x = StatsSample{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatsSample) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatsSample) ProtoMessage() {}
+
+func (x *StatsSample) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatsSample.ProtoReflect.Descriptor instead.
+func (*StatsSample) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *StatsSample) GetAtMs() int64 {
+	if x != nil {
+		return x.AtMs
+	}
+	return 0
+}
+
+func (x *StatsSample) GetRegistered() uint64 {
+	if x != nil {
+		return x.Registered
+	}
+	return 0
+}
+
+func (x *StatsSample) GetAttempts() uint64 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *StatsSample) GetDelivered() uint64 {
+	if x != nil {
+		return x.Delivered
+	}
+	return 0
+}
+
+func (x *StatsSample) GetFailed() uint64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *StatsSample) GetDeadLettered() uint64 {
+	if x != nil {
+		return x.DeadLettered
+	}
+	return 0
+}
+
+func (x *StatsSample) GetDeadLetters() int64 {
+	if x != nil {
+		return x.DeadLetters
+	}
+	return 0
+}
+
+func (x *StatsSample) GetBlockedGroups() int64 {
+	if x != nil {
+		return x.BlockedGroups
+	}
+	return 0
+}
+
+func (x *StatsSample) GetDelivering() int64 {
+	if x != nil {
+		return x.Delivering
+	}
+	return 0
+}
+
+func (x *StatsSample) GetWaiting() int64 {
+	if x != nil {
+		return x.Waiting
+	}
+	return 0
+}
+
+func (x *StatsSample) GetWheel() int64 {
+	if x != nil {
+		return x.Wheel
+	}
+	return 0
+}
+
+func (x *StatsSample) GetByProtocol() []*ProtocolCount {
+	if x != nil {
+		return x.ByProtocol
+	}
+	return nil
+}
+
+func (x *StatsSample) GetFireLag() *Percentiles {
+	if x != nil {
+		return x.FireLag
+	}
+	return nil
+}
+
+func (x *StatsSample) GetAttemptDuration() *Percentiles {
+	if x != nil {
+		return x.AttemptDuration
+	}
+	return nil
+}
+
+type ProtocolCount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Protocol      Protocol               `protobuf:"varint,1,opt,name=protocol,proto3,enum=boomerang.v1.Protocol" json:"protocol,omitempty"`
+	Delivered     uint64                 `protobuf:"varint,2,opt,name=delivered,proto3" json:"delivered,omitempty"`
+	Failed        uint64                 `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProtocolCount) Reset() {
+	*x = ProtocolCount{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProtocolCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProtocolCount) ProtoMessage() {}
+
+func (x *ProtocolCount) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProtocolCount.ProtoReflect.Descriptor instead.
+func (*ProtocolCount) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *ProtocolCount) GetProtocol() Protocol {
+	if x != nil {
+		return x.Protocol
+	}
+	return Protocol_PROTOCOL_UNSPECIFIED
+}
+
+func (x *ProtocolCount) GetDelivered() uint64 {
+	if x != nil {
+		return x.Delivered
+	}
+	return 0
+}
+
+func (x *ProtocolCount) GetFailed() uint64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+type Percentiles struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Count         uint64                 `protobuf:"varint,1,opt,name=count,proto3" json:"count,omitempty"`
+	P50Ms         float64                `protobuf:"fixed64,2,opt,name=p50_ms,json=p50Ms,proto3" json:"p50_ms,omitempty"`
+	P90Ms         float64                `protobuf:"fixed64,3,opt,name=p90_ms,json=p90Ms,proto3" json:"p90_ms,omitempty"`
+	P99Ms         float64                `protobuf:"fixed64,4,opt,name=p99_ms,json=p99Ms,proto3" json:"p99_ms,omitempty"`
+	MaxMs         float64                `protobuf:"fixed64,5,opt,name=max_ms,json=maxMs,proto3" json:"max_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Percentiles) Reset() {
+	*x = Percentiles{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Percentiles) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Percentiles) ProtoMessage() {}
+
+func (x *Percentiles) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Percentiles.ProtoReflect.Descriptor instead.
+func (*Percentiles) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *Percentiles) GetCount() uint64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+func (x *Percentiles) GetP50Ms() float64 {
+	if x != nil {
+		return x.P50Ms
+	}
+	return 0
+}
+
+func (x *Percentiles) GetP90Ms() float64 {
+	if x != nil {
+		return x.P90Ms
+	}
+	return 0
+}
+
+func (x *Percentiles) GetP99Ms() float64 {
+	if x != nil {
+		return x.P99Ms
+	}
+	return 0
+}
+
+func (x *Percentiles) GetMaxMs() float64 {
+	if x != nil {
+		return x.MaxMs
+	}
+	return 0
+}
+
+// GetStatsRequest asks for the counters' history (admin only).
+type GetStatsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SinceMs       int64                  `protobuf:"varint,1,opt,name=since_ms,json=sinceMs,proto3" json:"since_ms,omitempty"` // samples taken after this time; 0 = the last hour
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStatsRequest) Reset() {
+	*x = GetStatsRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStatsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStatsRequest) ProtoMessage() {}
+
+func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStatsRequest.ProtoReflect.Descriptor instead.
+func (*GetStatsRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *GetStatsRequest) GetSinceMs() int64 {
+	if x != nil {
+		return x.SinceMs
+	}
+	return 0
+}
+
+type GetStatsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Samples       []*StatsSample         `protobuf:"bytes,1,rep,name=samples,proto3" json:"samples,omitempty"`                          // oldest first
+	IntervalMs    int64                  `protobuf:"varint,2,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"` // between samples
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetStatsResponse) Reset() {
+	*x = GetStatsResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetStatsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetStatsResponse) ProtoMessage() {}
+
+func (x *GetStatsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetStatsResponse.ProtoReflect.Descriptor instead.
+func (*GetStatsResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *GetStatsResponse) GetSamples() []*StatsSample {
+	if x != nil {
+		return x.Samples
+	}
+	return nil
+}
+
+func (x *GetStatsResponse) GetIntervalMs() int64 {
+	if x != nil {
+		return x.IntervalMs
+	}
+	return 0
+}
+
+// GetDueHistogramRequest counts upcoming runs (due times and retries) per
+// shard and time bucket (admin only): the timing wheel's load.
+type GetDueHistogramRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FromMs        int64                  `protobuf:"varint,1,opt,name=from_ms,json=fromMs,proto3" json:"from_ms,omitempty"`       // 0 = now
+	BucketMs      int64                  `protobuf:"varint,2,opt,name=bucket_ms,json=bucketMs,proto3" json:"bucket_ms,omitempty"` // default 60000
+	Buckets       uint32                 `protobuf:"varint,3,opt,name=buckets,proto3" json:"buckets,omitempty"`                   // default 30, at most 240
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetDueHistogramRequest) Reset() {
+	*x = GetDueHistogramRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetDueHistogramRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetDueHistogramRequest) ProtoMessage() {}
+
+func (x *GetDueHistogramRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetDueHistogramRequest.ProtoReflect.Descriptor instead.
+func (*GetDueHistogramRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *GetDueHistogramRequest) GetFromMs() int64 {
+	if x != nil {
+		return x.FromMs
+	}
+	return 0
+}
+
+func (x *GetDueHistogramRequest) GetBucketMs() int64 {
+	if x != nil {
+		return x.BucketMs
+	}
+	return 0
+}
+
+func (x *GetDueHistogramRequest) GetBuckets() uint32 {
+	if x != nil {
+		return x.Buckets
+	}
+	return 0
+}
+
+type GetDueHistogramResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FromMs        int64                  `protobuf:"varint,1,opt,name=from_ms,json=fromMs,proto3" json:"from_ms,omitempty"`
+	BucketMs      int64                  `protobuf:"varint,2,opt,name=bucket_ms,json=bucketMs,proto3" json:"bucket_ms,omitempty"`
+	Buckets       uint32                 `protobuf:"varint,3,opt,name=buckets,proto3" json:"buckets,omitempty"`
+	Shards        uint32                 `protobuf:"varint,4,opt,name=shards,proto3" json:"shards,omitempty"`
+	Counts        []uint64               `protobuf:"varint,5,rep,packed,name=counts,proto3" json:"counts,omitempty"` // counts[shard * buckets + bucket]
+	Overdue       uint64                 `protobuf:"varint,6,opt,name=overdue,proto3" json:"overdue,omitempty"`      // runs due before from_ms, not yet started
+	Truncated     bool                   `protobuf:"varint,7,opt,name=truncated,proto3" json:"truncated,omitempty"`  // the scan stopped at its bound: counts are low
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetDueHistogramResponse) Reset() {
+	*x = GetDueHistogramResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetDueHistogramResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetDueHistogramResponse) ProtoMessage() {}
+
+func (x *GetDueHistogramResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetDueHistogramResponse.ProtoReflect.Descriptor instead.
+func (*GetDueHistogramResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *GetDueHistogramResponse) GetFromMs() int64 {
+	if x != nil {
+		return x.FromMs
+	}
+	return 0
+}
+
+func (x *GetDueHistogramResponse) GetBucketMs() int64 {
+	if x != nil {
+		return x.BucketMs
+	}
+	return 0
+}
+
+func (x *GetDueHistogramResponse) GetBuckets() uint32 {
+	if x != nil {
+		return x.Buckets
+	}
+	return 0
+}
+
+func (x *GetDueHistogramResponse) GetShards() uint32 {
+	if x != nil {
+		return x.Shards
+	}
+	return 0
+}
+
+func (x *GetDueHistogramResponse) GetCounts() []uint64 {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+func (x *GetDueHistogramResponse) GetOverdue() uint64 {
+	if x != nil {
+		return x.Overdue
+	}
+	return 0
+}
+
+func (x *GetDueHistogramResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+// Attempt is one delivery attempt as the server saw it.
+type Attempt struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Attempt       uint32                 `protobuf:"varint,1,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	FireAtMs      int64                  `protobuf:"varint,2,opt,name=fire_at_ms,json=fireAtMs,proto3" json:"fire_at_ms,omitempty"` // the occurrence
+	StartedMs     int64                  `protobuf:"varint,3,opt,name=started_ms,json=startedMs,proto3" json:"started_ms,omitempty"`
+	DurationMs    float64                `protobuf:"fixed64,4,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	Ok            bool                   `protobuf:"varint,5,opt,name=ok,proto3" json:"ok,omitempty"`
+	Error         string                 `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	Protocol      Protocol               `protobuf:"varint,7,opt,name=protocol,proto3,enum=boomerang.v1.Protocol" json:"protocol,omitempty"`
+	Running       bool                   `protobuf:"varint,8,opt,name=running,proto3" json:"running,omitempty"` // no outcome yet
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Attempt) Reset() {
+	*x = Attempt{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Attempt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Attempt) ProtoMessage() {}
+
+func (x *Attempt) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
+func (*Attempt) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *Attempt) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *Attempt) GetFireAtMs() int64 {
+	if x != nil {
+		return x.FireAtMs
+	}
+	return 0
+}
+
+func (x *Attempt) GetStartedMs() int64 {
+	if x != nil {
+		return x.StartedMs
+	}
+	return 0
+}
+
+func (x *Attempt) GetDurationMs() float64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *Attempt) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *Attempt) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *Attempt) GetProtocol() Protocol {
+	if x != nil {
+		return x.Protocol
+	}
+	return Protocol_PROTOCOL_UNSPECIFIED
+}
+
+func (x *Attempt) GetRunning() bool {
+	if x != nil {
+		return x.Running
+	}
+	return false
+}
+
+type GetTaskAttemptsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTaskAttemptsRequest) Reset() {
+	*x = GetTaskAttemptsRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTaskAttemptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTaskAttemptsRequest) ProtoMessage() {}
+
+func (x *GetTaskAttemptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTaskAttemptsRequest.ProtoReflect.Descriptor instead.
+func (*GetTaskAttemptsRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *GetTaskAttemptsRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type GetTaskAttemptsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Attempts      []*Attempt             `protobuf:"bytes,1,rep,name=attempts,proto3" json:"attempts,omitempty"` // those still remembered, oldest first
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTaskAttemptsResponse) Reset() {
+	*x = GetTaskAttemptsResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTaskAttemptsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTaskAttemptsResponse) ProtoMessage() {}
+
+func (x *GetTaskAttemptsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTaskAttemptsResponse.ProtoReflect.Descriptor instead.
+func (*GetTaskAttemptsResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *GetTaskAttemptsResponse) GetAttempts() []*Attempt {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
+// CompletedTask is an occurrence that reached its final outcome.
+type CompletedTask struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"` // without its payload
+	Delivered     bool                   `protobuf:"varint,2,opt,name=delivered,proto3" json:"delivered,omitempty"`
+	DeadLetterId  uint64                 `protobuf:"varint,3,opt,name=dead_letter_id,json=deadLetterId,proto3" json:"dead_letter_id,omitempty"`
+	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	FinishedMs    int64                  `protobuf:"varint,5,opt,name=finished_ms,json=finishedMs,proto3" json:"finished_ms,omitempty"`
+	Attempts      []*Attempt             `protobuf:"bytes,6,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	Seq           uint64                 `protobuf:"varint,7,opt,name=seq,proto3" json:"seq,omitempty"` // the record's place in the history: a page token
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompletedTask) Reset() {
+	*x = CompletedTask{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompletedTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompletedTask) ProtoMessage() {}
+
+func (x *CompletedTask) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompletedTask.ProtoReflect.Descriptor instead.
+func (*CompletedTask) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *CompletedTask) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *CompletedTask) GetDelivered() bool {
+	if x != nil {
+		return x.Delivered
+	}
+	return false
+}
+
+func (x *CompletedTask) GetDeadLetterId() uint64 {
+	if x != nil {
+		return x.DeadLetterId
+	}
+	return 0
+}
+
+func (x *CompletedTask) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *CompletedTask) GetFinishedMs() int64 {
+	if x != nil {
+		return x.FinishedMs
+	}
+	return 0
+}
+
+func (x *CompletedTask) GetAttempts() []*Attempt {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
+func (x *CompletedTask) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+type ListCompletedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"` // admin only; "" = the caller's own (admin: all)
+	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
+	TaskId        uint64                 `protobuf:"varint,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"` // 0 = any
+	FailedOnly    bool                   `protobuf:"varint,4,opt,name=failed_only,json=failedOnly,proto3" json:"failed_only,omitempty"`
+	PageToken     uint64                 `protobuf:"varint,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"` // next_page_token of the previous page
+	PageSize      uint32                 `protobuf:"varint,6,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`    // default 100, at most 1000
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCompletedRequest) Reset() {
+	*x = ListCompletedRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCompletedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCompletedRequest) ProtoMessage() {}
+
+func (x *ListCompletedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCompletedRequest.ProtoReflect.Descriptor instead.
+func (*ListCompletedRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *ListCompletedRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *ListCompletedRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ListCompletedRequest) GetTaskId() uint64 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *ListCompletedRequest) GetFailedOnly() bool {
+	if x != nil {
+		return x.FailedOnly
+	}
+	return false
+}
+
+func (x *ListCompletedRequest) GetPageToken() uint64 {
+	if x != nil {
+		return x.PageToken
+	}
+	return 0
+}
+
+func (x *ListCompletedRequest) GetPageSize() uint32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+type ListCompletedResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tasks         []*CompletedTask       `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`                                         // newest first
+	NextPageToken uint64                 `protobuf:"varint,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"` // 0 = no more
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListCompletedResponse) Reset() {
+	*x = ListCompletedResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListCompletedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListCompletedResponse) ProtoMessage() {}
+
+func (x *ListCompletedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListCompletedResponse.ProtoReflect.Descriptor instead.
+func (*ListCompletedResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *ListCompletedResponse) GetTasks() []*CompletedTask {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+func (x *ListCompletedResponse) GetNextPageToken() uint64 {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return 0
+}
+
+// AuditEntry is one operator action: who did what, to what, when.
+type AuditEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	AtMs          int64                  `protobuf:"varint,2,opt,name=at_ms,json=atMs,proto3" json:"at_ms,omitempty"`
+	Actor         string                 `protobuf:"bytes,3,opt,name=actor,proto3" json:"actor,omitempty"`   // the client whose session acted
+	Action        string                 `protobuf:"bytes,4,opt,name=action,proto3" json:"action,omitempty"` // the operation, e.g. "UnblockGroup"
+	Client        string                 `protobuf:"bytes,5,opt,name=client,proto3" json:"client,omitempty"` // the client whose data it changed
+	Target        string                 `protobuf:"bytes,6,opt,name=target,proto3" json:"target,omitempty"` // e.g. "group orders", "task 123"
+	Detail        string                 `protobuf:"bytes,7,opt,name=detail,proto3" json:"detail,omitempty"`
+	Status        Status                 `protobuf:"varint,8,opt,name=status,proto3,enum=boomerang.v1.Status" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditEntry) Reset() {
+	*x = AuditEntry{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditEntry) ProtoMessage() {}
+
+func (x *AuditEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
+func (*AuditEntry) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *AuditEntry) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *AuditEntry) GetAtMs() int64 {
+	if x != nil {
+		return x.AtMs
+	}
+	return 0
+}
+
+func (x *AuditEntry) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetStatus() Status {
+	if x != nil {
+		return x.Status
+	}
+	return Status_STATUS_UNSPECIFIED
+}
+
+type ListAuditLogRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Limit         uint32                 `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`                       // default 100, at most 1000
+	BeforeId      uint64                 `protobuf:"varint,2,opt,name=before_id,json=beforeId,proto3" json:"before_id,omitempty"` // 0 = the newest
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditLogRequest) Reset() {
+	*x = ListAuditLogRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditLogRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditLogRequest) ProtoMessage() {}
+
+func (x *ListAuditLogRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditLogRequest.ProtoReflect.Descriptor instead.
+func (*ListAuditLogRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *ListAuditLogRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListAuditLogRequest) GetBeforeId() uint64 {
+	if x != nil {
+		return x.BeforeId
+	}
+	return 0
+}
+
+type ListAuditLogResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*AuditEntry          `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"` // newest first
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditLogResponse) Reset() {
+	*x = ListAuditLogResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditLogResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditLogResponse) ProtoMessage() {}
+
+func (x *ListAuditLogResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditLogResponse.ProtoReflect.Descriptor instead.
+func (*ListAuditLogResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *ListAuditLogResponse) GetEntries() []*AuditEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+// BulkDeadLettersRequest replays or deletes the dead letters matching a
+// filter, a batch per call: call again with after_id = last_id while
+// more is set. dry_run counts every match without acting.
+type BulkDeadLettersRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Action          BulkAction             `protobuf:"varint,1,opt,name=action,proto3,enum=boomerang.v1.BulkAction" json:"action,omitempty"`
+	Client          string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"` // admin only; "" = the caller's own (admin: all)
+	Group           string                 `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"`
+	FailedBeforeMs  int64                  `protobuf:"varint,4,opt,name=failed_before_ms,json=failedBeforeMs,proto3" json:"failed_before_ms,omitempty"`
+	ErrorContains   string                 `protobuf:"bytes,5,opt,name=error_contains,json=errorContains,proto3" json:"error_contains,omitempty"`
+	PayloadContains []byte                 `protobuf:"bytes,6,opt,name=payload_contains,json=payloadContains,proto3" json:"payload_contains,omitempty"`
+	DryRun          bool                   `protobuf:"varint,7,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	AfterId         uint64                 `protobuf:"varint,8,opt,name=after_id,json=afterId,proto3" json:"after_id,omitempty"`
+	Limit           uint32                 `protobuf:"varint,9,opt,name=limit,proto3" json:"limit,omitempty"` // dead letters per call; default 100, at most 1000
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *BulkDeadLettersRequest) Reset() {
+	*x = BulkDeadLettersRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkDeadLettersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkDeadLettersRequest) ProtoMessage() {}
+
+func (x *BulkDeadLettersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkDeadLettersRequest.ProtoReflect.Descriptor instead.
+func (*BulkDeadLettersRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *BulkDeadLettersRequest) GetAction() BulkAction {
+	if x != nil {
+		return x.Action
+	}
+	return BulkAction_BULK_ACTION_UNSPECIFIED
+}
+
+func (x *BulkDeadLettersRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *BulkDeadLettersRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *BulkDeadLettersRequest) GetFailedBeforeMs() int64 {
+	if x != nil {
+		return x.FailedBeforeMs
+	}
+	return 0
+}
+
+func (x *BulkDeadLettersRequest) GetErrorContains() string {
+	if x != nil {
+		return x.ErrorContains
+	}
+	return ""
+}
+
+func (x *BulkDeadLettersRequest) GetPayloadContains() []byte {
+	if x != nil {
+		return x.PayloadContains
+	}
+	return nil
+}
+
+func (x *BulkDeadLettersRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+func (x *BulkDeadLettersRequest) GetAfterId() uint64 {
+	if x != nil {
+		return x.AfterId
+	}
+	return 0
+}
+
+func (x *BulkDeadLettersRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type BulkDeadLettersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Matched       uint64                 `protobuf:"varint,1,opt,name=matched,proto3" json:"matched,omitempty"`
+	Done          uint64                 `protobuf:"varint,2,opt,name=done,proto3" json:"done,omitempty"`
+	Skipped       uint64                 `protobuf:"varint,3,opt,name=skipped,proto3" json:"skipped,omitempty"` // refused (blocked heads on delete, or an error)
+	LastId        uint64                 `protobuf:"varint,4,opt,name=last_id,json=lastId,proto3" json:"last_id,omitempty"`
+	More          bool                   `protobuf:"varint,5,opt,name=more,proto3" json:"more,omitempty"`
+	LastError     string                 `protobuf:"bytes,6,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"` // why the last skipped one was refused
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BulkDeadLettersResponse) Reset() {
+	*x = BulkDeadLettersResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BulkDeadLettersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BulkDeadLettersResponse) ProtoMessage() {}
+
+func (x *BulkDeadLettersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BulkDeadLettersResponse.ProtoReflect.Descriptor instead.
+func (*BulkDeadLettersResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *BulkDeadLettersResponse) GetMatched() uint64 {
+	if x != nil {
+		return x.Matched
+	}
+	return 0
+}
+
+func (x *BulkDeadLettersResponse) GetDone() uint64 {
+	if x != nil {
+		return x.Done
+	}
+	return 0
+}
+
+func (x *BulkDeadLettersResponse) GetSkipped() uint64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+func (x *BulkDeadLettersResponse) GetLastId() uint64 {
+	if x != nil {
+		return x.LastId
+	}
+	return 0
+}
+
+func (x *BulkDeadLettersResponse) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
+func (x *BulkDeadLettersResponse) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+// GetClusterRequest describes the nodes and shards (admin only).
+type GetClusterRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetClusterRequest) Reset() {
+	*x = GetClusterRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetClusterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetClusterRequest) ProtoMessage() {}
+
+func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
+func (*GetClusterRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{85}
+}
+
+type ClusterNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	TcpAddress    string                 `protobuf:"bytes,2,opt,name=tcp_address,json=tcpAddress,proto3" json:"tcp_address,omitempty"`
+	HttpAddress   string                 `protobuf:"bytes,3,opt,name=http_address,json=httpAddress,proto3" json:"http_address,omitempty"`
+	Healthy       bool                   `protobuf:"varint,4,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	Health        string                 `protobuf:"bytes,5,opt,name=health,proto3" json:"health,omitempty"`
+	StartedMs     int64                  `protobuf:"varint,6,opt,name=started_ms,json=startedMs,proto3" json:"started_ms,omitempty"`
+	Version       string                 `protobuf:"bytes,7,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterNode) Reset() {
+	*x = ClusterNode{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterNode) ProtoMessage() {}
+
+func (x *ClusterNode) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterNode.ProtoReflect.Descriptor instead.
+func (*ClusterNode) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *ClusterNode) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ClusterNode) GetTcpAddress() string {
+	if x != nil {
+		return x.TcpAddress
+	}
+	return ""
+}
+
+func (x *ClusterNode) GetHttpAddress() string {
+	if x != nil {
+		return x.HttpAddress
+	}
+	return ""
+}
+
+func (x *ClusterNode) GetHealthy() bool {
+	if x != nil {
+		return x.Healthy
+	}
+	return false
+}
+
+func (x *ClusterNode) GetHealth() string {
+	if x != nil {
+		return x.Health
+	}
+	return ""
+}
+
+func (x *ClusterNode) GetStartedMs() int64 {
+	if x != nil {
+		return x.StartedMs
+	}
+	return 0
+}
+
+func (x *ClusterNode) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+type ClusterShard struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Shard         uint32                 `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	Leader        string                 `protobuf:"bytes,2,opt,name=leader,proto3" json:"leader,omitempty"`
+	Replicas      []string               `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	Partition     uint32                 `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"` // the leader's partition loop that runs it
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterShard) Reset() {
+	*x = ClusterShard{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterShard) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterShard) ProtoMessage() {}
+
+func (x *ClusterShard) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterShard.ProtoReflect.Descriptor instead.
+func (*ClusterShard) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *ClusterShard) GetShard() uint32 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *ClusterShard) GetLeader() string {
+	if x != nil {
+		return x.Leader
+	}
+	return ""
+}
+
+func (x *ClusterShard) GetReplicas() []string {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+func (x *ClusterShard) GetPartition() uint32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+type GetClusterResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Standalone    bool                   `protobuf:"varint,1,opt,name=standalone,proto3" json:"standalone,omitempty"`
+	Nodes         []*ClusterNode         `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Shards        []*ClusterShard        `protobuf:"bytes,3,rep,name=shards,proto3" json:"shards,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetClusterResponse) Reset() {
+	*x = GetClusterResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetClusterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetClusterResponse) ProtoMessage() {}
+
+func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetClusterResponse.ProtoReflect.Descriptor instead.
+func (*GetClusterResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *GetClusterResponse) GetStandalone() bool {
+	if x != nil {
+		return x.Standalone
+	}
+	return false
+}
+
+func (x *GetClusterResponse) GetNodes() []*ClusterNode {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *GetClusterResponse) GetShards() []*ClusterShard {
+	if x != nil {
+		return x.Shards
+	}
+	return nil
+}
+
+type ListPoolsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPoolsRequest) Reset() {
+	*x = ListPoolsRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPoolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPoolsRequest) ProtoMessage() {}
+
+func (x *ListPoolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPoolsRequest.ProtoReflect.Descriptor instead.
+func (*ListPoolsRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{89}
+}
+
+type PoolInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	MaxConcurrent uint32                 `protobuf:"varint,2,opt,name=max_concurrent,json=maxConcurrent,proto3" json:"max_concurrent,omitempty"`
+	InUse         uint32                 `protobuf:"varint,3,opt,name=in_use,json=inUse,proto3" json:"in_use,omitempty"`
+	Queued        uint32                 `protobuf:"varint,4,opt,name=queued,proto3" json:"queued,omitempty"`
+	MaxPerSecond  float64                `protobuf:"fixed64,5,opt,name=max_per_second,json=maxPerSecond,proto3" json:"max_per_second,omitempty"`
+	Rejected      uint64                 `protobuf:"varint,6,opt,name=rejected,proto3" json:"rejected,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PoolInfo) Reset() {
+	*x = PoolInfo{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolInfo) ProtoMessage() {}
+
+func (x *PoolInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolInfo.ProtoReflect.Descriptor instead.
+func (*PoolInfo) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *PoolInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PoolInfo) GetMaxConcurrent() uint32 {
+	if x != nil {
+		return x.MaxConcurrent
+	}
+	return 0
+}
+
+func (x *PoolInfo) GetInUse() uint32 {
+	if x != nil {
+		return x.InUse
+	}
+	return 0
+}
+
+func (x *PoolInfo) GetQueued() uint32 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *PoolInfo) GetMaxPerSecond() float64 {
+	if x != nil {
+		return x.MaxPerSecond
+	}
+	return 0
+}
+
+func (x *PoolInfo) GetRejected() uint64 {
+	if x != nil {
+		return x.Rejected
+	}
+	return 0
+}
+
+type ListPoolsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pools         []*PoolInfo            `protobuf:"bytes,1,rep,name=pools,proto3" json:"pools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPoolsResponse) Reset() {
+	*x = ListPoolsResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPoolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPoolsResponse) ProtoMessage() {}
+
+func (x *ListPoolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPoolsResponse.ProtoReflect.Descriptor instead.
+func (*ListPoolsResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *ListPoolsResponse) GetPools() []*PoolInfo {
+	if x != nil {
+		return x.Pools
+	}
+	return nil
+}
+
 // Request is one client frame on the raw TCP transport.
 type Request struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -4273,6 +6420,15 @@ type Request struct {
 	//	*Request_UpdateClient
 	//	*Request_ChangePassword
 	//	*Request_RotateSigningSecret
+	//	*Request_ListGroups
+	//	*Request_GetStats
+	//	*Request_GetDueHistogram
+	//	*Request_GetTaskAttempts
+	//	*Request_ListCompleted
+	//	*Request_ListAuditLog
+	//	*Request_BulkDeadLetters
+	//	*Request_GetCluster
+	//	*Request_ListPools
 	Body          isRequest_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4280,7 +6436,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4292,7 +6448,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4305,7 +6461,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{64}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *Request) GetRequestId() uint64 {
@@ -4572,6 +6728,87 @@ func (x *Request) GetRotateSigningSecret() *RotateSigningSecretRequest {
 	return nil
 }
 
+func (x *Request) GetListGroups() *ListGroupsRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_ListGroups); ok {
+			return x.ListGroups
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetGetStats() *GetStatsRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_GetStats); ok {
+			return x.GetStats
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetGetDueHistogram() *GetDueHistogramRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_GetDueHistogram); ok {
+			return x.GetDueHistogram
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetGetTaskAttempts() *GetTaskAttemptsRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_GetTaskAttempts); ok {
+			return x.GetTaskAttempts
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetListCompleted() *ListCompletedRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_ListCompleted); ok {
+			return x.ListCompleted
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetListAuditLog() *ListAuditLogRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_ListAuditLog); ok {
+			return x.ListAuditLog
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetBulkDeadLetters() *BulkDeadLettersRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_BulkDeadLetters); ok {
+			return x.BulkDeadLetters
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetGetCluster() *GetClusterRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_GetCluster); ok {
+			return x.GetCluster
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetListPools() *ListPoolsRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_ListPools); ok {
+			return x.ListPools
+		}
+	}
+	return nil
+}
+
 type isRequest_Body interface {
 	isRequest_Body()
 }
@@ -4684,6 +6921,42 @@ type Request_RotateSigningSecret struct {
 	RotateSigningSecret *RotateSigningSecretRequest `protobuf:"bytes,46,opt,name=rotate_signing_secret,json=rotateSigningSecret,proto3,oneof"`
 }
 
+type Request_ListGroups struct {
+	ListGroups *ListGroupsRequest `protobuf:"bytes,60,opt,name=list_groups,json=listGroups,proto3,oneof"`
+}
+
+type Request_GetStats struct {
+	GetStats *GetStatsRequest `protobuf:"bytes,61,opt,name=get_stats,json=getStats,proto3,oneof"`
+}
+
+type Request_GetDueHistogram struct {
+	GetDueHistogram *GetDueHistogramRequest `protobuf:"bytes,62,opt,name=get_due_histogram,json=getDueHistogram,proto3,oneof"`
+}
+
+type Request_GetTaskAttempts struct {
+	GetTaskAttempts *GetTaskAttemptsRequest `protobuf:"bytes,63,opt,name=get_task_attempts,json=getTaskAttempts,proto3,oneof"`
+}
+
+type Request_ListCompleted struct {
+	ListCompleted *ListCompletedRequest `protobuf:"bytes,64,opt,name=list_completed,json=listCompleted,proto3,oneof"`
+}
+
+type Request_ListAuditLog struct {
+	ListAuditLog *ListAuditLogRequest `protobuf:"bytes,65,opt,name=list_audit_log,json=listAuditLog,proto3,oneof"`
+}
+
+type Request_BulkDeadLetters struct {
+	BulkDeadLetters *BulkDeadLettersRequest `protobuf:"bytes,66,opt,name=bulk_dead_letters,json=bulkDeadLetters,proto3,oneof"`
+}
+
+type Request_GetCluster struct {
+	GetCluster *GetClusterRequest `protobuf:"bytes,67,opt,name=get_cluster,json=getCluster,proto3,oneof"`
+}
+
+type Request_ListPools struct {
+	ListPools *ListPoolsRequest `protobuf:"bytes,68,opt,name=list_pools,json=listPools,proto3,oneof"`
+}
+
 func (*Request_Login) isRequest_Body() {}
 
 func (*Request_RefreshSession) isRequest_Body() {}
@@ -4738,6 +7011,24 @@ func (*Request_ChangePassword) isRequest_Body() {}
 
 func (*Request_RotateSigningSecret) isRequest_Body() {}
 
+func (*Request_ListGroups) isRequest_Body() {}
+
+func (*Request_GetStats) isRequest_Body() {}
+
+func (*Request_GetDueHistogram) isRequest_Body() {}
+
+func (*Request_GetTaskAttempts) isRequest_Body() {}
+
+func (*Request_ListCompleted) isRequest_Body() {}
+
+func (*Request_ListAuditLog) isRequest_Body() {}
+
+func (*Request_BulkDeadLetters) isRequest_Body() {}
+
+func (*Request_GetCluster) isRequest_Body() {}
+
+func (*Request_ListPools) isRequest_Body() {}
+
 // Response is one server frame on the raw TCP transport: the answer to the
 // request with the same request_id, or, with request_id 0, a connection
 // error sent just before the server closes the connection (a broken frame,
@@ -4775,6 +7066,15 @@ type Response struct {
 	//	*Response_UpdateClient
 	//	*Response_ChangePassword
 	//	*Response_RotateSigningSecret
+	//	*Response_ListGroups
+	//	*Response_GetStats
+	//	*Response_GetDueHistogram
+	//	*Response_GetTaskAttempts
+	//	*Response_ListCompleted
+	//	*Response_ListAuditLog
+	//	*Response_BulkDeadLetters
+	//	*Response_GetCluster
+	//	*Response_ListPools
 	Body          isResponse_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4782,7 +7082,7 @@ type Response struct {
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4794,7 +7094,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4807,7 +7107,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{65}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *Response) GetRequestId() uint64 {
@@ -5074,6 +7374,87 @@ func (x *Response) GetRotateSigningSecret() *RotateSigningSecretResponse {
 	return nil
 }
 
+func (x *Response) GetListGroups() *ListGroupsResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_ListGroups); ok {
+			return x.ListGroups
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetGetStats() *GetStatsResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_GetStats); ok {
+			return x.GetStats
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetGetDueHistogram() *GetDueHistogramResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_GetDueHistogram); ok {
+			return x.GetDueHistogram
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetGetTaskAttempts() *GetTaskAttemptsResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_GetTaskAttempts); ok {
+			return x.GetTaskAttempts
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetListCompleted() *ListCompletedResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_ListCompleted); ok {
+			return x.ListCompleted
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetListAuditLog() *ListAuditLogResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_ListAuditLog); ok {
+			return x.ListAuditLog
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetBulkDeadLetters() *BulkDeadLettersResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_BulkDeadLetters); ok {
+			return x.BulkDeadLetters
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetGetCluster() *GetClusterResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_GetCluster); ok {
+			return x.GetCluster
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetListPools() *ListPoolsResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_ListPools); ok {
+			return x.ListPools
+		}
+	}
+	return nil
+}
+
 type isResponse_Body interface {
 	isResponse_Body()
 }
@@ -5186,6 +7567,42 @@ type Response_RotateSigningSecret struct {
 	RotateSigningSecret *RotateSigningSecretResponse `protobuf:"bytes,46,opt,name=rotate_signing_secret,json=rotateSigningSecret,proto3,oneof"`
 }
 
+type Response_ListGroups struct {
+	ListGroups *ListGroupsResponse `protobuf:"bytes,60,opt,name=list_groups,json=listGroups,proto3,oneof"`
+}
+
+type Response_GetStats struct {
+	GetStats *GetStatsResponse `protobuf:"bytes,61,opt,name=get_stats,json=getStats,proto3,oneof"`
+}
+
+type Response_GetDueHistogram struct {
+	GetDueHistogram *GetDueHistogramResponse `protobuf:"bytes,62,opt,name=get_due_histogram,json=getDueHistogram,proto3,oneof"`
+}
+
+type Response_GetTaskAttempts struct {
+	GetTaskAttempts *GetTaskAttemptsResponse `protobuf:"bytes,63,opt,name=get_task_attempts,json=getTaskAttempts,proto3,oneof"`
+}
+
+type Response_ListCompleted struct {
+	ListCompleted *ListCompletedResponse `protobuf:"bytes,64,opt,name=list_completed,json=listCompleted,proto3,oneof"`
+}
+
+type Response_ListAuditLog struct {
+	ListAuditLog *ListAuditLogResponse `protobuf:"bytes,65,opt,name=list_audit_log,json=listAuditLog,proto3,oneof"`
+}
+
+type Response_BulkDeadLetters struct {
+	BulkDeadLetters *BulkDeadLettersResponse `protobuf:"bytes,66,opt,name=bulk_dead_letters,json=bulkDeadLetters,proto3,oneof"`
+}
+
+type Response_GetCluster struct {
+	GetCluster *GetClusterResponse `protobuf:"bytes,67,opt,name=get_cluster,json=getCluster,proto3,oneof"`
+}
+
+type Response_ListPools struct {
+	ListPools *ListPoolsResponse `protobuf:"bytes,68,opt,name=list_pools,json=listPools,proto3,oneof"`
+}
+
 func (*Response_Login) isResponse_Body() {}
 
 func (*Response_RefreshSession) isResponse_Body() {}
@@ -5240,6 +7657,24 @@ func (*Response_ChangePassword) isResponse_Body() {}
 
 func (*Response_RotateSigningSecret) isResponse_Body() {}
 
+func (*Response_ListGroups) isResponse_Body() {}
+
+func (*Response_GetStats) isResponse_Body() {}
+
+func (*Response_GetDueHistogram) isResponse_Body() {}
+
+func (*Response_GetTaskAttempts) isResponse_Body() {}
+
+func (*Response_ListCompleted) isResponse_Body() {}
+
+func (*Response_ListAuditLog) isResponse_Body() {}
+
+func (*Response_BulkDeadLetters) isResponse_Body() {}
+
+func (*Response_GetCluster) isResponse_Body() {}
+
+func (*Response_ListPools) isResponse_Body() {}
+
 // Delivery is one attempt to deliver a task occurrence. Receivers should
 // deduplicate by (task_id, fire_at_ms): delivery is at least once.
 type Delivery struct {
@@ -5258,7 +7693,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5270,7 +7705,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5283,7 +7718,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{66}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *Delivery) GetDeliveryId() uint64 {
@@ -5354,7 +7789,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5366,7 +7801,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5379,7 +7814,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{67}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *Ack) GetDeliveryId() uint64 {
@@ -5617,7 +8052,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x0eGetTaskRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\"9\n" +
 	"\x0fGetTaskResponse\x12&\n" +
-	"\x04task\x18\x01 \x01(\v2\x12.boomerang.v1.TaskR\x04task\"\x9b\x02\n" +
+	"\x04task\x18\x01 \x01(\v2\x12.boomerang.v1.TaskR\x04task\"\xba\x03\n" +
 	"\x10ListTasksRequest\x12\x16\n" +
 	"\x06client\x18\x01 \x01(\tR\x06client\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12\x1e\n" +
@@ -5627,17 +8062,27 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x06status\x18\x06 \x01(\x0e2\x18.boomerang.v1.TaskStatusR\x06status\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\a \x01(\x04R\tpageToken\x12\x1b\n" +
-	"\tpage_size\x18\b \x01(\rR\bpageSizeB\f\n" +
+	"\tpage_size\x18\b \x01(\rR\bpageSize\x12)\n" +
+	"\x10payload_contains\x18< \x01(\fR\x0fpayloadContains\x12\x19\n" +
+	"\x05shard\x18= \x01(\rH\x01R\x05shard\x88\x01\x01\x12-\n" +
+	"\x05order\x18> \x01(\x0e2\x17.boomerang.v1.TaskOrderR\x05order\x12\x1e\n" +
+	"\vpage_due_ms\x18? \x01(\x03R\tpageDueMsB\f\n" +
 	"\n" +
-	"_recurring\"e\n" +
+	"_recurringB\b\n" +
+	"\x06_shard\"\x8e\x01\n" +
 	"\x11ListTasksResponse\x12(\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x12.boomerang.v1.TaskR\x05tasks\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\x04R\rnextPageToken\"l\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\x04R\rnextPageToken\x12'\n" +
+	"\x10next_page_due_ms\x18< \x01(\x03R\rnextPageDueMs\"\xfe\x01\n" +
 	"\x16ListDeadLettersRequest\x12\x16\n" +
 	"\x06client\x18\x01 \x01(\tR\x06client\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x02 \x01(\x04R\tpageToken\x12\x1b\n" +
-	"\tpage_size\x18\x03 \x01(\rR\bpageSize\"~\n" +
+	"\tpage_size\x18\x03 \x01(\rR\bpageSize\x12\x14\n" +
+	"\x05group\x18< \x01(\tR\x05group\x12(\n" +
+	"\x10failed_before_ms\x18= \x01(\x03R\x0efailedBeforeMs\x12%\n" +
+	"\x0eerror_contains\x18> \x01(\tR\rerrorContains\x12)\n" +
+	"\x10payload_contains\x18? \x01(\fR\x0fpayloadContains\"~\n" +
 	"\x17ListDeadLettersResponse\x12;\n" +
 	"\fdead_letters\x18\x01 \x03(\v2\x18.boomerang.v1.DeadLetterR\vdeadLetters\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\x04R\rnextPageToken\"&\n" +
@@ -5685,7 +8130,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\amatched\x18\x01 \x01(\x04R\amatched\x12\x18\n" +
 	"\adeleted\x18\x02 \x01(\x04R\adeleted\x12\x18\n" +
 	"\askipped\x18\x03 \x01(\x04R\askipped\"\x16\n" +
-	"\x14GetServerInfoRequest\"\x88\x02\n" +
+	"\x14GetServerInfoRequest\"\xa9\x03\n" +
 	"\x15GetServerInfoResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1d\n" +
 	"\n" +
@@ -5697,7 +8142,173 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"tcpAddress\x12!\n" +
 	"\fhttp_address\x18\x05 \x01(\tR\vhttpAddress\x12*\n" +
 	"\x11max_payload_bytes\x18\x06 \x01(\x04R\x0fmaxPayloadBytes\x12&\n" +
-	"\x0fmax_frame_bytes\x18\a \x01(\x04R\rmaxFrameBytes\"\x9f\x10\n" +
+	"\x0fmax_frame_bytes\x18\a \x01(\x04R\rmaxFrameBytes\x12$\n" +
+	"\x0emin_refresh_ms\x18< \x01(\x03R\fminRefreshMs\x12.\n" +
+	"\x13completed_window_ms\x18= \x01(\x03R\x11completedWindowMs\x120\n" +
+	"\x14payload_search_bytes\x18> \x01(\x04R\x12payloadSearchBytes\x12\x17\n" +
+	"\aui_path\x18? \x01(\tR\x06uiPath\"\x8b\x01\n" +
+	"\x11ListGroupsRequest\x12\x16\n" +
+	"\x06client\x18\x01 \x01(\tR\x06client\x12!\n" +
+	"\fblocked_only\x18\x02 \x01(\bR\vblockedOnly\x12%\n" +
+	"\x0egroup_contains\x18\x03 \x01(\tR\rgroupContains\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\rR\x05limit\"o\n" +
+	"\fGroupSummary\x12)\n" +
+	"\x05group\x18\x01 \x01(\v2\x13.boomerang.v1.GroupR\x05group\x124\n" +
+	"\bblocking\x18\x02 \x01(\v2\x18.boomerang.v1.DeadLetterR\bblocking\"f\n" +
+	"\x12ListGroupsResponse\x122\n" +
+	"\x06groups\x18\x01 \x03(\v2\x1a.boomerang.v1.GroupSummaryR\x06groups\x12\x1c\n" +
+	"\ttruncated\x18\x02 \x01(\bR\ttruncated\"\x8d\x04\n" +
+	"\vStatsSample\x12\x13\n" +
+	"\x05at_ms\x18\x01 \x01(\x03R\x04atMs\x12\x1e\n" +
+	"\n" +
+	"registered\x18\x02 \x01(\x04R\n" +
+	"registered\x12\x1a\n" +
+	"\battempts\x18\x03 \x01(\x04R\battempts\x12\x1c\n" +
+	"\tdelivered\x18\x04 \x01(\x04R\tdelivered\x12\x16\n" +
+	"\x06failed\x18\x05 \x01(\x04R\x06failed\x12#\n" +
+	"\rdead_lettered\x18\x06 \x01(\x04R\fdeadLettered\x12!\n" +
+	"\fdead_letters\x18\a \x01(\x03R\vdeadLetters\x12%\n" +
+	"\x0eblocked_groups\x18\b \x01(\x03R\rblockedGroups\x12\x1e\n" +
+	"\n" +
+	"delivering\x18\t \x01(\x03R\n" +
+	"delivering\x12\x18\n" +
+	"\awaiting\x18\n" +
+	" \x01(\x03R\awaiting\x12\x14\n" +
+	"\x05wheel\x18\v \x01(\x03R\x05wheel\x12<\n" +
+	"\vby_protocol\x18\f \x03(\v2\x1b.boomerang.v1.ProtocolCountR\n" +
+	"byProtocol\x124\n" +
+	"\bfire_lag\x18\r \x01(\v2\x19.boomerang.v1.PercentilesR\afireLag\x12D\n" +
+	"\x10attempt_duration\x18\x0e \x01(\v2\x19.boomerang.v1.PercentilesR\x0fattemptDuration\"y\n" +
+	"\rProtocolCount\x122\n" +
+	"\bprotocol\x18\x01 \x01(\x0e2\x16.boomerang.v1.ProtocolR\bprotocol\x12\x1c\n" +
+	"\tdelivered\x18\x02 \x01(\x04R\tdelivered\x12\x16\n" +
+	"\x06failed\x18\x03 \x01(\x04R\x06failed\"\x7f\n" +
+	"\vPercentiles\x12\x14\n" +
+	"\x05count\x18\x01 \x01(\x04R\x05count\x12\x15\n" +
+	"\x06p50_ms\x18\x02 \x01(\x01R\x05p50Ms\x12\x15\n" +
+	"\x06p90_ms\x18\x03 \x01(\x01R\x05p90Ms\x12\x15\n" +
+	"\x06p99_ms\x18\x04 \x01(\x01R\x05p99Ms\x12\x15\n" +
+	"\x06max_ms\x18\x05 \x01(\x01R\x05maxMs\",\n" +
+	"\x0fGetStatsRequest\x12\x19\n" +
+	"\bsince_ms\x18\x01 \x01(\x03R\asinceMs\"h\n" +
+	"\x10GetStatsResponse\x123\n" +
+	"\asamples\x18\x01 \x03(\v2\x19.boomerang.v1.StatsSampleR\asamples\x12\x1f\n" +
+	"\vinterval_ms\x18\x02 \x01(\x03R\n" +
+	"intervalMs\"h\n" +
+	"\x16GetDueHistogramRequest\x12\x17\n" +
+	"\afrom_ms\x18\x01 \x01(\x03R\x06fromMs\x12\x1b\n" +
+	"\tbucket_ms\x18\x02 \x01(\x03R\bbucketMs\x12\x18\n" +
+	"\abuckets\x18\x03 \x01(\rR\abuckets\"\xd1\x01\n" +
+	"\x17GetDueHistogramResponse\x12\x17\n" +
+	"\afrom_ms\x18\x01 \x01(\x03R\x06fromMs\x12\x1b\n" +
+	"\tbucket_ms\x18\x02 \x01(\x03R\bbucketMs\x12\x18\n" +
+	"\abuckets\x18\x03 \x01(\rR\abuckets\x12\x16\n" +
+	"\x06shards\x18\x04 \x01(\rR\x06shards\x12\x16\n" +
+	"\x06counts\x18\x05 \x03(\x04R\x06counts\x12\x18\n" +
+	"\aoverdue\x18\x06 \x01(\x04R\aoverdue\x12\x1c\n" +
+	"\ttruncated\x18\a \x01(\bR\ttruncated\"\xf5\x01\n" +
+	"\aAttempt\x12\x18\n" +
+	"\aattempt\x18\x01 \x01(\rR\aattempt\x12\x1c\n" +
+	"\n" +
+	"fire_at_ms\x18\x02 \x01(\x03R\bfireAtMs\x12\x1d\n" +
+	"\n" +
+	"started_ms\x18\x03 \x01(\x03R\tstartedMs\x12\x1f\n" +
+	"\vduration_ms\x18\x04 \x01(\x01R\n" +
+	"durationMs\x12\x0e\n" +
+	"\x02ok\x18\x05 \x01(\bR\x02ok\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\x122\n" +
+	"\bprotocol\x18\a \x01(\x0e2\x16.boomerang.v1.ProtocolR\bprotocol\x12\x18\n" +
+	"\arunning\x18\b \x01(\bR\arunning\"(\n" +
+	"\x16GetTaskAttemptsRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\"L\n" +
+	"\x17GetTaskAttemptsResponse\x121\n" +
+	"\battempts\x18\x01 \x03(\v2\x15.boomerang.v1.AttemptR\battempts\"\xf7\x01\n" +
+	"\rCompletedTask\x12&\n" +
+	"\x04task\x18\x01 \x01(\v2\x12.boomerang.v1.TaskR\x04task\x12\x1c\n" +
+	"\tdelivered\x18\x02 \x01(\bR\tdelivered\x12$\n" +
+	"\x0edead_letter_id\x18\x03 \x01(\x04R\fdeadLetterId\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x1f\n" +
+	"\vfinished_ms\x18\x05 \x01(\x03R\n" +
+	"finishedMs\x121\n" +
+	"\battempts\x18\x06 \x03(\v2\x15.boomerang.v1.AttemptR\battempts\x12\x10\n" +
+	"\x03seq\x18\a \x01(\x04R\x03seq\"\xba\x01\n" +
+	"\x14ListCompletedRequest\x12\x16\n" +
+	"\x06client\x18\x01 \x01(\tR\x06client\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x17\n" +
+	"\atask_id\x18\x03 \x01(\x04R\x06taskId\x12\x1f\n" +
+	"\vfailed_only\x18\x04 \x01(\bR\n" +
+	"failedOnly\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x05 \x01(\x04R\tpageToken\x12\x1b\n" +
+	"\tpage_size\x18\x06 \x01(\rR\bpageSize\"r\n" +
+	"\x15ListCompletedResponse\x121\n" +
+	"\x05tasks\x18\x01 \x03(\v2\x1b.boomerang.v1.CompletedTaskR\x05tasks\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\x04R\rnextPageToken\"\xd5\x01\n" +
+	"\n" +
+	"AuditEntry\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x13\n" +
+	"\x05at_ms\x18\x02 \x01(\x03R\x04atMs\x12\x14\n" +
+	"\x05actor\x18\x03 \x01(\tR\x05actor\x12\x16\n" +
+	"\x06action\x18\x04 \x01(\tR\x06action\x12\x16\n" +
+	"\x06client\x18\x05 \x01(\tR\x06client\x12\x16\n" +
+	"\x06target\x18\x06 \x01(\tR\x06target\x12\x16\n" +
+	"\x06detail\x18\a \x01(\tR\x06detail\x12,\n" +
+	"\x06status\x18\b \x01(\x0e2\x14.boomerang.v1.StatusR\x06status\"H\n" +
+	"\x13ListAuditLogRequest\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\rR\x05limit\x12\x1b\n" +
+	"\tbefore_id\x18\x02 \x01(\x04R\bbeforeId\"J\n" +
+	"\x14ListAuditLogResponse\x122\n" +
+	"\aentries\x18\x01 \x03(\v2\x18.boomerang.v1.AuditEntryR\aentries\"\xbe\x02\n" +
+	"\x16BulkDeadLettersRequest\x120\n" +
+	"\x06action\x18\x01 \x01(\x0e2\x18.boomerang.v1.BulkActionR\x06action\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\x12\x14\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group\x12(\n" +
+	"\x10failed_before_ms\x18\x04 \x01(\x03R\x0efailedBeforeMs\x12%\n" +
+	"\x0eerror_contains\x18\x05 \x01(\tR\rerrorContains\x12)\n" +
+	"\x10payload_contains\x18\x06 \x01(\fR\x0fpayloadContains\x12\x17\n" +
+	"\adry_run\x18\a \x01(\bR\x06dryRun\x12\x19\n" +
+	"\bafter_id\x18\b \x01(\x04R\aafterId\x12\x14\n" +
+	"\x05limit\x18\t \x01(\rR\x05limit\"\xad\x01\n" +
+	"\x17BulkDeadLettersResponse\x12\x18\n" +
+	"\amatched\x18\x01 \x01(\x04R\amatched\x12\x12\n" +
+	"\x04done\x18\x02 \x01(\x04R\x04done\x12\x18\n" +
+	"\askipped\x18\x03 \x01(\x04R\askipped\x12\x17\n" +
+	"\alast_id\x18\x04 \x01(\x04R\x06lastId\x12\x12\n" +
+	"\x04more\x18\x05 \x01(\bR\x04more\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x06 \x01(\tR\tlastError\"\x13\n" +
+	"\x11GetClusterRequest\"\xcc\x01\n" +
+	"\vClusterNode\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vtcp_address\x18\x02 \x01(\tR\n" +
+	"tcpAddress\x12!\n" +
+	"\fhttp_address\x18\x03 \x01(\tR\vhttpAddress\x12\x18\n" +
+	"\ahealthy\x18\x04 \x01(\bR\ahealthy\x12\x16\n" +
+	"\x06health\x18\x05 \x01(\tR\x06health\x12\x1d\n" +
+	"\n" +
+	"started_ms\x18\x06 \x01(\x03R\tstartedMs\x12\x18\n" +
+	"\aversion\x18\a \x01(\tR\aversion\"v\n" +
+	"\fClusterShard\x12\x14\n" +
+	"\x05shard\x18\x01 \x01(\rR\x05shard\x12\x16\n" +
+	"\x06leader\x18\x02 \x01(\tR\x06leader\x12\x1a\n" +
+	"\breplicas\x18\x03 \x03(\tR\breplicas\x12\x1c\n" +
+	"\tpartition\x18\x04 \x01(\rR\tpartition\"\x99\x01\n" +
+	"\x12GetClusterResponse\x12\x1e\n" +
+	"\n" +
+	"standalone\x18\x01 \x01(\bR\n" +
+	"standalone\x12/\n" +
+	"\x05nodes\x18\x02 \x03(\v2\x19.boomerang.v1.ClusterNodeR\x05nodes\x122\n" +
+	"\x06shards\x18\x03 \x03(\v2\x1a.boomerang.v1.ClusterShardR\x06shards\"\x12\n" +
+	"\x10ListPoolsRequest\"\xb6\x01\n" +
+	"\bPoolInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
+	"\x0emax_concurrent\x18\x02 \x01(\rR\rmaxConcurrent\x12\x15\n" +
+	"\x06in_use\x18\x03 \x01(\rR\x05inUse\x12\x16\n" +
+	"\x06queued\x18\x04 \x01(\rR\x06queued\x12$\n" +
+	"\x0emax_per_second\x18\x05 \x01(\x01R\fmaxPerSecond\x12\x1a\n" +
+	"\brejected\x18\x06 \x01(\x04R\brejected\"A\n" +
+	"\x11ListPoolsResponse\x12,\n" +
+	"\x05pools\x18\x01 \x03(\v2\x16.boomerang.v1.PoolInfoR\x05pools\"\xba\x15\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x1d\n" +
@@ -5735,8 +8346,20 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"get_client\x18+ \x01(\v2\x1e.boomerang.v1.GetClientRequestH\x00R\tgetClient\x12H\n" +
 	"\rupdate_client\x18, \x01(\v2!.boomerang.v1.UpdateClientRequestH\x00R\fupdateClient\x12N\n" +
 	"\x0fchange_password\x18- \x01(\v2#.boomerang.v1.ChangePasswordRequestH\x00R\x0echangePassword\x12^\n" +
-	"\x15rotate_signing_secret\x18. \x01(\v2(.boomerang.v1.RotateSigningSecretRequestH\x00R\x13rotateSigningSecretB\x06\n" +
-	"\x04body\"\xc7\x10\n" +
+	"\x15rotate_signing_secret\x18. \x01(\v2(.boomerang.v1.RotateSigningSecretRequestH\x00R\x13rotateSigningSecret\x12B\n" +
+	"\vlist_groups\x18< \x01(\v2\x1f.boomerang.v1.ListGroupsRequestH\x00R\n" +
+	"listGroups\x12<\n" +
+	"\tget_stats\x18= \x01(\v2\x1d.boomerang.v1.GetStatsRequestH\x00R\bgetStats\x12R\n" +
+	"\x11get_due_histogram\x18> \x01(\v2$.boomerang.v1.GetDueHistogramRequestH\x00R\x0fgetDueHistogram\x12R\n" +
+	"\x11get_task_attempts\x18? \x01(\v2$.boomerang.v1.GetTaskAttemptsRequestH\x00R\x0fgetTaskAttempts\x12K\n" +
+	"\x0elist_completed\x18@ \x01(\v2\".boomerang.v1.ListCompletedRequestH\x00R\rlistCompleted\x12I\n" +
+	"\x0elist_audit_log\x18A \x01(\v2!.boomerang.v1.ListAuditLogRequestH\x00R\flistAuditLog\x12R\n" +
+	"\x11bulk_dead_letters\x18B \x01(\v2$.boomerang.v1.BulkDeadLettersRequestH\x00R\x0fbulkDeadLetters\x12B\n" +
+	"\vget_cluster\x18C \x01(\v2\x1f.boomerang.v1.GetClusterRequestH\x00R\n" +
+	"getCluster\x12?\n" +
+	"\n" +
+	"list_pools\x18D \x01(\v2\x1e.boomerang.v1.ListPoolsRequestH\x00R\tlistPoolsB\x06\n" +
+	"\x04body\"\xeb\x15\n" +
 	"\bResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12)\n" +
@@ -5773,7 +8396,19 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"get_client\x18+ \x01(\v2\x1f.boomerang.v1.GetClientResponseH\x00R\tgetClient\x12I\n" +
 	"\rupdate_client\x18, \x01(\v2\".boomerang.v1.UpdateClientResponseH\x00R\fupdateClient\x12O\n" +
 	"\x0fchange_password\x18- \x01(\v2$.boomerang.v1.ChangePasswordResponseH\x00R\x0echangePassword\x12_\n" +
-	"\x15rotate_signing_secret\x18. \x01(\v2).boomerang.v1.RotateSigningSecretResponseH\x00R\x13rotateSigningSecretB\x06\n" +
+	"\x15rotate_signing_secret\x18. \x01(\v2).boomerang.v1.RotateSigningSecretResponseH\x00R\x13rotateSigningSecret\x12C\n" +
+	"\vlist_groups\x18< \x01(\v2 .boomerang.v1.ListGroupsResponseH\x00R\n" +
+	"listGroups\x12=\n" +
+	"\tget_stats\x18= \x01(\v2\x1e.boomerang.v1.GetStatsResponseH\x00R\bgetStats\x12S\n" +
+	"\x11get_due_histogram\x18> \x01(\v2%.boomerang.v1.GetDueHistogramResponseH\x00R\x0fgetDueHistogram\x12S\n" +
+	"\x11get_task_attempts\x18? \x01(\v2%.boomerang.v1.GetTaskAttemptsResponseH\x00R\x0fgetTaskAttempts\x12L\n" +
+	"\x0elist_completed\x18@ \x01(\v2#.boomerang.v1.ListCompletedResponseH\x00R\rlistCompleted\x12J\n" +
+	"\x0elist_audit_log\x18A \x01(\v2\".boomerang.v1.ListAuditLogResponseH\x00R\flistAuditLog\x12S\n" +
+	"\x11bulk_dead_letters\x18B \x01(\v2%.boomerang.v1.BulkDeadLettersResponseH\x00R\x0fbulkDeadLetters\x12C\n" +
+	"\vget_cluster\x18C \x01(\v2 .boomerang.v1.GetClusterResponseH\x00R\n" +
+	"getCluster\x12@\n" +
+	"\n" +
+	"list_pools\x18D \x01(\v2\x1f.boomerang.v1.ListPoolsResponseH\x00R\tlistPoolsB\x06\n" +
 	"\x04body\"\xdd\x01\n" +
 	"\bDelivery\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\x04R\n" +
@@ -5831,7 +8466,16 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\vROLE_CLIENT\x10\x01\x12\x0e\n" +
 	"\n" +
 	"ROLE_ADMIN\x10\x02\x12\x12\n" +
-	"\x0eROLE_READ_ONLY\x10\x032\xbc\x12\n" +
+	"\x0eROLE_READ_ONLY\x10\x03*N\n" +
+	"\tTaskOrder\x12\x1a\n" +
+	"\x16TASK_ORDER_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rTASK_ORDER_ID\x10\x01\x12\x12\n" +
+	"\x0eTASK_ORDER_DUE\x10\x02*Y\n" +
+	"\n" +
+	"BulkAction\x12\x1b\n" +
+	"\x17BULK_ACTION_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12BULK_ACTION_REPLAY\x10\x01\x12\x16\n" +
+	"\x12BULK_ACTION_DELETE\x10\x022\xc8\x18\n" +
 	"\x10BoomerangService\x12@\n" +
 	"\x05Login\x12\x1a.boomerang.v1.LoginRequest\x1a\x1b.boomerang.v1.LoginResponse\x12[\n" +
 	"\x0eRefreshSession\x12#.boomerang.v1.RefreshSessionRequest\x1a$.boomerang.v1.RefreshSessionResponse\x12[\n" +
@@ -5861,7 +8505,18 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\tGetClient\x12\x1e.boomerang.v1.GetClientRequest\x1a\x1f.boomerang.v1.GetClientResponse\x12U\n" +
 	"\fUpdateClient\x12!.boomerang.v1.UpdateClientRequest\x1a\".boomerang.v1.UpdateClientResponse\x12[\n" +
 	"\x0eChangePassword\x12#.boomerang.v1.ChangePasswordRequest\x1a$.boomerang.v1.ChangePasswordResponse\x12j\n" +
-	"\x13RotateSigningSecret\x12(.boomerang.v1.RotateSigningSecretRequest\x1a).boomerang.v1.RotateSigningSecretResponse2G\n" +
+	"\x13RotateSigningSecret\x12(.boomerang.v1.RotateSigningSecretRequest\x1a).boomerang.v1.RotateSigningSecretResponse\x12O\n" +
+	"\n" +
+	"ListGroups\x12\x1f.boomerang.v1.ListGroupsRequest\x1a .boomerang.v1.ListGroupsResponse\x12I\n" +
+	"\bGetStats\x12\x1d.boomerang.v1.GetStatsRequest\x1a\x1e.boomerang.v1.GetStatsResponse\x12^\n" +
+	"\x0fGetDueHistogram\x12$.boomerang.v1.GetDueHistogramRequest\x1a%.boomerang.v1.GetDueHistogramResponse\x12^\n" +
+	"\x0fGetTaskAttempts\x12$.boomerang.v1.GetTaskAttemptsRequest\x1a%.boomerang.v1.GetTaskAttemptsResponse\x12X\n" +
+	"\rListCompleted\x12\".boomerang.v1.ListCompletedRequest\x1a#.boomerang.v1.ListCompletedResponse\x12U\n" +
+	"\fListAuditLog\x12!.boomerang.v1.ListAuditLogRequest\x1a\".boomerang.v1.ListAuditLogResponse\x12^\n" +
+	"\x0fBulkDeadLetters\x12$.boomerang.v1.BulkDeadLettersRequest\x1a%.boomerang.v1.BulkDeadLettersResponse\x12O\n" +
+	"\n" +
+	"GetCluster\x12\x1f.boomerang.v1.GetClusterRequest\x1a .boomerang.v1.GetClusterResponse\x12L\n" +
+	"\tListPools\x12\x1e.boomerang.v1.ListPoolsRequest\x1a\x1f.boomerang.v1.ListPoolsResponse2G\n" +
 	"\x0fCallbackService\x124\n" +
 	"\aDeliver\x12\x16.boomerang.v1.Delivery\x1a\x11.boomerang.v1.AckB>Z<github.com/boomerangd/boomerang/api/boomerang/v1;boomerangv1b\x06proto3"
 
@@ -5877,8 +8532,8 @@ func file_api_boomerang_v1_boomerang_proto_rawDescGZIP() []byte {
 	return file_api_boomerang_v1_boomerang_proto_rawDescData
 }
 
-var file_api_boomerang_v1_boomerang_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
+var file_api_boomerang_v1_boomerang_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
+var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 96)
 var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(Status)(0),                         // 0: boomerang.v1.Status
 	(DispatchMode)(0),                   // 1: boomerang.v1.DispatchMode
@@ -5886,74 +8541,104 @@ var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(Backoff)(0),                        // 3: boomerang.v1.Backoff
 	(TaskStatus)(0),                     // 4: boomerang.v1.TaskStatus
 	(Role)(0),                           // 5: boomerang.v1.Role
-	(*Error)(nil),                       // 6: boomerang.v1.Error
-	(*Callback)(nil),                    // 7: boomerang.v1.Callback
-	(*RetryPolicy)(nil),                 // 8: boomerang.v1.RetryPolicy
-	(*DeadLetterPolicy)(nil),            // 9: boomerang.v1.DeadLetterPolicy
-	(*CallbackRules)(nil),               // 10: boomerang.v1.CallbackRules
-	(*Task)(nil),                        // 11: boomerang.v1.Task
-	(*DeadLetter)(nil),                  // 12: boomerang.v1.DeadLetter
-	(*Group)(nil),                       // 13: boomerang.v1.Group
-	(*ClientConfig)(nil),                // 14: boomerang.v1.ClientConfig
-	(*LoginRequest)(nil),                // 15: boomerang.v1.LoginRequest
-	(*LoginResponse)(nil),               // 16: boomerang.v1.LoginResponse
-	(*RefreshSessionRequest)(nil),       // 17: boomerang.v1.RefreshSessionRequest
-	(*RefreshSessionResponse)(nil),      // 18: boomerang.v1.RefreshSessionResponse
-	(*RegisterClientRequest)(nil),       // 19: boomerang.v1.RegisterClientRequest
-	(*RegisterClientResponse)(nil),      // 20: boomerang.v1.RegisterClientResponse
-	(*DeregisterClientRequest)(nil),     // 21: boomerang.v1.DeregisterClientRequest
-	(*DeregisterClientResponse)(nil),    // 22: boomerang.v1.DeregisterClientResponse
-	(*ListClientsRequest)(nil),          // 23: boomerang.v1.ListClientsRequest
-	(*ListClientsResponse)(nil),         // 24: boomerang.v1.ListClientsResponse
-	(*GetClientRequest)(nil),            // 25: boomerang.v1.GetClientRequest
-	(*GetClientResponse)(nil),           // 26: boomerang.v1.GetClientResponse
-	(*UpdateClientRequest)(nil),         // 27: boomerang.v1.UpdateClientRequest
-	(*UpdateClientResponse)(nil),        // 28: boomerang.v1.UpdateClientResponse
-	(*ChangePasswordRequest)(nil),       // 29: boomerang.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),      // 30: boomerang.v1.ChangePasswordResponse
-	(*RotateSigningSecretRequest)(nil),  // 31: boomerang.v1.RotateSigningSecretRequest
-	(*RotateSigningSecretResponse)(nil), // 32: boomerang.v1.RotateSigningSecretResponse
-	(*SessionInfo)(nil),                 // 33: boomerang.v1.SessionInfo
-	(*LogoutRequest)(nil),               // 34: boomerang.v1.LogoutRequest
-	(*LogoutResponse)(nil),              // 35: boomerang.v1.LogoutResponse
-	(*ListSessionsRequest)(nil),         // 36: boomerang.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),        // 37: boomerang.v1.ListSessionsResponse
-	(*RevokeSessionsRequest)(nil),       // 38: boomerang.v1.RevokeSessionsRequest
-	(*RevokeSessionsResponse)(nil),      // 39: boomerang.v1.RevokeSessionsResponse
-	(*RegisterTaskRequest)(nil),         // 40: boomerang.v1.RegisterTaskRequest
-	(*RegisterTaskResponse)(nil),        // 41: boomerang.v1.RegisterTaskResponse
-	(*UpdateTaskRequest)(nil),           // 42: boomerang.v1.UpdateTaskRequest
-	(*UpdateTaskResponse)(nil),          // 43: boomerang.v1.UpdateTaskResponse
-	(*CancelTaskRequest)(nil),           // 44: boomerang.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),          // 45: boomerang.v1.CancelTaskResponse
-	(*GetTaskRequest)(nil),              // 46: boomerang.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),             // 47: boomerang.v1.GetTaskResponse
-	(*ListTasksRequest)(nil),            // 48: boomerang.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),           // 49: boomerang.v1.ListTasksResponse
-	(*ListDeadLettersRequest)(nil),      // 50: boomerang.v1.ListDeadLettersRequest
-	(*ListDeadLettersResponse)(nil),     // 51: boomerang.v1.ListDeadLettersResponse
-	(*GetDeadLetterRequest)(nil),        // 52: boomerang.v1.GetDeadLetterRequest
-	(*GetDeadLetterResponse)(nil),       // 53: boomerang.v1.GetDeadLetterResponse
-	(*ReplayDeadLetterRequest)(nil),     // 54: boomerang.v1.ReplayDeadLetterRequest
-	(*ReplayDeadLetterResponse)(nil),    // 55: boomerang.v1.ReplayDeadLetterResponse
-	(*DeleteDeadLetterRequest)(nil),     // 56: boomerang.v1.DeleteDeadLetterRequest
-	(*DeleteDeadLetterResponse)(nil),    // 57: boomerang.v1.DeleteDeadLetterResponse
-	(*GetGroupRequest)(nil),             // 58: boomerang.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),            // 59: boomerang.v1.GetGroupResponse
-	(*UnblockGroupRequest)(nil),         // 60: boomerang.v1.UnblockGroupRequest
-	(*UnblockGroupResponse)(nil),        // 61: boomerang.v1.UnblockGroupResponse
-	(*SkipGroupRequest)(nil),            // 62: boomerang.v1.SkipGroupRequest
-	(*SkipGroupResponse)(nil),           // 63: boomerang.v1.SkipGroupResponse
-	(*CancelTasksRequest)(nil),          // 64: boomerang.v1.CancelTasksRequest
-	(*CancelTasksResponse)(nil),         // 65: boomerang.v1.CancelTasksResponse
-	(*PurgeDeadLettersRequest)(nil),     // 66: boomerang.v1.PurgeDeadLettersRequest
-	(*PurgeDeadLettersResponse)(nil),    // 67: boomerang.v1.PurgeDeadLettersResponse
-	(*GetServerInfoRequest)(nil),        // 68: boomerang.v1.GetServerInfoRequest
-	(*GetServerInfoResponse)(nil),       // 69: boomerang.v1.GetServerInfoResponse
-	(*Request)(nil),                     // 70: boomerang.v1.Request
-	(*Response)(nil),                    // 71: boomerang.v1.Response
-	(*Delivery)(nil),                    // 72: boomerang.v1.Delivery
-	(*Ack)(nil),                         // 73: boomerang.v1.Ack
+	(TaskOrder)(0),                      // 6: boomerang.v1.TaskOrder
+	(BulkAction)(0),                     // 7: boomerang.v1.BulkAction
+	(*Error)(nil),                       // 8: boomerang.v1.Error
+	(*Callback)(nil),                    // 9: boomerang.v1.Callback
+	(*RetryPolicy)(nil),                 // 10: boomerang.v1.RetryPolicy
+	(*DeadLetterPolicy)(nil),            // 11: boomerang.v1.DeadLetterPolicy
+	(*CallbackRules)(nil),               // 12: boomerang.v1.CallbackRules
+	(*Task)(nil),                        // 13: boomerang.v1.Task
+	(*DeadLetter)(nil),                  // 14: boomerang.v1.DeadLetter
+	(*Group)(nil),                       // 15: boomerang.v1.Group
+	(*ClientConfig)(nil),                // 16: boomerang.v1.ClientConfig
+	(*LoginRequest)(nil),                // 17: boomerang.v1.LoginRequest
+	(*LoginResponse)(nil),               // 18: boomerang.v1.LoginResponse
+	(*RefreshSessionRequest)(nil),       // 19: boomerang.v1.RefreshSessionRequest
+	(*RefreshSessionResponse)(nil),      // 20: boomerang.v1.RefreshSessionResponse
+	(*RegisterClientRequest)(nil),       // 21: boomerang.v1.RegisterClientRequest
+	(*RegisterClientResponse)(nil),      // 22: boomerang.v1.RegisterClientResponse
+	(*DeregisterClientRequest)(nil),     // 23: boomerang.v1.DeregisterClientRequest
+	(*DeregisterClientResponse)(nil),    // 24: boomerang.v1.DeregisterClientResponse
+	(*ListClientsRequest)(nil),          // 25: boomerang.v1.ListClientsRequest
+	(*ListClientsResponse)(nil),         // 26: boomerang.v1.ListClientsResponse
+	(*GetClientRequest)(nil),            // 27: boomerang.v1.GetClientRequest
+	(*GetClientResponse)(nil),           // 28: boomerang.v1.GetClientResponse
+	(*UpdateClientRequest)(nil),         // 29: boomerang.v1.UpdateClientRequest
+	(*UpdateClientResponse)(nil),        // 30: boomerang.v1.UpdateClientResponse
+	(*ChangePasswordRequest)(nil),       // 31: boomerang.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),      // 32: boomerang.v1.ChangePasswordResponse
+	(*RotateSigningSecretRequest)(nil),  // 33: boomerang.v1.RotateSigningSecretRequest
+	(*RotateSigningSecretResponse)(nil), // 34: boomerang.v1.RotateSigningSecretResponse
+	(*SessionInfo)(nil),                 // 35: boomerang.v1.SessionInfo
+	(*LogoutRequest)(nil),               // 36: boomerang.v1.LogoutRequest
+	(*LogoutResponse)(nil),              // 37: boomerang.v1.LogoutResponse
+	(*ListSessionsRequest)(nil),         // 38: boomerang.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),        // 39: boomerang.v1.ListSessionsResponse
+	(*RevokeSessionsRequest)(nil),       // 40: boomerang.v1.RevokeSessionsRequest
+	(*RevokeSessionsResponse)(nil),      // 41: boomerang.v1.RevokeSessionsResponse
+	(*RegisterTaskRequest)(nil),         // 42: boomerang.v1.RegisterTaskRequest
+	(*RegisterTaskResponse)(nil),        // 43: boomerang.v1.RegisterTaskResponse
+	(*UpdateTaskRequest)(nil),           // 44: boomerang.v1.UpdateTaskRequest
+	(*UpdateTaskResponse)(nil),          // 45: boomerang.v1.UpdateTaskResponse
+	(*CancelTaskRequest)(nil),           // 46: boomerang.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),          // 47: boomerang.v1.CancelTaskResponse
+	(*GetTaskRequest)(nil),              // 48: boomerang.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),             // 49: boomerang.v1.GetTaskResponse
+	(*ListTasksRequest)(nil),            // 50: boomerang.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),           // 51: boomerang.v1.ListTasksResponse
+	(*ListDeadLettersRequest)(nil),      // 52: boomerang.v1.ListDeadLettersRequest
+	(*ListDeadLettersResponse)(nil),     // 53: boomerang.v1.ListDeadLettersResponse
+	(*GetDeadLetterRequest)(nil),        // 54: boomerang.v1.GetDeadLetterRequest
+	(*GetDeadLetterResponse)(nil),       // 55: boomerang.v1.GetDeadLetterResponse
+	(*ReplayDeadLetterRequest)(nil),     // 56: boomerang.v1.ReplayDeadLetterRequest
+	(*ReplayDeadLetterResponse)(nil),    // 57: boomerang.v1.ReplayDeadLetterResponse
+	(*DeleteDeadLetterRequest)(nil),     // 58: boomerang.v1.DeleteDeadLetterRequest
+	(*DeleteDeadLetterResponse)(nil),    // 59: boomerang.v1.DeleteDeadLetterResponse
+	(*GetGroupRequest)(nil),             // 60: boomerang.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),            // 61: boomerang.v1.GetGroupResponse
+	(*UnblockGroupRequest)(nil),         // 62: boomerang.v1.UnblockGroupRequest
+	(*UnblockGroupResponse)(nil),        // 63: boomerang.v1.UnblockGroupResponse
+	(*SkipGroupRequest)(nil),            // 64: boomerang.v1.SkipGroupRequest
+	(*SkipGroupResponse)(nil),           // 65: boomerang.v1.SkipGroupResponse
+	(*CancelTasksRequest)(nil),          // 66: boomerang.v1.CancelTasksRequest
+	(*CancelTasksResponse)(nil),         // 67: boomerang.v1.CancelTasksResponse
+	(*PurgeDeadLettersRequest)(nil),     // 68: boomerang.v1.PurgeDeadLettersRequest
+	(*PurgeDeadLettersResponse)(nil),    // 69: boomerang.v1.PurgeDeadLettersResponse
+	(*GetServerInfoRequest)(nil),        // 70: boomerang.v1.GetServerInfoRequest
+	(*GetServerInfoResponse)(nil),       // 71: boomerang.v1.GetServerInfoResponse
+	(*ListGroupsRequest)(nil),           // 72: boomerang.v1.ListGroupsRequest
+	(*GroupSummary)(nil),                // 73: boomerang.v1.GroupSummary
+	(*ListGroupsResponse)(nil),          // 74: boomerang.v1.ListGroupsResponse
+	(*StatsSample)(nil),                 // 75: boomerang.v1.StatsSample
+	(*ProtocolCount)(nil),               // 76: boomerang.v1.ProtocolCount
+	(*Percentiles)(nil),                 // 77: boomerang.v1.Percentiles
+	(*GetStatsRequest)(nil),             // 78: boomerang.v1.GetStatsRequest
+	(*GetStatsResponse)(nil),            // 79: boomerang.v1.GetStatsResponse
+	(*GetDueHistogramRequest)(nil),      // 80: boomerang.v1.GetDueHistogramRequest
+	(*GetDueHistogramResponse)(nil),     // 81: boomerang.v1.GetDueHistogramResponse
+	(*Attempt)(nil),                     // 82: boomerang.v1.Attempt
+	(*GetTaskAttemptsRequest)(nil),      // 83: boomerang.v1.GetTaskAttemptsRequest
+	(*GetTaskAttemptsResponse)(nil),     // 84: boomerang.v1.GetTaskAttemptsResponse
+	(*CompletedTask)(nil),               // 85: boomerang.v1.CompletedTask
+	(*ListCompletedRequest)(nil),        // 86: boomerang.v1.ListCompletedRequest
+	(*ListCompletedResponse)(nil),       // 87: boomerang.v1.ListCompletedResponse
+	(*AuditEntry)(nil),                  // 88: boomerang.v1.AuditEntry
+	(*ListAuditLogRequest)(nil),         // 89: boomerang.v1.ListAuditLogRequest
+	(*ListAuditLogResponse)(nil),        // 90: boomerang.v1.ListAuditLogResponse
+	(*BulkDeadLettersRequest)(nil),      // 91: boomerang.v1.BulkDeadLettersRequest
+	(*BulkDeadLettersResponse)(nil),     // 92: boomerang.v1.BulkDeadLettersResponse
+	(*GetClusterRequest)(nil),           // 93: boomerang.v1.GetClusterRequest
+	(*ClusterNode)(nil),                 // 94: boomerang.v1.ClusterNode
+	(*ClusterShard)(nil),                // 95: boomerang.v1.ClusterShard
+	(*GetClusterResponse)(nil),          // 96: boomerang.v1.GetClusterResponse
+	(*ListPoolsRequest)(nil),            // 97: boomerang.v1.ListPoolsRequest
+	(*PoolInfo)(nil),                    // 98: boomerang.v1.PoolInfo
+	(*ListPoolsResponse)(nil),           // 99: boomerang.v1.ListPoolsResponse
+	(*Request)(nil),                     // 100: boomerang.v1.Request
+	(*Response)(nil),                    // 101: boomerang.v1.Response
+	(*Delivery)(nil),                    // 102: boomerang.v1.Delivery
+	(*Ack)(nil),                         // 103: boomerang.v1.Ack
 }
 var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	0,   // 0: boomerang.v1.Error.status:type_name -> boomerang.v1.Status
@@ -5961,164 +8646,220 @@ var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	3,   // 2: boomerang.v1.RetryPolicy.backoff:type_name -> boomerang.v1.Backoff
 	1,   // 3: boomerang.v1.Task.mode:type_name -> boomerang.v1.DispatchMode
 	4,   // 4: boomerang.v1.Task.status:type_name -> boomerang.v1.TaskStatus
-	7,   // 5: boomerang.v1.Task.callback:type_name -> boomerang.v1.Callback
-	8,   // 6: boomerang.v1.Task.retry:type_name -> boomerang.v1.RetryPolicy
-	11,  // 7: boomerang.v1.DeadLetter.task:type_name -> boomerang.v1.Task
-	7,   // 8: boomerang.v1.ClientConfig.callback:type_name -> boomerang.v1.Callback
-	8,   // 9: boomerang.v1.ClientConfig.retry:type_name -> boomerang.v1.RetryPolicy
-	9,   // 10: boomerang.v1.ClientConfig.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
+	9,   // 5: boomerang.v1.Task.callback:type_name -> boomerang.v1.Callback
+	10,  // 6: boomerang.v1.Task.retry:type_name -> boomerang.v1.RetryPolicy
+	13,  // 7: boomerang.v1.DeadLetter.task:type_name -> boomerang.v1.Task
+	9,   // 8: boomerang.v1.ClientConfig.callback:type_name -> boomerang.v1.Callback
+	10,  // 9: boomerang.v1.ClientConfig.retry:type_name -> boomerang.v1.RetryPolicy
+	11,  // 10: boomerang.v1.ClientConfig.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
 	1,   // 11: boomerang.v1.ClientConfig.default_mode:type_name -> boomerang.v1.DispatchMode
 	5,   // 12: boomerang.v1.ClientConfig.role:type_name -> boomerang.v1.Role
-	10,  // 13: boomerang.v1.ClientConfig.callback_rules:type_name -> boomerang.v1.CallbackRules
+	12,  // 13: boomerang.v1.ClientConfig.callback_rules:type_name -> boomerang.v1.CallbackRules
 	5,   // 14: boomerang.v1.LoginResponse.role:type_name -> boomerang.v1.Role
-	7,   // 15: boomerang.v1.RegisterClientRequest.callback:type_name -> boomerang.v1.Callback
-	8,   // 16: boomerang.v1.RegisterClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
-	9,   // 17: boomerang.v1.RegisterClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
+	9,   // 15: boomerang.v1.RegisterClientRequest.callback:type_name -> boomerang.v1.Callback
+	10,  // 16: boomerang.v1.RegisterClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
+	11,  // 17: boomerang.v1.RegisterClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
 	1,   // 18: boomerang.v1.RegisterClientRequest.default_mode:type_name -> boomerang.v1.DispatchMode
 	5,   // 19: boomerang.v1.RegisterClientRequest.role:type_name -> boomerang.v1.Role
-	10,  // 20: boomerang.v1.RegisterClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
-	14,  // 21: boomerang.v1.RegisterClientResponse.client:type_name -> boomerang.v1.ClientConfig
-	14,  // 22: boomerang.v1.ListClientsResponse.clients:type_name -> boomerang.v1.ClientConfig
-	14,  // 23: boomerang.v1.GetClientResponse.client:type_name -> boomerang.v1.ClientConfig
-	7,   // 24: boomerang.v1.UpdateClientRequest.callback:type_name -> boomerang.v1.Callback
-	8,   // 25: boomerang.v1.UpdateClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
-	9,   // 26: boomerang.v1.UpdateClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
+	12,  // 20: boomerang.v1.RegisterClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
+	16,  // 21: boomerang.v1.RegisterClientResponse.client:type_name -> boomerang.v1.ClientConfig
+	16,  // 22: boomerang.v1.ListClientsResponse.clients:type_name -> boomerang.v1.ClientConfig
+	16,  // 23: boomerang.v1.GetClientResponse.client:type_name -> boomerang.v1.ClientConfig
+	9,   // 24: boomerang.v1.UpdateClientRequest.callback:type_name -> boomerang.v1.Callback
+	10,  // 25: boomerang.v1.UpdateClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
+	11,  // 26: boomerang.v1.UpdateClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
 	1,   // 27: boomerang.v1.UpdateClientRequest.default_mode:type_name -> boomerang.v1.DispatchMode
 	5,   // 28: boomerang.v1.UpdateClientRequest.role:type_name -> boomerang.v1.Role
-	10,  // 29: boomerang.v1.UpdateClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
-	14,  // 30: boomerang.v1.UpdateClientResponse.client:type_name -> boomerang.v1.ClientConfig
-	14,  // 31: boomerang.v1.RotateSigningSecretResponse.client:type_name -> boomerang.v1.ClientConfig
+	12,  // 29: boomerang.v1.UpdateClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
+	16,  // 30: boomerang.v1.UpdateClientResponse.client:type_name -> boomerang.v1.ClientConfig
+	16,  // 31: boomerang.v1.RotateSigningSecretResponse.client:type_name -> boomerang.v1.ClientConfig
 	5,   // 32: boomerang.v1.SessionInfo.role:type_name -> boomerang.v1.Role
-	33,  // 33: boomerang.v1.ListSessionsResponse.sessions:type_name -> boomerang.v1.SessionInfo
+	35,  // 33: boomerang.v1.ListSessionsResponse.sessions:type_name -> boomerang.v1.SessionInfo
 	1,   // 34: boomerang.v1.RegisterTaskRequest.mode:type_name -> boomerang.v1.DispatchMode
-	7,   // 35: boomerang.v1.RegisterTaskRequest.callback:type_name -> boomerang.v1.Callback
-	8,   // 36: boomerang.v1.RegisterTaskRequest.retry:type_name -> boomerang.v1.RetryPolicy
-	11,  // 37: boomerang.v1.RegisterTaskResponse.task:type_name -> boomerang.v1.Task
-	11,  // 38: boomerang.v1.UpdateTaskResponse.task:type_name -> boomerang.v1.Task
-	11,  // 39: boomerang.v1.GetTaskResponse.task:type_name -> boomerang.v1.Task
+	9,   // 35: boomerang.v1.RegisterTaskRequest.callback:type_name -> boomerang.v1.Callback
+	10,  // 36: boomerang.v1.RegisterTaskRequest.retry:type_name -> boomerang.v1.RetryPolicy
+	13,  // 37: boomerang.v1.RegisterTaskResponse.task:type_name -> boomerang.v1.Task
+	13,  // 38: boomerang.v1.UpdateTaskResponse.task:type_name -> boomerang.v1.Task
+	13,  // 39: boomerang.v1.GetTaskResponse.task:type_name -> boomerang.v1.Task
 	4,   // 40: boomerang.v1.ListTasksRequest.status:type_name -> boomerang.v1.TaskStatus
-	11,  // 41: boomerang.v1.ListTasksResponse.tasks:type_name -> boomerang.v1.Task
-	12,  // 42: boomerang.v1.ListDeadLettersResponse.dead_letters:type_name -> boomerang.v1.DeadLetter
-	12,  // 43: boomerang.v1.GetDeadLetterResponse.dead_letter:type_name -> boomerang.v1.DeadLetter
-	11,  // 44: boomerang.v1.ReplayDeadLetterResponse.task:type_name -> boomerang.v1.Task
-	13,  // 45: boomerang.v1.GetGroupResponse.group:type_name -> boomerang.v1.Group
-	11,  // 46: boomerang.v1.UnblockGroupResponse.task:type_name -> boomerang.v1.Task
-	15,  // 47: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
-	17,  // 48: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
-	19,  // 49: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
-	21,  // 50: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
-	23,  // 51: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
-	40,  // 52: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
-	42,  // 53: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
-	44,  // 54: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
-	46,  // 55: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
-	48,  // 56: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
-	50,  // 57: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
-	52,  // 58: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
-	54,  // 59: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
-	56,  // 60: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
-	58,  // 61: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
-	60,  // 62: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
-	62,  // 63: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
-	68,  // 64: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
-	64,  // 65: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
-	66,  // 66: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
-	34,  // 67: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
-	36,  // 68: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
-	38,  // 69: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
-	25,  // 70: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
-	27,  // 71: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
-	29,  // 72: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
-	31,  // 73: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
-	6,   // 74: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
-	16,  // 75: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
-	18,  // 76: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
-	20,  // 77: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
-	22,  // 78: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
-	24,  // 79: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
-	41,  // 80: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
-	43,  // 81: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
-	45,  // 82: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
-	47,  // 83: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
-	49,  // 84: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
-	51,  // 85: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
-	53,  // 86: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
-	55,  // 87: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
-	57,  // 88: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
-	59,  // 89: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
-	61,  // 90: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
-	63,  // 91: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
-	69,  // 92: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
-	65,  // 93: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
-	67,  // 94: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
-	35,  // 95: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
-	37,  // 96: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
-	39,  // 97: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
-	26,  // 98: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
-	28,  // 99: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
-	30,  // 100: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
-	32,  // 101: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
-	15,  // 102: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
-	17,  // 103: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
-	19,  // 104: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
-	21,  // 105: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
-	23,  // 106: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
-	40,  // 107: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
-	42,  // 108: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
-	44,  // 109: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
-	46,  // 110: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
-	48,  // 111: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
-	50,  // 112: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
-	52,  // 113: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
-	54,  // 114: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
-	56,  // 115: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
-	58,  // 116: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
-	60,  // 117: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
-	62,  // 118: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
-	68,  // 119: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
-	64,  // 120: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
-	66,  // 121: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
-	34,  // 122: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
-	36,  // 123: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
-	38,  // 124: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
-	25,  // 125: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
-	27,  // 126: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
-	29,  // 127: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
-	31,  // 128: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
-	72,  // 129: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
-	16,  // 130: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
-	18,  // 131: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
-	20,  // 132: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
-	22,  // 133: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
-	24,  // 134: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
-	41,  // 135: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
-	43,  // 136: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
-	45,  // 137: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
-	47,  // 138: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
-	49,  // 139: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
-	51,  // 140: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
-	53,  // 141: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
-	55,  // 142: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
-	57,  // 143: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
-	59,  // 144: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
-	61,  // 145: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
-	63,  // 146: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
-	69,  // 147: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
-	65,  // 148: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
-	67,  // 149: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
-	35,  // 150: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
-	37,  // 151: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
-	39,  // 152: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
-	26,  // 153: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
-	28,  // 154: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
-	30,  // 155: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
-	32,  // 156: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
-	73,  // 157: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
-	130, // [130:158] is the sub-list for method output_type
-	102, // [102:130] is the sub-list for method input_type
-	102, // [102:102] is the sub-list for extension type_name
-	102, // [102:102] is the sub-list for extension extendee
-	0,   // [0:102] is the sub-list for field type_name
+	6,   // 41: boomerang.v1.ListTasksRequest.order:type_name -> boomerang.v1.TaskOrder
+	13,  // 42: boomerang.v1.ListTasksResponse.tasks:type_name -> boomerang.v1.Task
+	14,  // 43: boomerang.v1.ListDeadLettersResponse.dead_letters:type_name -> boomerang.v1.DeadLetter
+	14,  // 44: boomerang.v1.GetDeadLetterResponse.dead_letter:type_name -> boomerang.v1.DeadLetter
+	13,  // 45: boomerang.v1.ReplayDeadLetterResponse.task:type_name -> boomerang.v1.Task
+	15,  // 46: boomerang.v1.GetGroupResponse.group:type_name -> boomerang.v1.Group
+	13,  // 47: boomerang.v1.UnblockGroupResponse.task:type_name -> boomerang.v1.Task
+	15,  // 48: boomerang.v1.GroupSummary.group:type_name -> boomerang.v1.Group
+	14,  // 49: boomerang.v1.GroupSummary.blocking:type_name -> boomerang.v1.DeadLetter
+	73,  // 50: boomerang.v1.ListGroupsResponse.groups:type_name -> boomerang.v1.GroupSummary
+	76,  // 51: boomerang.v1.StatsSample.by_protocol:type_name -> boomerang.v1.ProtocolCount
+	77,  // 52: boomerang.v1.StatsSample.fire_lag:type_name -> boomerang.v1.Percentiles
+	77,  // 53: boomerang.v1.StatsSample.attempt_duration:type_name -> boomerang.v1.Percentiles
+	2,   // 54: boomerang.v1.ProtocolCount.protocol:type_name -> boomerang.v1.Protocol
+	75,  // 55: boomerang.v1.GetStatsResponse.samples:type_name -> boomerang.v1.StatsSample
+	2,   // 56: boomerang.v1.Attempt.protocol:type_name -> boomerang.v1.Protocol
+	82,  // 57: boomerang.v1.GetTaskAttemptsResponse.attempts:type_name -> boomerang.v1.Attempt
+	13,  // 58: boomerang.v1.CompletedTask.task:type_name -> boomerang.v1.Task
+	82,  // 59: boomerang.v1.CompletedTask.attempts:type_name -> boomerang.v1.Attempt
+	85,  // 60: boomerang.v1.ListCompletedResponse.tasks:type_name -> boomerang.v1.CompletedTask
+	0,   // 61: boomerang.v1.AuditEntry.status:type_name -> boomerang.v1.Status
+	88,  // 62: boomerang.v1.ListAuditLogResponse.entries:type_name -> boomerang.v1.AuditEntry
+	7,   // 63: boomerang.v1.BulkDeadLettersRequest.action:type_name -> boomerang.v1.BulkAction
+	94,  // 64: boomerang.v1.GetClusterResponse.nodes:type_name -> boomerang.v1.ClusterNode
+	95,  // 65: boomerang.v1.GetClusterResponse.shards:type_name -> boomerang.v1.ClusterShard
+	98,  // 66: boomerang.v1.ListPoolsResponse.pools:type_name -> boomerang.v1.PoolInfo
+	17,  // 67: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
+	19,  // 68: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
+	21,  // 69: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
+	23,  // 70: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
+	25,  // 71: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
+	42,  // 72: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
+	44,  // 73: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
+	46,  // 74: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
+	48,  // 75: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
+	50,  // 76: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
+	52,  // 77: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
+	54,  // 78: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
+	56,  // 79: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
+	58,  // 80: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
+	60,  // 81: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
+	62,  // 82: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
+	64,  // 83: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
+	70,  // 84: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
+	66,  // 85: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
+	68,  // 86: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
+	36,  // 87: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
+	38,  // 88: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
+	40,  // 89: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
+	27,  // 90: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
+	29,  // 91: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
+	31,  // 92: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
+	33,  // 93: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
+	72,  // 94: boomerang.v1.Request.list_groups:type_name -> boomerang.v1.ListGroupsRequest
+	78,  // 95: boomerang.v1.Request.get_stats:type_name -> boomerang.v1.GetStatsRequest
+	80,  // 96: boomerang.v1.Request.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramRequest
+	83,  // 97: boomerang.v1.Request.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsRequest
+	86,  // 98: boomerang.v1.Request.list_completed:type_name -> boomerang.v1.ListCompletedRequest
+	89,  // 99: boomerang.v1.Request.list_audit_log:type_name -> boomerang.v1.ListAuditLogRequest
+	91,  // 100: boomerang.v1.Request.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersRequest
+	93,  // 101: boomerang.v1.Request.get_cluster:type_name -> boomerang.v1.GetClusterRequest
+	97,  // 102: boomerang.v1.Request.list_pools:type_name -> boomerang.v1.ListPoolsRequest
+	8,   // 103: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
+	18,  // 104: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
+	20,  // 105: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
+	22,  // 106: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
+	24,  // 107: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
+	26,  // 108: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
+	43,  // 109: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
+	45,  // 110: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
+	47,  // 111: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
+	49,  // 112: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
+	51,  // 113: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
+	53,  // 114: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
+	55,  // 115: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
+	57,  // 116: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
+	59,  // 117: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
+	61,  // 118: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
+	63,  // 119: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
+	65,  // 120: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
+	71,  // 121: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
+	67,  // 122: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
+	69,  // 123: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
+	37,  // 124: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
+	39,  // 125: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
+	41,  // 126: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
+	28,  // 127: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
+	30,  // 128: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
+	32,  // 129: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
+	34,  // 130: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
+	74,  // 131: boomerang.v1.Response.list_groups:type_name -> boomerang.v1.ListGroupsResponse
+	79,  // 132: boomerang.v1.Response.get_stats:type_name -> boomerang.v1.GetStatsResponse
+	81,  // 133: boomerang.v1.Response.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramResponse
+	84,  // 134: boomerang.v1.Response.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsResponse
+	87,  // 135: boomerang.v1.Response.list_completed:type_name -> boomerang.v1.ListCompletedResponse
+	90,  // 136: boomerang.v1.Response.list_audit_log:type_name -> boomerang.v1.ListAuditLogResponse
+	92,  // 137: boomerang.v1.Response.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersResponse
+	96,  // 138: boomerang.v1.Response.get_cluster:type_name -> boomerang.v1.GetClusterResponse
+	99,  // 139: boomerang.v1.Response.list_pools:type_name -> boomerang.v1.ListPoolsResponse
+	17,  // 140: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
+	19,  // 141: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
+	21,  // 142: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
+	23,  // 143: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
+	25,  // 144: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
+	42,  // 145: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
+	44,  // 146: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
+	46,  // 147: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
+	48,  // 148: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
+	50,  // 149: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
+	52,  // 150: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
+	54,  // 151: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
+	56,  // 152: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
+	58,  // 153: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
+	60,  // 154: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
+	62,  // 155: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
+	64,  // 156: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
+	70,  // 157: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
+	66,  // 158: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
+	68,  // 159: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
+	36,  // 160: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
+	38,  // 161: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
+	40,  // 162: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
+	27,  // 163: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
+	29,  // 164: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
+	31,  // 165: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
+	33,  // 166: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
+	72,  // 167: boomerang.v1.BoomerangService.ListGroups:input_type -> boomerang.v1.ListGroupsRequest
+	78,  // 168: boomerang.v1.BoomerangService.GetStats:input_type -> boomerang.v1.GetStatsRequest
+	80,  // 169: boomerang.v1.BoomerangService.GetDueHistogram:input_type -> boomerang.v1.GetDueHistogramRequest
+	83,  // 170: boomerang.v1.BoomerangService.GetTaskAttempts:input_type -> boomerang.v1.GetTaskAttemptsRequest
+	86,  // 171: boomerang.v1.BoomerangService.ListCompleted:input_type -> boomerang.v1.ListCompletedRequest
+	89,  // 172: boomerang.v1.BoomerangService.ListAuditLog:input_type -> boomerang.v1.ListAuditLogRequest
+	91,  // 173: boomerang.v1.BoomerangService.BulkDeadLetters:input_type -> boomerang.v1.BulkDeadLettersRequest
+	93,  // 174: boomerang.v1.BoomerangService.GetCluster:input_type -> boomerang.v1.GetClusterRequest
+	97,  // 175: boomerang.v1.BoomerangService.ListPools:input_type -> boomerang.v1.ListPoolsRequest
+	102, // 176: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
+	18,  // 177: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
+	20,  // 178: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
+	22,  // 179: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
+	24,  // 180: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
+	26,  // 181: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
+	43,  // 182: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
+	45,  // 183: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
+	47,  // 184: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
+	49,  // 185: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
+	51,  // 186: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
+	53,  // 187: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
+	55,  // 188: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
+	57,  // 189: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
+	59,  // 190: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
+	61,  // 191: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
+	63,  // 192: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
+	65,  // 193: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
+	71,  // 194: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
+	67,  // 195: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
+	69,  // 196: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
+	37,  // 197: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
+	39,  // 198: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
+	41,  // 199: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
+	28,  // 200: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
+	30,  // 201: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
+	32,  // 202: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
+	34,  // 203: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
+	74,  // 204: boomerang.v1.BoomerangService.ListGroups:output_type -> boomerang.v1.ListGroupsResponse
+	79,  // 205: boomerang.v1.BoomerangService.GetStats:output_type -> boomerang.v1.GetStatsResponse
+	81,  // 206: boomerang.v1.BoomerangService.GetDueHistogram:output_type -> boomerang.v1.GetDueHistogramResponse
+	84,  // 207: boomerang.v1.BoomerangService.GetTaskAttempts:output_type -> boomerang.v1.GetTaskAttemptsResponse
+	87,  // 208: boomerang.v1.BoomerangService.ListCompleted:output_type -> boomerang.v1.ListCompletedResponse
+	90,  // 209: boomerang.v1.BoomerangService.ListAuditLog:output_type -> boomerang.v1.ListAuditLogResponse
+	92,  // 210: boomerang.v1.BoomerangService.BulkDeadLetters:output_type -> boomerang.v1.BulkDeadLettersResponse
+	96,  // 211: boomerang.v1.BoomerangService.GetCluster:output_type -> boomerang.v1.GetClusterResponse
+	99,  // 212: boomerang.v1.BoomerangService.ListPools:output_type -> boomerang.v1.ListPoolsResponse
+	103, // 213: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
+	177, // [177:214] is the sub-list for method output_type
+	140, // [140:177] is the sub-list for method input_type
+	140, // [140:140] is the sub-list for extension type_name
+	140, // [140:140] is the sub-list for extension extendee
+	0,   // [0:140] is the sub-list for field type_name
 }
 
 func init() { file_api_boomerang_v1_boomerang_proto_init() }
@@ -6137,7 +8878,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*UpdateTaskRequest_FireAtMs)(nil),
 	}
 	file_api_boomerang_v1_boomerang_proto_msgTypes[42].OneofWrappers = []any{}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[64].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[92].OneofWrappers = []any{
 		(*Request_Login)(nil),
 		(*Request_RefreshSession)(nil),
 		(*Request_RegisterClient)(nil),
@@ -6165,8 +8906,17 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Request_UpdateClient)(nil),
 		(*Request_ChangePassword)(nil),
 		(*Request_RotateSigningSecret)(nil),
+		(*Request_ListGroups)(nil),
+		(*Request_GetStats)(nil),
+		(*Request_GetDueHistogram)(nil),
+		(*Request_GetTaskAttempts)(nil),
+		(*Request_ListCompleted)(nil),
+		(*Request_ListAuditLog)(nil),
+		(*Request_BulkDeadLetters)(nil),
+		(*Request_GetCluster)(nil),
+		(*Request_ListPools)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[65].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[93].OneofWrappers = []any{
 		(*Response_Login)(nil),
 		(*Response_RefreshSession)(nil),
 		(*Response_RegisterClient)(nil),
@@ -6194,14 +8944,23 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Response_UpdateClient)(nil),
 		(*Response_ChangePassword)(nil),
 		(*Response_RotateSigningSecret)(nil),
+		(*Response_ListGroups)(nil),
+		(*Response_GetStats)(nil),
+		(*Response_GetDueHistogram)(nil),
+		(*Response_GetTaskAttempts)(nil),
+		(*Response_ListCompleted)(nil),
+		(*Response_ListAuditLog)(nil),
+		(*Response_BulkDeadLetters)(nil),
+		(*Response_GetCluster)(nil),
+		(*Response_ListPools)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_boomerang_v1_boomerang_proto_rawDesc), len(file_api_boomerang_v1_boomerang_proto_rawDesc)),
-			NumEnums:      6,
-			NumMessages:   68,
+			NumEnums:      8,
+			NumMessages:   96,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

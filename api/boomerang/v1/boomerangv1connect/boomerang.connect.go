@@ -125,6 +125,33 @@ const (
 	// BoomerangServiceRotateSigningSecretProcedure is the fully-qualified name of the
 	// BoomerangService's RotateSigningSecret RPC.
 	BoomerangServiceRotateSigningSecretProcedure = "/boomerang.v1.BoomerangService/RotateSigningSecret"
+	// BoomerangServiceListGroupsProcedure is the fully-qualified name of the BoomerangService's
+	// ListGroups RPC.
+	BoomerangServiceListGroupsProcedure = "/boomerang.v1.BoomerangService/ListGroups"
+	// BoomerangServiceGetStatsProcedure is the fully-qualified name of the BoomerangService's GetStats
+	// RPC.
+	BoomerangServiceGetStatsProcedure = "/boomerang.v1.BoomerangService/GetStats"
+	// BoomerangServiceGetDueHistogramProcedure is the fully-qualified name of the BoomerangService's
+	// GetDueHistogram RPC.
+	BoomerangServiceGetDueHistogramProcedure = "/boomerang.v1.BoomerangService/GetDueHistogram"
+	// BoomerangServiceGetTaskAttemptsProcedure is the fully-qualified name of the BoomerangService's
+	// GetTaskAttempts RPC.
+	BoomerangServiceGetTaskAttemptsProcedure = "/boomerang.v1.BoomerangService/GetTaskAttempts"
+	// BoomerangServiceListCompletedProcedure is the fully-qualified name of the BoomerangService's
+	// ListCompleted RPC.
+	BoomerangServiceListCompletedProcedure = "/boomerang.v1.BoomerangService/ListCompleted"
+	// BoomerangServiceListAuditLogProcedure is the fully-qualified name of the BoomerangService's
+	// ListAuditLog RPC.
+	BoomerangServiceListAuditLogProcedure = "/boomerang.v1.BoomerangService/ListAuditLog"
+	// BoomerangServiceBulkDeadLettersProcedure is the fully-qualified name of the BoomerangService's
+	// BulkDeadLetters RPC.
+	BoomerangServiceBulkDeadLettersProcedure = "/boomerang.v1.BoomerangService/BulkDeadLetters"
+	// BoomerangServiceGetClusterProcedure is the fully-qualified name of the BoomerangService's
+	// GetCluster RPC.
+	BoomerangServiceGetClusterProcedure = "/boomerang.v1.BoomerangService/GetCluster"
+	// BoomerangServiceListPoolsProcedure is the fully-qualified name of the BoomerangService's
+	// ListPools RPC.
+	BoomerangServiceListPoolsProcedure = "/boomerang.v1.BoomerangService/ListPools"
 	// CallbackServiceDeliverProcedure is the fully-qualified name of the CallbackService's Deliver RPC.
 	CallbackServiceDeliverProcedure = "/boomerang.v1.CallbackService/Deliver"
 )
@@ -158,6 +185,15 @@ type BoomerangServiceClient interface {
 	UpdateClient(context.Context, *connect.Request[v1.UpdateClientRequest]) (*connect.Response[v1.UpdateClientResponse], error)
 	ChangePassword(context.Context, *connect.Request[v1.ChangePasswordRequest]) (*connect.Response[v1.ChangePasswordResponse], error)
 	RotateSigningSecret(context.Context, *connect.Request[v1.RotateSigningSecretRequest]) (*connect.Response[v1.RotateSigningSecretResponse], error)
+	ListGroups(context.Context, *connect.Request[v1.ListGroupsRequest]) (*connect.Response[v1.ListGroupsResponse], error)
+	GetStats(context.Context, *connect.Request[v1.GetStatsRequest]) (*connect.Response[v1.GetStatsResponse], error)
+	GetDueHistogram(context.Context, *connect.Request[v1.GetDueHistogramRequest]) (*connect.Response[v1.GetDueHistogramResponse], error)
+	GetTaskAttempts(context.Context, *connect.Request[v1.GetTaskAttemptsRequest]) (*connect.Response[v1.GetTaskAttemptsResponse], error)
+	ListCompleted(context.Context, *connect.Request[v1.ListCompletedRequest]) (*connect.Response[v1.ListCompletedResponse], error)
+	ListAuditLog(context.Context, *connect.Request[v1.ListAuditLogRequest]) (*connect.Response[v1.ListAuditLogResponse], error)
+	BulkDeadLetters(context.Context, *connect.Request[v1.BulkDeadLettersRequest]) (*connect.Response[v1.BulkDeadLettersResponse], error)
+	GetCluster(context.Context, *connect.Request[v1.GetClusterRequest]) (*connect.Response[v1.GetClusterResponse], error)
+	ListPools(context.Context, *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error)
 }
 
 // NewBoomerangServiceClient constructs a client for the boomerang.v1.BoomerangService service. By
@@ -333,6 +369,60 @@ func NewBoomerangServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(boomerangServiceMethods.ByName("RotateSigningSecret")),
 			connect.WithClientOptions(opts...),
 		),
+		listGroups: connect.NewClient[v1.ListGroupsRequest, v1.ListGroupsResponse](
+			httpClient,
+			baseURL+BoomerangServiceListGroupsProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("ListGroups")),
+			connect.WithClientOptions(opts...),
+		),
+		getStats: connect.NewClient[v1.GetStatsRequest, v1.GetStatsResponse](
+			httpClient,
+			baseURL+BoomerangServiceGetStatsProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("GetStats")),
+			connect.WithClientOptions(opts...),
+		),
+		getDueHistogram: connect.NewClient[v1.GetDueHistogramRequest, v1.GetDueHistogramResponse](
+			httpClient,
+			baseURL+BoomerangServiceGetDueHistogramProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("GetDueHistogram")),
+			connect.WithClientOptions(opts...),
+		),
+		getTaskAttempts: connect.NewClient[v1.GetTaskAttemptsRequest, v1.GetTaskAttemptsResponse](
+			httpClient,
+			baseURL+BoomerangServiceGetTaskAttemptsProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("GetTaskAttempts")),
+			connect.WithClientOptions(opts...),
+		),
+		listCompleted: connect.NewClient[v1.ListCompletedRequest, v1.ListCompletedResponse](
+			httpClient,
+			baseURL+BoomerangServiceListCompletedProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("ListCompleted")),
+			connect.WithClientOptions(opts...),
+		),
+		listAuditLog: connect.NewClient[v1.ListAuditLogRequest, v1.ListAuditLogResponse](
+			httpClient,
+			baseURL+BoomerangServiceListAuditLogProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("ListAuditLog")),
+			connect.WithClientOptions(opts...),
+		),
+		bulkDeadLetters: connect.NewClient[v1.BulkDeadLettersRequest, v1.BulkDeadLettersResponse](
+			httpClient,
+			baseURL+BoomerangServiceBulkDeadLettersProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("BulkDeadLetters")),
+			connect.WithClientOptions(opts...),
+		),
+		getCluster: connect.NewClient[v1.GetClusterRequest, v1.GetClusterResponse](
+			httpClient,
+			baseURL+BoomerangServiceGetClusterProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("GetCluster")),
+			connect.WithClientOptions(opts...),
+		),
+		listPools: connect.NewClient[v1.ListPoolsRequest, v1.ListPoolsResponse](
+			httpClient,
+			baseURL+BoomerangServiceListPoolsProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("ListPools")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -365,6 +455,15 @@ type boomerangServiceClient struct {
 	updateClient        *connect.Client[v1.UpdateClientRequest, v1.UpdateClientResponse]
 	changePassword      *connect.Client[v1.ChangePasswordRequest, v1.ChangePasswordResponse]
 	rotateSigningSecret *connect.Client[v1.RotateSigningSecretRequest, v1.RotateSigningSecretResponse]
+	listGroups          *connect.Client[v1.ListGroupsRequest, v1.ListGroupsResponse]
+	getStats            *connect.Client[v1.GetStatsRequest, v1.GetStatsResponse]
+	getDueHistogram     *connect.Client[v1.GetDueHistogramRequest, v1.GetDueHistogramResponse]
+	getTaskAttempts     *connect.Client[v1.GetTaskAttemptsRequest, v1.GetTaskAttemptsResponse]
+	listCompleted       *connect.Client[v1.ListCompletedRequest, v1.ListCompletedResponse]
+	listAuditLog        *connect.Client[v1.ListAuditLogRequest, v1.ListAuditLogResponse]
+	bulkDeadLetters     *connect.Client[v1.BulkDeadLettersRequest, v1.BulkDeadLettersResponse]
+	getCluster          *connect.Client[v1.GetClusterRequest, v1.GetClusterResponse]
+	listPools           *connect.Client[v1.ListPoolsRequest, v1.ListPoolsResponse]
 }
 
 // Login calls boomerang.v1.BoomerangService.Login.
@@ -502,6 +601,51 @@ func (c *boomerangServiceClient) RotateSigningSecret(ctx context.Context, req *c
 	return c.rotateSigningSecret.CallUnary(ctx, req)
 }
 
+// ListGroups calls boomerang.v1.BoomerangService.ListGroups.
+func (c *boomerangServiceClient) ListGroups(ctx context.Context, req *connect.Request[v1.ListGroupsRequest]) (*connect.Response[v1.ListGroupsResponse], error) {
+	return c.listGroups.CallUnary(ctx, req)
+}
+
+// GetStats calls boomerang.v1.BoomerangService.GetStats.
+func (c *boomerangServiceClient) GetStats(ctx context.Context, req *connect.Request[v1.GetStatsRequest]) (*connect.Response[v1.GetStatsResponse], error) {
+	return c.getStats.CallUnary(ctx, req)
+}
+
+// GetDueHistogram calls boomerang.v1.BoomerangService.GetDueHistogram.
+func (c *boomerangServiceClient) GetDueHistogram(ctx context.Context, req *connect.Request[v1.GetDueHistogramRequest]) (*connect.Response[v1.GetDueHistogramResponse], error) {
+	return c.getDueHistogram.CallUnary(ctx, req)
+}
+
+// GetTaskAttempts calls boomerang.v1.BoomerangService.GetTaskAttempts.
+func (c *boomerangServiceClient) GetTaskAttempts(ctx context.Context, req *connect.Request[v1.GetTaskAttemptsRequest]) (*connect.Response[v1.GetTaskAttemptsResponse], error) {
+	return c.getTaskAttempts.CallUnary(ctx, req)
+}
+
+// ListCompleted calls boomerang.v1.BoomerangService.ListCompleted.
+func (c *boomerangServiceClient) ListCompleted(ctx context.Context, req *connect.Request[v1.ListCompletedRequest]) (*connect.Response[v1.ListCompletedResponse], error) {
+	return c.listCompleted.CallUnary(ctx, req)
+}
+
+// ListAuditLog calls boomerang.v1.BoomerangService.ListAuditLog.
+func (c *boomerangServiceClient) ListAuditLog(ctx context.Context, req *connect.Request[v1.ListAuditLogRequest]) (*connect.Response[v1.ListAuditLogResponse], error) {
+	return c.listAuditLog.CallUnary(ctx, req)
+}
+
+// BulkDeadLetters calls boomerang.v1.BoomerangService.BulkDeadLetters.
+func (c *boomerangServiceClient) BulkDeadLetters(ctx context.Context, req *connect.Request[v1.BulkDeadLettersRequest]) (*connect.Response[v1.BulkDeadLettersResponse], error) {
+	return c.bulkDeadLetters.CallUnary(ctx, req)
+}
+
+// GetCluster calls boomerang.v1.BoomerangService.GetCluster.
+func (c *boomerangServiceClient) GetCluster(ctx context.Context, req *connect.Request[v1.GetClusterRequest]) (*connect.Response[v1.GetClusterResponse], error) {
+	return c.getCluster.CallUnary(ctx, req)
+}
+
+// ListPools calls boomerang.v1.BoomerangService.ListPools.
+func (c *boomerangServiceClient) ListPools(ctx context.Context, req *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error) {
+	return c.listPools.CallUnary(ctx, req)
+}
+
 // BoomerangServiceHandler is an implementation of the boomerang.v1.BoomerangService service.
 type BoomerangServiceHandler interface {
 	Login(context.Context, *connect.Request[v1.LoginRequest]) (*connect.Response[v1.LoginResponse], error)
@@ -531,6 +675,15 @@ type BoomerangServiceHandler interface {
 	UpdateClient(context.Context, *connect.Request[v1.UpdateClientRequest]) (*connect.Response[v1.UpdateClientResponse], error)
 	ChangePassword(context.Context, *connect.Request[v1.ChangePasswordRequest]) (*connect.Response[v1.ChangePasswordResponse], error)
 	RotateSigningSecret(context.Context, *connect.Request[v1.RotateSigningSecretRequest]) (*connect.Response[v1.RotateSigningSecretResponse], error)
+	ListGroups(context.Context, *connect.Request[v1.ListGroupsRequest]) (*connect.Response[v1.ListGroupsResponse], error)
+	GetStats(context.Context, *connect.Request[v1.GetStatsRequest]) (*connect.Response[v1.GetStatsResponse], error)
+	GetDueHistogram(context.Context, *connect.Request[v1.GetDueHistogramRequest]) (*connect.Response[v1.GetDueHistogramResponse], error)
+	GetTaskAttempts(context.Context, *connect.Request[v1.GetTaskAttemptsRequest]) (*connect.Response[v1.GetTaskAttemptsResponse], error)
+	ListCompleted(context.Context, *connect.Request[v1.ListCompletedRequest]) (*connect.Response[v1.ListCompletedResponse], error)
+	ListAuditLog(context.Context, *connect.Request[v1.ListAuditLogRequest]) (*connect.Response[v1.ListAuditLogResponse], error)
+	BulkDeadLetters(context.Context, *connect.Request[v1.BulkDeadLettersRequest]) (*connect.Response[v1.BulkDeadLettersResponse], error)
+	GetCluster(context.Context, *connect.Request[v1.GetClusterRequest]) (*connect.Response[v1.GetClusterResponse], error)
+	ListPools(context.Context, *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error)
 }
 
 // NewBoomerangServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -702,6 +855,60 @@ func NewBoomerangServiceHandler(svc BoomerangServiceHandler, opts ...connect.Han
 		connect.WithSchema(boomerangServiceMethods.ByName("RotateSigningSecret")),
 		connect.WithHandlerOptions(opts...),
 	)
+	boomerangServiceListGroupsHandler := connect.NewUnaryHandler(
+		BoomerangServiceListGroupsProcedure,
+		svc.ListGroups,
+		connect.WithSchema(boomerangServiceMethods.ByName("ListGroups")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boomerangServiceGetStatsHandler := connect.NewUnaryHandler(
+		BoomerangServiceGetStatsProcedure,
+		svc.GetStats,
+		connect.WithSchema(boomerangServiceMethods.ByName("GetStats")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boomerangServiceGetDueHistogramHandler := connect.NewUnaryHandler(
+		BoomerangServiceGetDueHistogramProcedure,
+		svc.GetDueHistogram,
+		connect.WithSchema(boomerangServiceMethods.ByName("GetDueHistogram")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boomerangServiceGetTaskAttemptsHandler := connect.NewUnaryHandler(
+		BoomerangServiceGetTaskAttemptsProcedure,
+		svc.GetTaskAttempts,
+		connect.WithSchema(boomerangServiceMethods.ByName("GetTaskAttempts")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boomerangServiceListCompletedHandler := connect.NewUnaryHandler(
+		BoomerangServiceListCompletedProcedure,
+		svc.ListCompleted,
+		connect.WithSchema(boomerangServiceMethods.ByName("ListCompleted")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boomerangServiceListAuditLogHandler := connect.NewUnaryHandler(
+		BoomerangServiceListAuditLogProcedure,
+		svc.ListAuditLog,
+		connect.WithSchema(boomerangServiceMethods.ByName("ListAuditLog")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boomerangServiceBulkDeadLettersHandler := connect.NewUnaryHandler(
+		BoomerangServiceBulkDeadLettersProcedure,
+		svc.BulkDeadLetters,
+		connect.WithSchema(boomerangServiceMethods.ByName("BulkDeadLetters")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boomerangServiceGetClusterHandler := connect.NewUnaryHandler(
+		BoomerangServiceGetClusterProcedure,
+		svc.GetCluster,
+		connect.WithSchema(boomerangServiceMethods.ByName("GetCluster")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boomerangServiceListPoolsHandler := connect.NewUnaryHandler(
+		BoomerangServiceListPoolsProcedure,
+		svc.ListPools,
+		connect.WithSchema(boomerangServiceMethods.ByName("ListPools")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/boomerang.v1.BoomerangService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case BoomerangServiceLoginProcedure:
@@ -758,6 +965,24 @@ func NewBoomerangServiceHandler(svc BoomerangServiceHandler, opts ...connect.Han
 			boomerangServiceChangePasswordHandler.ServeHTTP(w, r)
 		case BoomerangServiceRotateSigningSecretProcedure:
 			boomerangServiceRotateSigningSecretHandler.ServeHTTP(w, r)
+		case BoomerangServiceListGroupsProcedure:
+			boomerangServiceListGroupsHandler.ServeHTTP(w, r)
+		case BoomerangServiceGetStatsProcedure:
+			boomerangServiceGetStatsHandler.ServeHTTP(w, r)
+		case BoomerangServiceGetDueHistogramProcedure:
+			boomerangServiceGetDueHistogramHandler.ServeHTTP(w, r)
+		case BoomerangServiceGetTaskAttemptsProcedure:
+			boomerangServiceGetTaskAttemptsHandler.ServeHTTP(w, r)
+		case BoomerangServiceListCompletedProcedure:
+			boomerangServiceListCompletedHandler.ServeHTTP(w, r)
+		case BoomerangServiceListAuditLogProcedure:
+			boomerangServiceListAuditLogHandler.ServeHTTP(w, r)
+		case BoomerangServiceBulkDeadLettersProcedure:
+			boomerangServiceBulkDeadLettersHandler.ServeHTTP(w, r)
+		case BoomerangServiceGetClusterProcedure:
+			boomerangServiceGetClusterHandler.ServeHTTP(w, r)
+		case BoomerangServiceListPoolsProcedure:
+			boomerangServiceListPoolsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -873,6 +1098,42 @@ func (UnimplementedBoomerangServiceHandler) ChangePassword(context.Context, *con
 
 func (UnimplementedBoomerangServiceHandler) RotateSigningSecret(context.Context, *connect.Request[v1.RotateSigningSecretRequest]) (*connect.Response[v1.RotateSigningSecretResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.RotateSigningSecret is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) ListGroups(context.Context, *connect.Request[v1.ListGroupsRequest]) (*connect.Response[v1.ListGroupsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.ListGroups is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) GetStats(context.Context, *connect.Request[v1.GetStatsRequest]) (*connect.Response[v1.GetStatsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.GetStats is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) GetDueHistogram(context.Context, *connect.Request[v1.GetDueHistogramRequest]) (*connect.Response[v1.GetDueHistogramResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.GetDueHistogram is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) GetTaskAttempts(context.Context, *connect.Request[v1.GetTaskAttemptsRequest]) (*connect.Response[v1.GetTaskAttemptsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.GetTaskAttempts is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) ListCompleted(context.Context, *connect.Request[v1.ListCompletedRequest]) (*connect.Response[v1.ListCompletedResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.ListCompleted is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) ListAuditLog(context.Context, *connect.Request[v1.ListAuditLogRequest]) (*connect.Response[v1.ListAuditLogResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.ListAuditLog is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) BulkDeadLetters(context.Context, *connect.Request[v1.BulkDeadLettersRequest]) (*connect.Response[v1.BulkDeadLettersResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.BulkDeadLetters is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) GetCluster(context.Context, *connect.Request[v1.GetClusterRequest]) (*connect.Response[v1.GetClusterResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.GetCluster is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) ListPools(context.Context, *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.ListPools is not implemented"))
 }
 
 // CallbackServiceClient is a client for the boomerang.v1.CallbackService service.
