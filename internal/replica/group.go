@@ -16,18 +16,19 @@ import (
 type group struct {
 	shard   uint16
 	rn      *raft.RawNode
-	storage *raft.MemoryStorage
+	storage *logStorage
 
 	persisted uint64            // last log index persisted
 	truncated uint64            // the log starts after this index
 	conf      *raftpb.ConfState // the configuration, kept for truncations
 	durable   uint64            // applied index whose state is durable
 
-	leader      bool         // this node leads the group
-	term        uint64       // the term it leads in
-	leaderSince time.Time    // when it became leader
-	reported    bool         // Lead was called for term
-	lease       atomic.Int64 // Unix ns (node clock) until which it holds the lease
+	leader      bool           // this node leads the group
+	term        uint64         // the term it leads in
+	leaderSince time.Time      // when it became leader
+	reported    bool           // Lead was called for term
+	lease       atomic.Int64   // Unix ns (node clock) until which it holds the lease
+	snapSent    map[uint64]int // followers sent a snapshot: ticks since
 }
 
 // initialIndex is where a new group's log starts: an initial snapshot
@@ -41,7 +42,7 @@ func (n *Node) load(shard uint16, b *store.Batch) (*group, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &group{shard: shard, storage: raft.NewMemoryStorage()}
+	g := &group{shard: shard, storage: newLogStorage(n, shard), snapSent: make(map[uint64]int)}
 	if l.Truncated.GetIndex() == 0 {
 		l.Truncated = &raftpb.SnapshotMetadata{
 			Index:     proto.Uint64(initialIndex),
@@ -60,6 +61,7 @@ func (n *Node) load(shard uint16, b *store.Batch) (*group, error) {
 		return nil, err
 	}
 	g.truncated, g.conf = l.Truncated.GetIndex(), l.Truncated.GetConfState()
+	g.storage.setConf(g.truncated, g.conf)
 	g.persisted = g.truncated
 	if len(l.Entries) > 0 {
 		g.persisted = l.Entries[len(l.Entries)-1].GetIndex()

@@ -2,6 +2,8 @@ package replica
 
 import (
 	"fmt"
+	"log/slog"
+	"os"
 	"slices"
 	"sync"
 	"testing"
@@ -24,16 +26,17 @@ const waitLimit = 20 * time.Second
 type recorder struct {
 	st *store.Store
 
-	mu      sync.Mutex
-	node    *Node
-	applied map[uint16][]string // data of non-empty entries, in order
-	index   map[uint16]uint64
-	lead    map[uint16]uint64 // term this node leads in; 0: not
-	changed *sync.Cond
+	mu       sync.Mutex
+	node     *Node
+	applied  map[uint16][]string // data of non-empty entries, in order
+	index    map[uint16]uint64
+	lead     map[uint16]uint64 // term this node leads in; 0: not
+	restored map[uint16]uint64 // the index of the last snapshot restored
+	changed  *sync.Cond
 }
 
 func newRecorder(st *store.Store) *recorder {
-	r := &recorder{st: st, applied: map[uint16][]string{}, index: map[uint16]uint64{}, lead: map[uint16]uint64{}}
+	r := &recorder{st: st, applied: map[uint16][]string{}, index: map[uint16]uint64{}, lead: map[uint16]uint64{}, restored: map[uint16]uint64{}}
 	r.changed = sync.NewCond(&r.mu)
 	return r
 }
@@ -85,6 +88,25 @@ func (r *recorder) Lead(shard uint16, term uint64) {
 
 func (r *recorder) Leased(uint16) {}
 
+// Restore writes the snapshot at once: the recorder applies on the
+// node's loop, so everything before is applied. Entries before the
+// snapshot's are then unknown: applied starts again after it.
+func (r *recorder) Restore(shard uint16, write func() error) {
+	if err := write(); err != nil {
+		return
+	}
+	m, err := r.st.ShardMeta(shard)
+	if err != nil {
+		panic(err)
+	}
+	r.mu.Lock()
+	r.index[shard] = m.GetApplied()
+	r.applied[shard] = nil
+	r.restored[shard] = m.GetApplied()
+	r.changed.Broadcast()
+	r.mu.Unlock()
+}
+
 // await waits until cond holds, reading the recorder under its lock.
 func (r *recorder) await(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -129,6 +151,9 @@ func startReplica(t *testing.T, id uint64, peers []uint64, shards []uint16, fs *
 	}
 	r := &replica{id: id, fs: fs, st: st, rec: newRecorder(st)}
 	cfg := Config{ID: id, Peers: peers, Shards: shards, Store: st, StateMachine: r.rec, Tick: 10 * time.Millisecond, CompactEvery: 16}
+	if os.Getenv("REPLICA_DEBUG") != "" {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", id)
+	}
 	if nw != nil {
 		cfg.Transport = nw
 	}

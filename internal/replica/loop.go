@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"fmt"
 	"maps"
 
 	"go.etcd.io/raft/v3"
@@ -79,8 +78,10 @@ func (n *Node) step(props []proposal, msgs []Envelope, tick bool) {
 	if tick {
 		for _, g := range n.groups {
 			g.rn.Tick()
+			n.watchSnapshots(g)
 		}
 		n.renewLeases()
+		n.syncDue = true
 	}
 }
 
@@ -102,13 +103,15 @@ func (n *Node) ready(written map[uint16]uint64) error {
 	// lease from here (see lease.go).
 	n.turn = n.cfg.Clock.Now()
 	var rds []groupReady
-	for shard, g := range n.groups {
+	for _, g := range n.groups {
 		if !g.rn.HasReady() {
 			continue
 		}
 		rd := g.rn.Ready()
 		if !raft.IsEmptySnap(rd.Snapshot) {
-			return fmt.Errorf("replica: shard %d: a snapshot arrived, and snapshots are not supported", shard)
+			if err := n.restore(g, rd.Snapshot, rd.HardState); err != nil {
+				return err
+			}
 		}
 		early := 0
 		for early < len(rd.CommittedEntries) && rd.CommittedEntries[early].GetIndex() <= g.persisted {
@@ -144,12 +147,24 @@ func (n *Node) persist(rds []groupReady, written map[uint16]uint64) error {
 	if err := n.compact(b); err != nil {
 		return err
 	}
-	if b.Count() > 0 {
-		commit := n.cfg.Store.CommitNoSync
-		if sync {
-			commit = n.cfg.Store.Commit
+	// An idle shard's state waits for a sync to become durable, and its
+	// log for that to be truncated: once a tick, if some log could go,
+	// sync even with nothing else to write.
+	if n.syncDue {
+		n.syncDue = false
+		sync = sync || n.truncatable(written)
+	}
+	switch {
+	case b.Count() > 0 && sync:
+		if err := n.cfg.Store.Commit(b); err != nil {
+			return err
 		}
-		if err := commit(b); err != nil {
+	case b.Count() > 0:
+		if err := n.cfg.Store.CommitNoSync(b); err != nil {
+			return err
+		}
+	case sync:
+		if err := n.cfg.Store.Sync(); err != nil {
 			return err
 		}
 	}
@@ -275,14 +290,32 @@ func (n *Node) confChange(g *group, e *raftpb.Entry) error {
 		return nil
 	}
 	g.conf = g.rn.ApplyConfChange(cc)
+	g.storage.setConf(e.GetIndex(), g.conf)
 	n.recheckLease(g)
 	return nil
 }
 
+// truncatable reports whether the state written would let some log be
+// truncated once it is durable.
+func (n *Node) truncatable(written map[uint16]uint64) bool {
+	for shard, w := range written {
+		if g := n.groups[shard]; g != nil && w > g.durable && w >= g.truncated+n.cfg.CompactEvery {
+			return true
+		}
+	}
+	return false
+}
+
+// maxLagCompactions is how many CompactEvery a follower may lag before a
+// leader stops keeping its log for it.
+const maxLagCompactions = 8
+
 // compact truncates the logs whose applied, durable state has grown
 // CompactEvery entries past their start. A leader keeps what a follower
-// still needs.
+// at most maxLag entries behind still needs; one further behind, or
+// gone, gets a snapshot instead.
 func (n *Node) compact(b *store.Batch) error {
+	maxLag := maxLagCompactions * n.cfg.CompactEvery
 	for shard, g := range n.groups {
 		if g.durable < g.truncated+n.cfg.CompactEvery {
 			continue
@@ -290,7 +323,7 @@ func (n *Node) compact(b *store.Batch) error {
 		upTo := g.durable
 		if g.leader {
 			g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
-				if id != n.cfg.ID {
+				if id != n.cfg.ID && pr.Match+maxLag >= g.durable {
 					upTo = min(upTo, pr.Match)
 				}
 			})

@@ -47,6 +47,11 @@ type StateMachine interface {
 	// Leased reports that this node holds the lease of the shard again
 	// after it had lapsed (see Node.Leased).
 	Leased(shard uint16)
+	// Restore replaces the shard's state with a snapshot from its leader:
+	// once every entry given to Apply before is applied, the state
+	// machine calls write, which writes the snapshot to the store, then
+	// reads the shard's state from the store again.
+	Restore(shard uint16, write func() error)
 }
 
 // Config configures a Node.
@@ -144,8 +149,10 @@ type Node struct {
 
 	stop, done chan struct{}
 	stopOnce   sync.Once
+	work       sync.WaitGroup // snapshots being prepared
 
-	turn time.Time // when the loop's current turn began
+	turn    time.Time // when the loop's current turn began
+	syncDue bool      // a tick passed: sync if that lets a log be truncated
 }
 
 // Committed is a shard's entries committed together.
@@ -212,6 +219,7 @@ func (n *Node) Start() error {
 func (n *Node) Stop() {
 	n.stopOnce.Do(func() { close(n.stop) })
 	<-n.done
+	n.work.Wait()
 }
 
 // Propose proposes data for a shard's log. It is dropped, without an

@@ -141,3 +141,43 @@ func proposeAll(t *testing.T, r *replica, n int, prefix string) map[uint16][]str
 	}
 	return want
 }
+
+// A replica that was down while the others' logs moved on and were
+// truncated catches up from a snapshot of the shard's state, then
+// follows the log again.
+func TestLaggingReplicaCatchesUpFromASnapshot(t *testing.T) {
+	nw := NewLocalNetwork(3)
+	defer nw.Close()
+	peers := []uint64{1, 2, 3}
+	fss := []*store.MemFS{store.NewMemFS(), store.NewMemFS(), store.NewMemFS()}
+	var rs []*replica
+	for i, id := range peers {
+		rs = append(rs, startReplica(t, id, peers, shards[:2], fss[i], nw))
+	}
+	c := &cluster{t: t, rs: rs}
+	c.commit("before", 10)
+	rs[2].stop(t)
+	c.rs = rs[:2]
+	c.commit("while-down", 300) // far past what the leaders keep for it
+	rs[2] = startReplica(t, 3, peers, shards[:2], fss[2], nw)
+	c.rs = rs
+	defer func() {
+		for _, r := range rs {
+			r.stop(t)
+		}
+	}()
+	for _, sh := range shards[:2] {
+		rs[2].rec.await(t, "a snapshot", func() bool { return rs[2].rec.restored[sh] > 0 })
+	}
+	c.commit("after", 10)
+	for _, sh := range shards[:2] {
+		l := c.leader(sh)
+		want := l.rec.entries(sh)
+		want = want[len(want)-10:]
+		rs[2].rec.await(t, "the entries after the snapshot", func() bool { return len(rs[2].rec.applied[sh]) >= 10 })
+		got := rs[2].rec.entries(sh)
+		if !slices.Equal(got[len(got)-10:], want) {
+			t.Fatalf("shard %d: after its snapshot the replica applied %v, want %v", sh, got[len(got)-10:], want)
+		}
+	}
+}

@@ -342,11 +342,11 @@ func (c *cluster) stop() {
 type eventKind uint8
 
 const (
-	evRegistered eventKind = iota // a client was told its task is registered
-	evCancelled                   // a client was told its cancel took effect
-	evCancelUnsure                // a cancel found the task gone or in flight
-	evStart                       // a receiver was handed an attempt
-	evEnd                         // a receiver answered it
+	evRegistered   eventKind = iota // a client was told its task is registered
+	evCancelled                     // a client was told its cancel took effect
+	evCancelUnsure                  // a cancel found the task gone or in flight
+	evStart                         // a receiver was handed an attempt
+	evEnd                           // a receiver answered it
 )
 
 type event struct {

@@ -11,15 +11,24 @@ import (
 // starts: the highest id issued in each.
 func (p *partition) load() error {
 	for _, sh := range p.shards {
-		m, err := p.s.cfg.Store.ShardMeta(sh)
-		if err != nil {
+		if err := p.loadShard(sh); err != nil {
 			return err
 		}
-		if m.LastId > 0 {
-			p.lastID[sh] = store.MakeID(sh, m.LastId)
-		}
-		p.appliedIndex[sh] = m.Applied
 	}
+	return nil
+}
+
+// loadShard reads a shard's marks from its state.
+func (p *partition) loadShard(shard uint16) error {
+	m, err := p.s.cfg.Store.ShardMeta(shard)
+	if err != nil {
+		return err
+	}
+	p.lastID[shard] = 0
+	if m.LastId > 0 {
+		p.lastID[shard] = store.MakeID(shard, m.LastId)
+	}
+	p.appliedIndex[shard] = m.Applied
 	return nil
 }
 

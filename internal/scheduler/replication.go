@@ -66,6 +66,22 @@ func (s *Scheduler) Leased(shard uint16) {
 	p.inbox.post(func() { p.leased(shard) })
 }
 
+// Restore implements replica.StateMachine: the shard's partition writes
+// the snapshot once it has applied everything before it, then takes the
+// shard's marks from the store.
+func (s *Scheduler) Restore(shard uint16, write func() error) {
+	p := s.partitionOf(shard)
+	p.inbox.post(func() {
+		if err := write(); err != nil {
+			p.s.fail(err)
+			return
+		}
+		if err := p.loadShard(shard); err != nil {
+			p.s.fail(err)
+		}
+	})
+}
+
 // leaderReady counts a shard led for the first time; Start of a
 // standalone node waits for all of them.
 func (s *Scheduler) leaderReady(*partition) {
@@ -77,6 +93,9 @@ func (s *Scheduler) leaderReady(*partition) {
 // onLeader runs op on the loop of shard's partition if this node leads
 // the shard, and answers ErrNotLeader otherwise.
 func (s *Scheduler) onLeader(ctx context.Context, shard uint16, op func(p *partition, done func(result))) (result, error) {
+	if int(shard) >= s.cfg.Store.Shards() {
+		return result{}, ErrNotFound // an id no task of this store has
+	}
 	p := s.partitionOf(shard)
 	return s.call(ctx, p, func(done func(result)) {
 		if !p.leads(shard) {

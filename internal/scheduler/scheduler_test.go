@@ -439,3 +439,15 @@ func TestOnFinishedReportsFinalOutcomes(t *testing.T) {
 		t.Fatalf("the reported dead letter: %v", err)
 	}
 }
+
+// An id naming a shard the store does not have names no task.
+func TestIDOutsideTheShardsIsNotFound(t *testing.T) {
+	h := newHarness(t, nil)
+	id := uint64(1) << 60
+	if _, err := h.s.Get(context.Background(), Caller{Client: "acme"}, id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get: %v, want ErrNotFound", err)
+	}
+	if err := h.s.Cancel(context.Background(), Caller{Client: "acme"}, id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Cancel: %v, want ErrNotFound", err)
+	}
+}

@@ -84,6 +84,7 @@ var statusRules = []struct {
 	{store.ErrInvalid, boomerangv1.Status_STATUS_INTERNAL, "a record could not be stored; the request may or may not have taken effect"},
 
 	{scheduler.ErrBusy, boomerangv1.Status_STATUS_BUSY, "server busy; retry later"},
+	{scheduler.ErrNotLeader, boomerangv1.Status_STATUS_BUSY, "the task's shard is changing leaders; retry (the request may or may not have taken effect)"},
 	{ErrTooManyConnections, boomerangv1.Status_STATUS_BUSY, "too many connections; retry later"},
 	{ErrTooManyPendingLogins, boomerangv1.Status_STATUS_BUSY, "too many connections waiting to log in; retry later"},
 	{auth.ErrLoginBusy, boomerangv1.Status_STATUS_BUSY, "too many logins; retry later"},

@@ -433,6 +433,24 @@ func (s *Store) CommitAsync(b *Batch) (wait func() error, err error) {
 	}, nil
 }
 
+// Sync makes every commit so far durable, as a synced Commit would.
+func (s *Store) Sync() error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.gate.Exit()
+	var err error
+	func() {
+		defer recoverFatal(&err)
+		err = s.db.LogData(nil, pebble.Sync)
+	}()
+	if err != nil {
+		err = fmt.Errorf("%w: sync: %w", ErrFailed, err)
+		s.fail(err)
+	}
+	return err
+}
+
 func (s *Store) commit(b *Batch, opts *pebble.WriteOptions) error {
 	if err := s.checkCommit(b); err != nil || b.count == 0 {
 		return err
