@@ -237,8 +237,11 @@ func TestTCPRefusesStrangers(t *testing.T) {
 		{name: "other node", cluster: "blue", to: 3,
 			acceptorLog: []string{"refused a replication stream", "for node 2, this is node 3"},
 			dialLog:     []string{"replication stream down", "refused by the peer"}},
-		{name: "untrusted certificate", cluster: "blue", to: 2, dialTLS: other.config(t), listenTLS: ca.config(t),
+		{name: "untrusted server certificate", cluster: "blue", to: 2, dialTLS: other.config(t), listenTLS: ca.config(t),
 			acceptorLog: []string{"refused a replication stream: no handshake", "certificate"},
+			dialLog:     []string{"replication stream down", "certificate signed by unknown authority"}},
+		{name: "untrusted client certificate", cluster: "blue", to: 2, dialTLS: trusting(other.config(t), ca), listenTLS: ca.config(t),
+			acceptorLog: []string{"refused a replication stream: no handshake", "certificate signed by unknown authority"},
 			dialLog:     []string{"replication stream down", "certificate"}},
 	}
 	for _, tc := range cases {
@@ -258,6 +261,12 @@ func TestTCPRefusesStrangers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// trusting makes cfg trust servers whose certificates ca issued.
+func trusting(cfg *tls.Config, ca *testCA) *tls.Config {
+	cfg.RootCAs = ca.pool
+	return cfg
 }
 
 // A node refuses a handshake of another version, and closes a stream that
