@@ -2,9 +2,11 @@ package replica
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"time"
@@ -60,7 +62,11 @@ func (t *TCPTransport) serveInbound(conn net.Conn) {
 	br := bufio.NewReaderSize(counted, 64<<10)
 	var hello replicapb.Hello
 	if err := (protodelim.UnmarshalOptions{MaxSize: maxHelloSize}).UnmarshalFrom(br, &hello); err != nil {
-		log.Warn("refused a replication stream: no handshake", "err", err)
+		level := slog.LevelWarn
+		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+			level = slog.LevelDebug // a probe of the port, or this node closing
+		}
+		log.Log(context.Background(), level, "refused a replication stream: no handshake", "err", err)
 		return
 	}
 	refused := t.check(&hello)
