@@ -32,6 +32,40 @@
 // its log and hard state, and the state machine replays the entries
 // after its applied index.
 //
+// # The TCP transport
+//
+// Nodes carry Raft messages over TCP (TCPTransport), TLS when configured
+// (mutual when the configuration verifies client certificates). Each
+// node listens on its cluster address and dials one stream to each
+// peer; a stream carries messages one way, from the node that dialed.
+// Frames are varint-length-delimited protobuf (replicapb): a Hello, a
+// HelloReply, then one Frame per message, holding the shard and the
+// marshaled raftpb.Message.
+//
+// The handshake carries the wire version, the cluster name and the ids
+// of both ends. The accepting node refuses, with its reason in the reply
+// and in both nodes' logs, a stream of another version, from another
+// cluster, meant for another node, or claiming its own id; later, it
+// closes a stream that carries a message from or to another node than the
+// handshake said.
+//
+// Send never blocks: it queues each message on its peer's stream, whose
+// queue is bounded in bytes (TCPConfig.QueueBytes), and drops it when the
+// stream is down or the queue full. Raft resends what matters; the node
+// is told with Node.Unreachable, so that a leader probes the peer
+// instead of streaming entries into the void. One goroutine per stream
+// writes whatever has queued in one write, under a write deadline: a
+// peer that stops reading loses its own messages and holds up no one
+// else. A broken stream is redialed with exponential backoff and jitter;
+// the messages queued on it are dropped. A message larger than
+// TCPConfig.MaxFrameSize (64 MiB by default, room for snapshots) is
+// dropped with a log line, by the sender or by a receiver with a lower
+// limit, and the stream goes on.
+//
+// SetPeers changes the peers' addresses at runtime: streams to removed
+// or moved peers close, new ones are dialed. Stats counts each peer's
+// messages and bytes both ways and the messages dropped.
+//
 // # New groups
 //
 // A group with no persisted state starts from an initial snapshot at

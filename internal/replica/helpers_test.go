@@ -108,7 +108,7 @@ func (r *recorder) Restore(shard uint16, write func() error) {
 }
 
 // await waits until cond holds, reading the recorder under its lock.
-func (r *recorder) await(t *testing.T, what string, cond func() bool) {
+func (r *recorder) await(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	timer := time.AfterFunc(waitLimit, func() {
 		r.mu.Lock()
@@ -127,6 +127,12 @@ func (r *recorder) await(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+func (r *recorder) count(shard uint16) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.applied[shard])
+}
+
 func (r *recorder) entries(shard uint16) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -140,41 +146,48 @@ type replica struct {
 	st   *store.Store
 	rec  *recorder
 	node *Node
+	nw   network
 }
 
-// startReplica opens a store on fs and runs a node on it.
-func startReplica(t *testing.T, id uint64, peers []uint64, shards []uint16, fs *store.MemFS, nw *LocalNetwork) *replica {
+// startReplica opens a store on fs and runs a node on it, reachable over
+// nw when the node has peers. Options change the node's configuration.
+func startReplica(t testing.TB, id uint64, peers []uint64, shards []uint16, fs *store.MemFS, nw network, opts ...func(*Config)) *replica {
 	t.Helper()
 	st, err := store.Open("/data", store.Options{FS: fs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &replica{id: id, fs: fs, st: st, rec: newRecorder(st)}
+	r := &replica{id: id, fs: fs, st: st, rec: newRecorder(st), nw: nw}
 	cfg := Config{ID: id, Peers: peers, Shards: shards, Store: st, StateMachine: r.rec, Tick: 10 * time.Millisecond, CompactEvery: 16}
 	if os.Getenv("REPLICA_DEBUG") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", id)
 	}
+	join := func(*Node) {}
 	if nw != nil {
-		cfg.Transport = nw
+		cfg.Transport, join = nw.attach(t, id)
+	}
+	for _, o := range opts {
+		o(&cfg)
 	}
 	r.node, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.rec.node = r.node
-	if nw != nil {
-		nw.Join(id, r.node)
-	}
+	join(r.node)
 	if err := r.node.Start(); err != nil {
 		t.Fatal(err)
 	}
 	return r
 }
 
-// stop stops the node and closes its store.
-func (r *replica) stop(t *testing.T) {
+// stop stops the node, takes it off the network and closes its store.
+func (r *replica) stop(t testing.TB) {
 	t.Helper()
 	r.node.Stop()
+	if r.nw != nil {
+		r.nw.leave(r.id)
+	}
 	if err := r.st.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -182,8 +195,26 @@ func (r *replica) stop(t *testing.T) {
 
 // cluster is a test cluster's replicas.
 type cluster struct {
-	t  *testing.T
+	t  testing.TB
 	rs []*replica
+}
+
+// startCluster starts three replicas of the shards on nw.
+func startCluster(t testing.TB, nw network, shards []uint16, opts ...func(*Config)) *cluster {
+	t.Helper()
+	peers := []uint64{1, 2, 3}
+	c := &cluster{t: t}
+	for _, id := range peers {
+		c.rs = append(c.rs, startReplica(t, id, peers, shards, store.NewMemFS(), nw, opts...))
+	}
+	return c
+}
+
+// stop stops every replica.
+func (c *cluster) stop() {
+	for _, r := range c.rs {
+		r.stop(c.t)
+	}
 }
 
 // leader returns the replica leading shard, waiting for one.
@@ -218,10 +249,7 @@ func (c *cluster) commit(prefix string, n int, skip ...*replica) {
 	c.t.Helper()
 	ok := func(r *replica) bool { return !slices.Contains(skip, r) }
 	for _, sh := range c.shards() {
-		want := make([]string, n)
-		for i := range want {
-			want[i] = fmt.Sprintf("%s-%d-%03d", prefix, sh, i)
-		}
+		want := batch{prefix, n}.entries(sh)
 		deadline := time.Now().Add(waitLimit)
 		for {
 			l := c.awaitLeader(sh, ok)
@@ -266,6 +294,45 @@ func (c *cluster) converge() {
 			time.Sleep(5 * time.Millisecond) // polling the replicas
 		}
 	}
+}
+
+// batch names the entries commit proposes: n on each shard.
+type batch struct {
+	prefix string
+	n      int
+}
+
+func (b batch) entries(shard uint16) []string {
+	out := make([]string, b.n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d-%03d", b.prefix, shard, i)
+	}
+	return out
+}
+
+// caughtUp waits until every replica has applied the batches and r,
+// restarted, has applied since its restart the end of the others' log.
+func (c *cluster) caughtUp(r *replica, batches ...batch) {
+	c.t.Helper()
+	for _, sh := range c.shards() {
+		var want []string
+		for _, b := range batches {
+			want = append(want, b.entries(sh)...)
+		}
+		waitFor(c.t, fmt.Sprintf("shard %d to catch up", sh), func() bool {
+			for _, other := range c.rs {
+				if !isSubset(want, other.rec.entries(sh)) {
+					return false
+				}
+			}
+			log, got := c.rs[0].rec.entries(sh), r.rec.entries(sh)
+			return slices.Equal(c.rs[1].rec.entries(sh), log) && len(got) <= len(log) && slices.Equal(got, log[len(log)-len(got):])
+		})
+	}
+}
+
+func isSubset(want, have []string) bool {
+	return !slices.ContainsFunc(want, func(d string) bool { return !slices.Contains(have, d) })
 }
 
 func (c *cluster) shards() []uint16 { return c.rs[0].node.cfg.Shards }

@@ -11,19 +11,11 @@ import (
 // However often the leader is cut off, no two replicas ever hold a
 // shard's lease at once, and the new leader holds it once elected.
 func TestLeasesNeverOverlap(t *testing.T) {
-	nw := NewLocalNetwork(2)
-	defer nw.Close()
-	peers := []uint64{1, 2, 3}
-	var rs []*replica
-	for _, id := range peers {
-		rs = append(rs, startReplica(t, id, peers, shards[:2], store.NewMemFS(), nw))
-	}
-	defer func() {
-		for _, r := range rs {
-			r.stop(t)
-		}
-	}()
-	c := &cluster{t: t, rs: rs}
+	nw := &localNet{LocalNetwork: NewLocalNetwork(2)}
+	defer nw.close()
+	c := startCluster(t, nw, shards[:2])
+	defer c.stop()
+	rs := c.rs
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var overlap []string
@@ -53,14 +45,14 @@ func TestLeasesNeverOverlap(t *testing.T) {
 		if old == nil {
 			t.Fatalf("round %d: no replica holds the lease", round)
 		}
-		nw.Isolate(old.id, true)
+		nw.isolate(old.id, true)
 		if awaitHolder(c, 0, old) == nil {
 			t.Fatalf("round %d: no new leader holds the lease", round)
 		}
 		if old.node.Leased(0) {
 			t.Fatalf("round %d: the cut-off leader still holds the lease", round)
 		}
-		nw.Isolate(old.id, false)
+		nw.isolate(old.id, false)
 	}
 	close(stop)
 	wg.Wait()

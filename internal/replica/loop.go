@@ -37,12 +37,17 @@ func (n *Node) run() {
 			}
 		}
 		n.mu.Lock()
-		props, msgs := n.props, n.incoming
-		n.props, n.incoming = nil, nil
+		props, msgs, lost := n.props, n.incoming, n.lost
+		n.props, n.incoming, n.lost = nil, nil, nil
 		// State written before this turn's sync is durable after it.
 		written := maps.Clone(n.applied)
 		n.mu.Unlock()
 		n.step(props, msgs, tick)
+		for _, l := range lost {
+			if g := n.groups[l.shard]; g != nil {
+				g.rn.ReportUnreachable(l.peer)
+			}
+		}
 		if err := n.ready(written); err != nil {
 			n.cfg.Logger.Error("replication stopped after a storage failure", "err", err)
 			n.cfg.Failed(err)

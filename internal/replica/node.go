@@ -144,6 +144,7 @@ type Node struct {
 	mu       sync.Mutex
 	props    []proposal
 	incoming []Envelope
+	lost     []lostPeer
 	applied  map[uint16]uint64 // what the state machine reports written
 	notify   chan struct{}
 
@@ -164,6 +165,13 @@ type Committed struct {
 type proposal struct {
 	shard uint16
 	data  []byte
+}
+
+// lostPeer is a peer a transport could not reach with a message of the
+// shard's group, to report to the group.
+type lostPeer struct {
+	shard uint16
+	peer  uint64
 }
 
 // New checks cfg and builds a node; Start loads the groups.
@@ -242,6 +250,15 @@ func (n *Node) Receive(envs []Envelope) {
 	n.incoming = append(n.incoming, envs...)
 	n.mu.Unlock()
 	n.wake()
+}
+
+// Unreachable reports that a message of the shard's group could not be
+// sent to peer, so that a leader probes the peer rather than keep
+// streaming entries it never gets.
+func (n *Node) Unreachable(shard uint16, peer uint64) {
+	n.mu.Lock()
+	n.lost = append(n.lost, lostPeer{shard: shard, peer: peer})
+	n.mu.Unlock()
 }
 
 // Applied reports that the shard's state, as written (not necessarily

@@ -82,26 +82,41 @@ func TestStandaloneNodeSurvivesPowerLoss(t *testing.T) {
 // Three replicas agree on every shard's log; when a leader is cut off,
 // another takes over and the log goes on; the old one catches up.
 func TestThreeReplicasFailOver(t *testing.T) {
-	nw := NewLocalNetwork(1)
-	defer nw.Close()
-	peers := []uint64{1, 2, 3}
-	var rs []*replica
-	for _, id := range peers {
-		rs = append(rs, startReplica(t, id, peers, shards, store.NewMemFS(), nw))
+	for _, tn := range networks {
+		t.Run(tn.name, func(t *testing.T) {
+			nw := tn.new(t)
+			defer nw.close()
+			c := startCluster(t, nw, shards)
+			defer c.stop()
+			c.commit("before", 20)
+			old := c.leader(0)
+			nw.isolate(old.id, true)
+			c.awaitLeader(0, func(r *replica) bool { return r != old })
+			c.commit("during", 20, old)
+			nw.isolate(old.id, false)
+			c.converge()
+		})
 	}
-	defer func() {
-		for _, r := range rs {
-			r.stop(t)
-		}
-	}()
-	c := &cluster{t: t, rs: rs}
-	c.commit("before", 20)
-	old := c.leader(0)
-	nw.Isolate(old.id, true)
-	c.awaitLeader(0, func(r *replica) bool { return r != old })
-	c.commit("during", 20, old)
-	nw.Isolate(old.id, false)
-	c.converge()
+}
+
+// A replica that stops, misses entries and starts again where it was is
+// reached again by the others and catches up.
+func TestReplicaRestartsAndCatchesUp(t *testing.T) {
+	for _, tn := range networks {
+		t.Run(tn.name, func(t *testing.T) {
+			nw := tn.new(t)
+			defer nw.close()
+			c := startCluster(t, nw, shards)
+			defer c.stop()
+			c.commit("before", 10)
+			down := c.rs[2]
+			down.stop(t)
+			c.commit("during", 20, down)
+			c.rs[2] = startReplica(t, down.id, down.node.cfg.Peers, shards, down.fs, nw)
+			c.commit("after", 10)
+			c.caughtUp(c.rs[2], batch{"during", 20}, batch{"after", 10})
+		})
+	}
 }
 
 // Dropped, duplicated, delayed and reordered messages change nothing of
@@ -110,17 +125,8 @@ func TestReplicasAgreeUnderFaults(t *testing.T) {
 	nw := NewLocalNetwork(uint64(time.Now().UnixNano()))
 	defer nw.Close()
 	nw.SetFaults(Faults{Drop: 0.1, Duplicate: 0.1, Reorder: 0.1, MaxDelay: 3 * time.Millisecond})
-	peers := []uint64{1, 2, 3}
-	var rs []*replica
-	for _, id := range peers {
-		rs = append(rs, startReplica(t, id, peers, shards[:4], store.NewMemFS(), nw))
-	}
-	defer func() {
-		for _, r := range rs {
-			r.stop(t)
-		}
-	}()
-	c := &cluster{t: t, rs: rs}
+	c := startCluster(t, &localNet{LocalNetwork: nw}, shards[:4])
+	defer c.stop()
 	c.commit("f", 30)
 	nw.SetFaults(Faults{})
 	c.converge()
@@ -146,38 +152,23 @@ func proposeAll(t *testing.T, r *replica, n int, prefix string) map[uint16][]str
 // truncated catches up from a snapshot of the shard's state, then
 // follows the log again.
 func TestLaggingReplicaCatchesUpFromASnapshot(t *testing.T) {
-	nw := NewLocalNetwork(3)
-	defer nw.Close()
-	peers := []uint64{1, 2, 3}
-	fss := []*store.MemFS{store.NewMemFS(), store.NewMemFS(), store.NewMemFS()}
-	var rs []*replica
-	for i, id := range peers {
-		rs = append(rs, startReplica(t, id, peers, shards[:2], fss[i], nw))
-	}
-	c := &cluster{t: t, rs: rs}
-	c.commit("before", 10)
-	rs[2].stop(t)
-	c.rs = rs[:2]
-	c.commit("while-down", 300) // far past what the leaders keep for it
-	rs[2] = startReplica(t, 3, peers, shards[:2], fss[2], nw)
-	c.rs = rs
-	defer func() {
-		for _, r := range rs {
-			r.stop(t)
-		}
-	}()
-	for _, sh := range shards[:2] {
-		rs[2].rec.await(t, "a snapshot", func() bool { return rs[2].rec.restored[sh] > 0 })
-	}
-	c.commit("after", 10)
-	for _, sh := range shards[:2] {
-		l := c.leader(sh)
-		want := l.rec.entries(sh)
-		want = want[len(want)-10:]
-		rs[2].rec.await(t, "the entries after the snapshot", func() bool { return len(rs[2].rec.applied[sh]) >= 10 })
-		got := rs[2].rec.entries(sh)
-		if !slices.Equal(got[len(got)-10:], want) {
-			t.Fatalf("shard %d: after its snapshot the replica applied %v, want %v", sh, got[len(got)-10:], want)
-		}
+	for _, tn := range networks {
+		t.Run(tn.name, func(t *testing.T) {
+			nw := tn.new(t)
+			defer nw.close()
+			c := startCluster(t, nw, shards[:2])
+			defer c.stop()
+			c.commit("before", 10)
+			down := c.rs[2]
+			down.stop(t)
+			c.commit("while-down", 300, down) // far past what the leaders keep for it
+			up := startReplica(t, down.id, down.node.cfg.Peers, shards[:2], down.fs, nw)
+			c.rs[2] = up
+			for _, sh := range shards[:2] {
+				up.rec.await(t, "a snapshot", func() bool { return up.rec.restored[sh] > 0 })
+			}
+			c.commit("after", 10)
+			c.caughtUp(up, batch{"after", 10})
+		})
 	}
 }
