@@ -195,3 +195,26 @@ func ExampleVerifyWebhook() {
 	// client: webhook signature does not match
 	// true
 }
+
+// A Fence around the handler drops deliveries from a shard leader that
+// was replaced: once group g has seen term 5, a delivery for g in term 4
+// is acknowledged without reaching the handler. Other groups' terms are
+// not compared.
+func ExampleFence_Wrap() {
+	fence := client.NewFence(0)
+	h := fence.Wrap(handle) // the Handler of any receiver
+	for _, d := range []*boomerangv1.Delivery{
+		{TaskId: 1, Client: "billing", Group: "g", Term: 5, Payload: []byte("new leader")},
+		{TaskId: 2, Client: "billing", Group: "g", Term: 4, Payload: []byte("replaced leader")},
+		{TaskId: 3, Client: "billing", Group: "h", Term: 1, Payload: []byte("another group")},
+	} {
+		if err := h(context.Background(), d); err != nil {
+			panic(err)
+		}
+	}
+	fmt.Println("stale:", fence.Stale())
+	// Output:
+	// task 1 attempt 0 group "g" term 5: new leader
+	// task 3 attempt 0 group "h" term 1: another group
+	// stale: 1
+}

@@ -92,8 +92,13 @@ type outcome chan error
 // deliver starts an attempt of t in term testTerm and returns its
 // outcome channel.
 func deliver(e *Engine, t *storepb.Task, attempt int) outcome {
+	return deliverInTerm(e, t, attempt, testTerm)
+}
+
+// deliverInTerm is deliver by a leader of the given term.
+func deliverInTerm(e *Engine, t *storepb.Task, attempt int, term uint64) outcome {
 	ch := make(outcome, 1)
-	e.Deliver(scheduler.Delivery{Task: t, Attempt: attempt, Term: testTerm}, func(err error) { ch <- err })
+	e.Deliver(scheduler.Delivery{Task: t, Attempt: attempt, Term: term}, func(err error) { ch <- err })
 	return ch
 }
 
