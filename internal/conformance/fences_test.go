@@ -53,6 +53,8 @@ var fenceSequences = []struct {
 	capacity int
 	calls    []admit
 }{
+	// The worked example of docs/callbacks.md.
+	{"docs_example", 8, []admit{{"billing/customer 7", 4}, {"billing/customer 7", 5}, {"billing/customer 7", 5}, {"billing/customer 7", 4}, {"billing/customer 9", 1}, {"billing#31", 2}}},
 	{"one_group", 8, []admit{{"billing/g", 3}, {"billing/g", 3}, {"billing/g", 2}, {"billing/g", 4}, {"billing/g", 3}, {"billing/g", 0}}},
 	{"keys_are_independent", 8, []admit{{"billing/a", 5}, {"billing/b", 1}, {"billing/a", 4}, {"billing/b", 1}, {"billing/b", 0}, {"billing#7", 2}, {"billing#7", 1}, {"shipping/a", 1}}},
 	// The least recently used key is forgotten: its next term is admitted.
