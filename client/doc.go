@@ -79,5 +79,7 @@
 // (HTTP, gRPC, raw TCP or UDP). The receivers in this package serve those
 // protocols and hand each delivery to a Handler: HTTPReceiver (webhooks,
 // with signature checks; see also VerifyWebhook), GRPCReceiver,
-// TCPReceiver and UDPReceiver. See receiver.go.
+// TCPReceiver and UDPReceiver. See receiver.go. A Fence, wrapped around
+// the handler, drops deliveries from shard leaders that were replaced
+// (see docs/callbacks.md, "Fencing").
 package client

@@ -25,7 +25,7 @@ import (
 
 // handle is the one handler every receiver below serves.
 func handle(_ context.Context, d *boomerangv1.Delivery) error {
-	fmt.Printf("task %d attempt %d group %q: %s\n", d.TaskId, d.Attempt, d.Group, d.Payload)
+	fmt.Printf("task %d attempt %d group %q term %d: %s\n", d.TaskId, d.Attempt, d.Group, d.Term, d.Payload)
 	return nil
 }
 
@@ -50,13 +50,14 @@ func ExampleHTTPReceiver() {
 		client.HeaderFireAt:     "1767225600000",
 		client.HeaderClient:     "billing",
 		client.HeaderGroup:      "customer%207",
+		client.HeaderTerm:       "3",
 		client.HeaderTimestamp:  strconv.FormatInt(time.Now().Unix(), 10),
 	}
 	for k, v := range h {
 		req.Header.Set(k, v)
 	}
 	mac := hmac.New(sha256.New, secret)
-	for _, k := range []string{client.HeaderTimestamp, client.HeaderTaskID, client.HeaderAttempt, client.HeaderFireAt, client.HeaderClient, client.HeaderGroup} {
+	for _, k := range []string{client.HeaderTimestamp, client.HeaderTaskID, client.HeaderAttempt, client.HeaderFireAt, client.HeaderClient, client.HeaderGroup, client.HeaderTerm} {
 		mac.Write([]byte(h[k] + "\n"))
 	}
 	mac.Write([]byte(body))
@@ -69,7 +70,7 @@ func ExampleHTTPReceiver() {
 	resp.Body.Close()
 	fmt.Println(resp.Status)
 	// Output:
-	// task 42 attempt 1 group "customer 7": {"invoice":42}
+	// task 42 attempt 1 group "customer 7" term 3: {"invoice":42}
 	// 204 No Content
 }
 
@@ -95,13 +96,13 @@ func ExampleGRPCReceiver() {
 	tr := &http.Transport{Protocols: &h2c}
 	defer tr.CloseIdleConnections()
 	callbacks := boomerangv1connect.NewCallbackServiceClient(&http.Client{Transport: tr}, "http://"+ln.Addr().String(), connect.WithGRPC())
-	ack, err := callbacks.Deliver(context.Background(), connect.NewRequest(&boomerangv1.Delivery{DeliveryId: 1, TaskId: 42, Attempt: 1, Payload: []byte("ping")}))
+	ack, err := callbacks.Deliver(context.Background(), connect.NewRequest(&boomerangv1.Delivery{DeliveryId: 1, TaskId: 42, Attempt: 1, Term: 3, Payload: []byte("ping")}))
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println("ok:", ack.Msg.Ok)
 	// Output:
-	// task 42 attempt 1 group "": ping
+	// task 42 attempt 1 group "" term 3: ping
 	// ok: true
 }
 
@@ -125,14 +126,14 @@ func ExampleTCPReceiver() {
 		panic(err)
 	}
 	defer conn.Close()
-	_, _ = protodelim.MarshalTo(conn, &boomerangv1.Delivery{DeliveryId: 1, TaskId: 42, Attempt: 2, Group: "g", Payload: []byte("pong")})
+	_, _ = protodelim.MarshalTo(conn, &boomerangv1.Delivery{DeliveryId: 1, TaskId: 42, Attempt: 2, Group: "g", Term: 3, Payload: []byte("pong")})
 	var ack boomerangv1.Ack
 	if err := protodelim.UnmarshalFrom(bufio.NewReader(conn), &ack); err != nil {
 		panic(err)
 	}
 	fmt.Println("ack for", ack.DeliveryId, "ok:", ack.Ok)
 	// Output:
-	// task 42 attempt 2 group "g": pong
+	// task 42 attempt 2 group "g" term 3: pong
 	// ack for 1 ok: true
 }
 
@@ -160,11 +161,11 @@ func ExampleUDPReceiver() {
 		panic(err)
 	}
 	defer conn.Close()
-	b, _ := proto.Marshal(&boomerangv1.Delivery{DeliveryId: 1, TaskId: 42, Attempt: 1, Payload: []byte("tick")})
+	b, _ := proto.Marshal(&boomerangv1.Delivery{DeliveryId: 1, TaskId: 42, Attempt: 1, Term: 3, Payload: []byte("tick")})
 	_, _ = conn.Write(b)
 	<-done
 	// Output:
-	// task 42 attempt 1 group "": tick
+	// task 42 attempt 1 group "" term 3: tick
 }
 
 // VerifyWebhook checks a delivery received through another HTTP stack.
@@ -177,19 +178,43 @@ func ExampleVerifyWebhook() {
 	h.Set(client.HeaderFireAt, "1767225600000")
 	h.Set(client.HeaderClient, "billing")
 	h.Set(client.HeaderGroup, "customer%207")
+	h.Set(client.HeaderTerm, "3")
 	h.Set(client.HeaderTimestamp, "1767225600")
-	h.Set(client.HeaderSignature, "v1=f78dbff6b518a853e5e34a9b318642625c0019588b17e6cc5c933055b0d033a8")
+	h.Set(client.HeaderSignature, "v1=09ad9daac28dddebc2ad97c99d34b55148ce0d1dc7504e69bfa4852810c7761a")
 	body := []byte(`{"invoice":42}`)
 	receivedAt := time.Unix(1767225630, 0)
 
 	d, err := client.VerifyWebhook([]byte("whsec_example"), h, body, receivedAt, 0)
-	fmt.Println(d.GetTaskId(), d.GetGroup(), err)
+	fmt.Println(d.GetTaskId(), d.GetGroup(), d.GetTerm(), err)
 	_, err = client.VerifyWebhook([]byte("another secret"), h, body, receivedAt, 0)
 	fmt.Println(err)
 	_, err = client.VerifyWebhook([]byte("whsec_example"), h, body, receivedAt.Add(10*time.Minute), 0)
 	fmt.Println(err != nil)
 	// Output:
-	// 281474976710657 customer 7 <nil>
+	// 281474976710657 customer 7 3 <nil>
 	// client: webhook signature does not match
 	// true
+}
+
+// A Fence around the handler drops deliveries from a shard leader that
+// was replaced: once group g has seen term 5, a delivery for g in term 4
+// is acknowledged without reaching the handler. Other groups' terms are
+// not compared.
+func ExampleFence_Wrap() {
+	fence := client.NewFence(0)
+	h := fence.Wrap(handle) // the Handler of any receiver
+	for _, d := range []*boomerangv1.Delivery{
+		{TaskId: 1, Client: "billing", Group: "g", Term: 5, Payload: []byte("new leader")},
+		{TaskId: 2, Client: "billing", Group: "g", Term: 4, Payload: []byte("replaced leader")},
+		{TaskId: 3, Client: "billing", Group: "h", Term: 1, Payload: []byte("another group")},
+	} {
+		if err := h(context.Background(), d); err != nil {
+			panic(err)
+		}
+	}
+	fmt.Println("stale:", fence.Stale())
+	// Output:
+	// task 1 attempt 0 group "g" term 5: new leader
+	// task 3 attempt 0 group "h" term 1: another group
+	// stale: 1
 }

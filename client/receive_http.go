@@ -23,6 +23,7 @@ const (
 	HeaderFireAt     = webhook.HeaderFireAt
 	HeaderClient     = webhook.HeaderClient
 	HeaderGroup      = webhook.HeaderGroup
+	HeaderTerm       = webhook.HeaderTerm
 	HeaderTimestamp  = webhook.HeaderTimestamp
 	HeaderSignature  = webhook.HeaderSignature
 )
@@ -166,6 +167,6 @@ func verified(s *webhook.Signer, h http.Header, body []byte, now time.Time, tole
 	return &boomerangv1.Delivery{
 		DeliveryId: m.DeliveryID, TaskId: m.TaskID, Attempt: m.Attempt,
 		Client: m.Client, Group: m.Group, FireAtMs: m.FireAtMs,
-		Payload: body, SentMs: m.Timestamp * 1000,
+		Payload: body, SentMs: m.Timestamp * 1000, Term: m.Term,
 	}, nil
 }

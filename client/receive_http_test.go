@@ -33,7 +33,7 @@ func signedRequest(t *testing.T, url string, secret []byte, ts time.Time, body s
 	}
 	webhook.SetHeaders(req.Header, &webhook.Meta{
 		DeliveryID: 9, TaskID: 42, Attempt: 2, FireAtMs: 1_767_225_600_000,
-		Client: "billing", Group: "customer 7", Timestamp: ts.Unix(),
+		Client: "billing", Group: "customer 7", Term: 5, Timestamp: ts.Unix(),
 	}, []byte(body), signers...)
 	return req
 }
@@ -61,6 +61,8 @@ func TestHTTPReceiver(t *testing.T) {
 	tamperedBody.ContentLength = int64(len("tampered"))
 	relabelled := signedRequest(t, srv.URL, receiverSecret, now, "x")
 	relabelled.Header.Set(HeaderFireAt, "1767225601000") // another occurrence, to slip past deduplication
+	newerTerm := signedRequest(t, srv.URL, receiverSecret, now, "x")
+	newerTerm.Header.Set(HeaderTerm, "6") // to slip past a fence
 	noSig := signedRequest(t, srv.URL, receiverSecret, now, "x")
 	noSig.Header.Del(HeaderSignature)
 	badHeader := signedRequest(t, srv.URL, receiverSecret, now, "x")
@@ -82,6 +84,7 @@ func TestHTTPReceiver(t *testing.T) {
 		{"wrong secret", signedRequest(t, srv.URL, []byte("other"), now, "x"), 401, false, "does not match"},
 		{"tampered body", tamperedBody, 401, false, "does not match"},
 		{"relabelled fire time", relabelled, 401, false, "does not match"},
+		{"relabelled term", newerTerm, 401, false, "does not match"},
 		{"no signature", noSig, 401, false, "no signature"},
 		{"unsigned server", signedRequest(t, srv.URL, nil, now, "x"), 401, false, "no signature"},
 		{"stale", signedRequest(t, srv.URL, receiverSecret, now.Add(-6*time.Minute), "x"), 401, false, "tolerance"},
@@ -110,7 +113,7 @@ func TestHTTPReceiver(t *testing.T) {
 					t.Fatalf("the handler ran: %v", d)
 				}
 				if d.TaskId != 42 || d.Attempt != 2 || d.DeliveryId != 9 || d.Client != "billing" ||
-					d.Group != "customer 7" || d.FireAtMs != 1_767_225_600_000 || d.SentMs%1000 != 0 {
+					d.Group != "customer 7" || d.FireAtMs != 1_767_225_600_000 || d.Term != 5 || d.SentMs%1000 != 0 {
 					t.Fatalf("handler got %v", d)
 				}
 			default:
@@ -138,7 +141,7 @@ func TestHTTPReceiverConfig(t *testing.T) {
 
 // docExampleSignature is the signature in docs/callbacks.md's worked
 // example, computed there with openssl.
-const docExampleSignature = "f78dbff6b518a853e5e34a9b318642625c0019588b17e6cc5c933055b0d033a8"
+const docExampleSignature = "09ad9daac28dddebc2ad97c99d34b55148ce0d1dc7504e69bfa4852810c7761a"
 
 func TestVerifyWebhookRecipe(t *testing.T) {
 	// The worked example of docs/callbacks.md.
@@ -149,13 +152,14 @@ func TestVerifyWebhookRecipe(t *testing.T) {
 	h.Set(HeaderFireAt, "1767225600000")
 	h.Set(HeaderClient, "billing")
 	h.Set(HeaderGroup, "customer%207")
+	h.Set(HeaderTerm, "3")
 	h.Set(HeaderTimestamp, "1767225600")
 	h.Set(HeaderSignature, "v1="+docExampleSignature)
 	d, err := VerifyWebhook([]byte("whsec_example"), h, []byte(`{"invoice":42}`), time.Unix(1767225600, 0), 0)
 	if err != nil {
 		t.Fatalf("the documented example does not verify: %v", err)
 	}
-	if d.Group != "customer 7" || d.TaskId != 281474976710657 {
+	if d.Group != "customer 7" || d.TaskId != 281474976710657 || d.Term != 3 {
 		t.Fatalf("decoded %v", d)
 	}
 }

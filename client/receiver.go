@@ -21,6 +21,10 @@ import (
 // deduplicate by (TaskId, FireAtMs), which names one occurrence of a task;
 // Attempt and DeliveryId change from one attempt to the next.
 //
+// Term is the Raft term in which the sender leads the task's shard. A
+// leader that was replaced may still deliver for a short while, with a
+// lower term than its successor; Fence.Wrap drops such deliveries.
+//
 // Handlers run concurrently, including deliveries of the same group when
 // their earlier attempts timed out. The context is cancelled when the
 // receiver shuts down (and, for HTTP and gRPC, when the server gives up

@@ -90,7 +90,7 @@ func printDelivery(_ context.Context, d *boomerangv1.Delivery) error {
 	if group == "" {
 		group = "-"
 	}
-	fmt.Printf("task %d attempt %d group %s due %s: %q\n", d.GetTaskId(), d.GetAttempt(), group,
+	fmt.Printf("task %d attempt %d group %s term %d due %s: %q\n", d.GetTaskId(), d.GetAttempt(), group, d.GetTerm(),
 		time.UnixMilli(d.GetFireAtMs()).UTC().Format(time.RFC3339), d.GetPayload())
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 
 func fullDelivery() *boomerangv1.Delivery {
 	return &boomerangv1.Delivery{DeliveryId: maxID, TaskId: taskID, Attempt: 3, Client: "billing", Group: group,
-		FireAtMs: dueMs, Payload: payload, SentMs: dueMs + 4321}
+		FireAtMs: dueMs, Payload: payload, SentMs: dueMs + 4321, Term: bigID}
 }
 
 type callbacks struct {
@@ -29,8 +29,8 @@ func callbacksFile(t *testing.T) callbacks {
 		m    *boomerangv1.Delivery
 	}{
 		{"full", fullDelivery()},
-		{"first_attempt_ungrouped", &boomerangv1.Delivery{DeliveryId: 1, TaskId: bigID, Attempt: 1, Client: "quick", FireAtMs: dueMs, Payload: []byte("hello, boomerang"), SentMs: dueMs + 2}},
-		{"empty_payload", &boomerangv1.Delivery{DeliveryId: 2, TaskId: 3, Attempt: 1, Client: "c", Group: "g", FireAtMs: 1, SentMs: 1}},
+		{"first_attempt_ungrouped", &boomerangv1.Delivery{DeliveryId: 1, TaskId: bigID, Attempt: 1, Client: "quick", FireAtMs: dueMs, Payload: []byte("hello, boomerang"), SentMs: dueMs + 2, Term: 1}},
+		{"empty_payload", &boomerangv1.Delivery{DeliveryId: 2, TaskId: 3, Attempt: 1, Client: "c", Group: "g", FireAtMs: 1, SentMs: 1, Term: 2}},
 	} {
 		f.Deliveries = append(f.Deliveries, newMessageVector(t, d.name, d.m))
 	}

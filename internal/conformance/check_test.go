@@ -171,6 +171,7 @@ func checkWebhooks(t *testing.T) {
 		m.FireAtMs, _ = strconv.ParseInt(s.FireAtMs, 10, 64)
 		m.DeliveryID, _ = strconv.ParseUint(s.DeliveryID, 10, 64)
 		m.TaskID, _ = strconv.ParseUint(s.TaskID, 10, 64)
+		m.Term, _ = strconv.ParseUint(s.Term, 10, 64)
 		h := http.Header{}
 		webhook.SetHeaders(h, &m, body, webhook.NewSigner(secret))
 		for k, v := range s.Headers {
@@ -193,7 +194,7 @@ func checkWebhooks(t *testing.T) {
 		if got := verdict(err); got != v.Result {
 			t.Errorf("%s: %s, want %s", v.Name, got, v.Result)
 		}
-		if err == nil && (v.Delivery == nil || v.Delivery.TaskID != strconv.FormatUint(m.TaskID, 10) || v.Delivery.Group != m.Group || v.Delivery.Client != m.Client) {
+		if err == nil && (v.Delivery == nil || v.Delivery.TaskID != strconv.FormatUint(m.TaskID, 10) || v.Delivery.Group != m.Group || v.Delivery.Client != m.Client || v.Delivery.Term != strconv.FormatUint(m.Term, 10)) {
 			t.Errorf("%s: accepted %+v, want %+v", v.Name, m, v.Delivery)
 		}
 	}

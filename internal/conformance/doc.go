@@ -1,7 +1,8 @@
 // Package conformance holds the tests that write and check the shared
 // wire vectors in testdata/conformance: raw TCP frames, a Request and a
 // Response envelope for every operation of boomerang.v1, Delivery and Ack
-// callback frames, and webhook signatures with all their inputs. The SDKs
+// callback frames, webhook signatures with all their inputs, and what a
+// fence by term keys and admits. The SDKs
 // in other languages check themselves against the same files, so every
 // implementation stays byte-compatible with the Go code.
 //

@@ -109,6 +109,7 @@ func TestVectors(t *testing.T) {
 		"callbacks.json": callbacksFile(t),
 		"frames.json":    framesFile(t),
 		"webhooks.json":  webhooksFile(t),
+		"fences.json":    fencesFile(t),
 	}
 	for name, content := range files {
 		want, err := json.MarshalIndent(content, "", "  ")
@@ -135,4 +136,5 @@ func TestVectors(t *testing.T) {
 	t.Run("callbacks", checkCallbacks)
 	t.Run("frames", checkFrames)
 	t.Run("webhooks", checkWebhooks)
+	t.Run("fences", checkFences)
 }

@@ -24,6 +24,7 @@ type signature struct {
 	FireAtMs   string            `json:"fire_at_ms"`
 	Client     string            `json:"client"`
 	Group      string            `json:"group"`
+	Term       string            `json:"term"`
 	Timestamp  int64             `json:"timestamp"`
 	BodyHex    string            `json:"body_hex"`
 	SignedHex  string            `json:"signed_hex"`
@@ -51,6 +52,7 @@ type deliveryMeta struct {
 	FireAtMs   string `json:"fire_at_ms"`
 	Client     string `json:"client"`
 	Group      string `json:"group"`
+	Term       string `json:"term"`
 	Timestamp  int64  `json:"timestamp"`
 }
 
@@ -82,10 +84,10 @@ func signInputs() []signInput {
 	}
 	return []signInput{
 		// The worked example of docs/callbacks.md.
-		{"docs_example", []byte("whsec_example"), webhook.Meta{DeliveryID: 7, TaskID: taskID, Attempt: 1, FireAtMs: dueMs, Client: "billing", Group: "customer 7", Timestamp: 1767225600}, []byte(`{"invoice":42}`)},
-		{"ungrouped_empty_body", []byte("0123456789abcdef"), webhook.Meta{DeliveryID: 1, TaskID: 2, Attempt: 1, FireAtMs: 1000, Client: "quick", Timestamp: 1}, nil},
-		{"escaped_names", []byte("quickstart-secret"), webhook.Meta{DeliveryID: 99, TaskID: bigID, Attempt: 2, FireAtMs: dueMs, Client: "acme.corp_eu-1~x", Group: "Zürich/ä 100% ✓+,\"", Timestamp: 1767225601}, []byte("plain text\n")},
-		{"max_values_binary", secretBytes(), webhook.Meta{DeliveryID: maxID, TaskID: maxID, Attempt: math.MaxUint32, FireAtMs: math.MaxInt64, Client: "c", Group: "g", Timestamp: 4102444800}, binary},
+		{"docs_example", []byte("whsec_example"), webhook.Meta{DeliveryID: 7, TaskID: taskID, Attempt: 1, FireAtMs: dueMs, Client: "billing", Group: "customer 7", Term: 3, Timestamp: 1767225600}, []byte(`{"invoice":42}`)},
+		{"ungrouped_empty_body", []byte("0123456789abcdef"), webhook.Meta{DeliveryID: 1, TaskID: 2, Attempt: 1, FireAtMs: 1000, Client: "quick", Term: 1, Timestamp: 1}, nil},
+		{"escaped_names", []byte("quickstart-secret"), webhook.Meta{DeliveryID: 99, TaskID: bigID, Attempt: 2, FireAtMs: dueMs, Client: "acme.corp_eu-1~x", Group: "Zürich/ä 100% ✓+,\"", Term: bigID, Timestamp: 1767225601}, []byte("plain text\n")},
+		{"max_values_binary", secretBytes(), webhook.Meta{DeliveryID: maxID, TaskID: maxID, Attempt: math.MaxUint32, FireAtMs: math.MaxInt64, Client: "c", Group: "g", Term: maxID, Timestamp: 4102444800}, binary},
 	}
 }
 
@@ -102,12 +104,12 @@ func newSignature(in signInput) signature {
 	h := http.Header{}
 	webhook.SetHeaders(h, &in.meta, in.body, webhook.NewSigner(in.secret))
 	signed := strings.Join([]string{h.Get(webhook.HeaderTimestamp), h.Get(webhook.HeaderTaskID), h.Get(webhook.HeaderAttempt),
-		h.Get(webhook.HeaderFireAt), h.Get(webhook.HeaderClient), h.Get(webhook.HeaderGroup), ""}, "\n")
+		h.Get(webhook.HeaderFireAt), h.Get(webhook.HeaderClient), h.Get(webhook.HeaderGroup), h.Get(webhook.HeaderTerm), ""}, "\n")
 	return signature{
 		Name: in.name, SecretHex: hex.EncodeToString(in.secret),
 		DeliveryID: strconv.FormatUint(in.meta.DeliveryID, 10), TaskID: strconv.FormatUint(in.meta.TaskID, 10),
 		Attempt: in.meta.Attempt, FireAtMs: strconv.FormatInt(in.meta.FireAtMs, 10), Client: in.meta.Client, Group: in.meta.Group,
-		Timestamp: in.meta.Timestamp, BodyHex: hex.EncodeToString(in.body),
+		Term: strconv.FormatUint(in.meta.Term, 10), Timestamp: in.meta.Timestamp, BodyHex: hex.EncodeToString(in.body),
 		SignedHex: hex.EncodeToString(append([]byte(signed), in.body...)), Headers: headerMap(h),
 	}
 }
@@ -147,6 +149,9 @@ func verifyCases() []verifyCase {
 		{name: "bad_signature_group_relabelled", from: 0, change: set(webhook.HeaderGroup, "customer%208")},
 		{name: "bad_signature_task_relabelled", from: 0, change: set(webhook.HeaderTaskID, "281474976710658")},
 		{name: "bad_signature_attempt_relabelled", from: 0, change: set(webhook.HeaderAttempt, "2")},
+		{name: "bad_signature_term_raised", from: 0, change: set(webhook.HeaderTerm, "4")},
+		{name: "bad_signature_term_lowered", from: 0, change: set(webhook.HeaderTerm, "2")},
+		{name: "bad_signature_term_padded", from: 0, change: set(webhook.HeaderTerm, "03")},
 		{name: "bad_signature_decoded_group", from: 0, change: set(webhook.HeaderGroup, "customer 7")},
 		{name: "bad_signature_not_hex", from: 0, change: set(webhook.HeaderSignature, "v1="+strings.Repeat("z", 64))},
 		{name: "bad_signature_before_stale", from: 0, secret: []byte("whsec_other"), skew: 3600, tolerance: 300},
@@ -158,6 +163,9 @@ func verifyCases() []verifyCase {
 		{name: "bad_header_attempt_over_32_bits", from: 0, change: set(webhook.HeaderAttempt, "4294967296")},
 		{name: "bad_header_timestamp", from: 0, change: set(webhook.HeaderTimestamp, "1767225600.5")},
 		{name: "bad_header_client_escape", from: 0, change: set(webhook.HeaderClient, "bill%zzing")},
+		{name: "bad_header_term_missing", from: 0, change: func(h http.Header) { h.Del(webhook.HeaderTerm) }},
+		{name: "bad_header_term_negative", from: 0, change: set(webhook.HeaderTerm, "-3")},
+		{name: "bad_header_term_over_64_bits", from: 0, change: set(webhook.HeaderTerm, "18446744073709551616")},
 	}
 }
 
@@ -209,7 +217,7 @@ func newVerification(t *testing.T, c verifyCase) verification {
 	if err == nil {
 		v.Delivery = &deliveryMeta{
 			DeliveryID: strconv.FormatUint(m.DeliveryID, 10), TaskID: strconv.FormatUint(m.TaskID, 10), Attempt: m.Attempt,
-			FireAtMs: strconv.FormatInt(m.FireAtMs, 10), Client: m.Client, Group: m.Group, Timestamp: m.Timestamp,
+			FireAtMs: strconv.FormatInt(m.FireAtMs, 10), Client: m.Client, Group: m.Group, Term: strconv.FormatUint(m.Term, 10), Timestamp: m.Timestamp,
 		}
 	}
 	if !strings.HasPrefix(c.name, v.Result) {

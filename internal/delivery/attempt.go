@@ -31,6 +31,7 @@ type attempt struct {
 	e       *Engine
 	task    *storepb.Task
 	number  uint32
+	term    uint64 // the scheduler's term as leader of the task's shard
 	id      uint64
 	done    func(error)
 	route   route
@@ -98,5 +99,5 @@ func (a *attempt) message(m *boomerangv1.Delivery, sentMs int64) {
 	t := a.task
 	m.DeliveryId, m.TaskId, m.Attempt = a.id, t.Id, a.number
 	m.Client, m.Group, m.FireAtMs = t.Client, t.Group, t.DueMs
-	m.Payload, m.SentMs = t.Payload, sentMs
+	m.Payload, m.SentMs, m.Term = t.Payload, sentMs, a.term
 }

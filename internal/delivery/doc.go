@@ -50,6 +50,11 @@
 //     the datagram is sent, so UDP is at most once. A payload over
 //     MaxUDPPayload is refused (ValidateCallback says so at registration).
 //
+// Every transport carries the attempt's term (scheduler.Delivery.Term),
+// the fencing token receivers use to drop a replaced leader's late
+// deliveries: HTTP in the signed Boomerang-Term header, the others in
+// Delivery.term.
+//
 // Idle connections are closed after Config.IdleTimeout.
 //
 // # Callback policy

@@ -98,7 +98,7 @@ func (e *Engine) Deliver(d scheduler.Delivery, done func(error)) {
 		done(ErrClosed)
 		return
 	}
-	a := &attempt{e: e, task: d.Task, number: uint32(d.Attempt), id: e.ids.Add(1), done: done}
+	a := &attempt{e: e, task: d.Task, number: uint32(d.Attempt), term: d.Term, id: e.ids.Add(1), done: done}
 	e.withClient(a)
 }
 

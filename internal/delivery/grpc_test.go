@@ -60,7 +60,7 @@ func TestGRPCDelivers(t *testing.T) {
 	}
 	d := <-got
 	if d.TaskId != tk.Id || d.Attempt != 2 || d.Group != "g1" || d.Client != "acme" || string(d.Payload) != "ping" ||
-		d.FireAtMs != tk.DueMs || d.DeliveryId == 0 || d.SentMs == 0 {
+		d.FireAtMs != tk.DueMs || d.DeliveryId == 0 || d.SentMs == 0 || d.Term != testTerm {
 		t.Fatalf("receiver got %v", d)
 	}
 }

@@ -17,6 +17,10 @@ const waitLimit = 20 * time.Second
 
 var testSecret = []byte("test secret")
 
+// testTerm is the leader's term every test attempt carries: more than 32
+// bits, so a transport that truncates it shows.
+const testTerm = 1<<40 + 7
+
 // clientMap is a ClientSource held in memory.
 type clientMap struct {
 	mu      sync.Mutex
@@ -85,10 +89,16 @@ func task(payload string) *storepb.Task {
 // outcome is a pending attempt's result.
 type outcome chan error
 
-// deliver starts an attempt of t and returns its outcome channel.
+// deliver starts an attempt of t in term testTerm and returns its
+// outcome channel.
 func deliver(e *Engine, t *storepb.Task, attempt int) outcome {
+	return deliverInTerm(e, t, attempt, testTerm)
+}
+
+// deliverInTerm is deliver by a leader of the given term.
+func deliverInTerm(e *Engine, t *storepb.Task, attempt int, term uint64) outcome {
 	ch := make(outcome, 1)
-	e.Deliver(scheduler.Delivery{Task: t, Attempt: attempt}, func(err error) { ch <- err })
+	e.Deliver(scheduler.Delivery{Task: t, Attempt: attempt, Term: term}, func(err error) { ch <- err })
 	return ch
 }
 

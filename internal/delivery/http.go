@@ -89,14 +89,14 @@ func (t *httpTransport) request(a *attempt) *http.Request {
 	req := &http.Request{
 		Method: http.MethodPost, URL: u, Host: u.Host,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: make(http.Header, 11), Body: http.NoBody, ContentLength: int64(len(body)),
+		Header: make(http.Header, 12), Body: http.NoBody, ContentLength: int64(len(body)),
 	}
 	if len(body) > 0 {
 		req.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	m := webhook.Meta{
 		DeliveryID: a.id, TaskID: a.task.Id, Attempt: a.number, FireAtMs: a.task.DueMs,
-		Client: a.task.Client, Group: a.task.Group, Timestamp: a.begun.Unix(),
+		Client: a.task.Client, Group: a.task.Group, Term: a.term, Timestamp: a.begun.Unix(),
 	}
 	webhook.SetHeaders(req.Header, &m, body, a.signers...)
 	req.Header["Content-Type"] = contentType

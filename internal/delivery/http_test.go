@@ -57,7 +57,7 @@ func TestHTTPDeliversSignedWebhook(t *testing.T) {
 	}
 	d := <-got
 	if d.TaskId != tk.Id || d.Attempt != 3 || d.Client != "acme" || d.Group != tk.Group ||
-		d.FireAtMs != tk.DueMs || string(d.Payload) != "invoice 42" || d.DeliveryId == 0 {
+		d.FireAtMs != tk.DueMs || string(d.Payload) != "invoice 42" || d.DeliveryId == 0 || d.Term != testTerm {
 		t.Fatalf("receiver got %v", d)
 	}
 	want := map[string]string{
@@ -66,6 +66,7 @@ func TestHTTPDeliversSignedWebhook(t *testing.T) {
 		webhook.HeaderFireAt:  strconv.FormatInt(tk.DueMs, 10),
 		webhook.HeaderClient:  "acme",
 		webhook.HeaderGroup:   "customer%207%2F%C3%A9%0A",
+		webhook.HeaderTerm:    strconv.FormatUint(testTerm, 10),
 		"Content-Type":        "application/octet-stream",
 	}
 	for k, v := range want {
@@ -76,7 +77,7 @@ func TestHTTPDeliversSignedWebhook(t *testing.T) {
 	// The documented recipe reproduces the signature.
 	sig := webhook.Sign(testSecret, headers.Get(webhook.HeaderTimestamp), headers.Get(webhook.HeaderTaskID),
 		headers.Get(webhook.HeaderAttempt), headers.Get(webhook.HeaderFireAt), headers.Get(webhook.HeaderClient),
-		headers.Get(webhook.HeaderGroup), []byte("invoice 42"))
+		headers.Get(webhook.HeaderGroup), headers.Get(webhook.HeaderTerm), []byte("invoice 42"))
 	if headers.Get(webhook.HeaderSignature) != "v1="+sig {
 		t.Errorf("signature %q, want v1=%s", headers.Get(webhook.HeaderSignature), sig)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -85,6 +86,9 @@ func TestTCPPipelinesOnPooledConnections(t *testing.T) {
 		}
 		<-gate
 		running.Add(-1)
+		if d.Term != testTerm {
+			return fmt.Errorf("term %d, want %d", d.Term, testTerm)
+		}
 		seen.Store(d.TaskId, d)
 		return nil
 	})

@@ -36,7 +36,7 @@ func BenchmarkEngine(b *testing.B) {
 			for i := range b.N {
 				window <- struct{}{}
 				wg.Add(1)
-				e.Deliver(scheduler.Delivery{Task: &storepb.Task{Id: uint64(i + 1), Client: "acme", Payload: payload, DueMs: 1}, Attempt: 1},
+				e.Deliver(scheduler.Delivery{Task: &storepb.Task{Id: uint64(i + 1), Client: "acme", Payload: payload, DueMs: 1}, Attempt: 1, Term: 1},
 					func(err error) {
 						if err != nil {
 							failed.Add(1)

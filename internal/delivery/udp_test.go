@@ -61,7 +61,7 @@ func TestUDPDeliversOneDatagram(t *testing.T) {
 		t.Fatalf("delivery failed: %v", err)
 	}
 	d := <-got
-	if d.TaskId != tk.Id || d.Attempt != 1 || d.Group != "g" || string(d.Payload) != "datagram" || d.FireAtMs != tk.DueMs {
+	if d.TaskId != tk.Id || d.Attempt != 1 || d.Group != "g" || string(d.Payload) != "datagram" || d.FireAtMs != tk.DueMs || d.Term != testTerm {
 		t.Fatalf("receiver got %v", d)
 	}
 }

@@ -7678,15 +7678,21 @@ func (*Response_ListPools) isResponse_Body() {}
 // Delivery is one attempt to deliver a task occurrence. Receivers should
 // deduplicate by (task_id, fire_at_ms): delivery is at least once.
 type Delivery struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	DeliveryId    uint64                 `protobuf:"varint,1,opt,name=delivery_id,json=deliveryId,proto3" json:"delivery_id,omitempty"` // matches the Ack on the raw TCP transport
-	TaskId        uint64                 `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Attempt       uint32                 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"` // 1 for the first attempt of this occurrence
-	Client        string                 `protobuf:"bytes,4,opt,name=client,proto3" json:"client,omitempty"`
-	Group         string                 `protobuf:"bytes,5,opt,name=group,proto3" json:"group,omitempty"`
-	FireAtMs      int64                  `protobuf:"varint,6,opt,name=fire_at_ms,json=fireAtMs,proto3" json:"fire_at_ms,omitempty"` // due time of the occurrence
-	Payload       []byte                 `protobuf:"bytes,7,opt,name=payload,proto3" json:"payload,omitempty"`
-	SentMs        int64                  `protobuf:"varint,8,opt,name=sent_ms,json=sentMs,proto3" json:"sent_ms,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	DeliveryId uint64                 `protobuf:"varint,1,opt,name=delivery_id,json=deliveryId,proto3" json:"delivery_id,omitempty"` // matches the Ack on the raw TCP transport
+	TaskId     uint64                 `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Attempt    uint32                 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"` // 1 for the first attempt of this occurrence
+	Client     string                 `protobuf:"bytes,4,opt,name=client,proto3" json:"client,omitempty"`
+	Group      string                 `protobuf:"bytes,5,opt,name=group,proto3" json:"group,omitempty"`
+	FireAtMs   int64                  `protobuf:"varint,6,opt,name=fire_at_ms,json=fireAtMs,proto3" json:"fire_at_ms,omitempty"` // due time of the occurrence
+	Payload    []byte                 `protobuf:"bytes,7,opt,name=payload,proto3" json:"payload,omitempty"`
+	SentMs     int64                  `protobuf:"varint,8,opt,name=sent_ms,json=sentMs,proto3" json:"sent_ms,omitempty"`
+	// The Raft term in which the sending node leads the task's shard, from
+	// 1: a fencing token. It only grows from one leader to the next, so a
+	// delivery with a lower term than one already seen for the same client
+	// and group (ungrouped: the same task) comes from a replaced leader and
+	// may be dropped. Terms of different groups are not comparable.
+	Term          uint64 `protobuf:"varint,9,opt,name=term,proto3" json:"term,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7773,6 +7779,13 @@ func (x *Delivery) GetPayload() []byte {
 func (x *Delivery) GetSentMs() int64 {
 	if x != nil {
 		return x.SentMs
+	}
+	return 0
+}
+
+func (x *Delivery) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
 	}
 	return 0
 }
@@ -8409,7 +8422,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"getCluster\x12@\n" +
 	"\n" +
 	"list_pools\x18D \x01(\v2\x1f.boomerang.v1.ListPoolsResponseH\x00R\tlistPoolsB\x06\n" +
-	"\x04body\"\xdd\x01\n" +
+	"\x04body\"\xf1\x01\n" +
 	"\bDelivery\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\x04R\n" +
 	"deliveryId\x12\x17\n" +
@@ -8420,7 +8433,8 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\n" +
 	"fire_at_ms\x18\x06 \x01(\x03R\bfireAtMs\x12\x18\n" +
 	"\apayload\x18\a \x01(\fR\apayload\x12\x17\n" +
-	"\asent_ms\x18\b \x01(\x03R\x06sentMs\"L\n" +
+	"\asent_ms\x18\b \x01(\x03R\x06sentMs\x12\x12\n" +
+	"\x04term\x18\t \x01(\x04R\x04term\"L\n" +
 	"\x03Ack\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\x04R\n" +
 	"deliveryId\x12\x0e\n" +

@@ -13,6 +13,7 @@
 //	Boomerang-Fire-At      due time of the occurrence, Unix milliseconds (decimal)
 //	Boomerang-Client       the client that owns the task, percent-encoded
 //	Boomerang-Group        the task's group, percent-encoded; "" when ungrouped
+//	Boomerang-Term         the Raft term in which the sender leads the task's shard (decimal)
 //	Boomerang-Timestamp    when this attempt was sent, Unix seconds (decimal)
 //	Boomerang-Signature    v1=<64 hex digits>
 //
@@ -20,13 +21,18 @@
 // "-", ".", "_" and "~" becomes %XX (upper-case hex), so any group name
 // fits in a header.
 //
+// The term is a fencing token: it only grows from one leader of a shard
+// to the next, so a receiver that has seen a higher term for the same
+// client and group (ungrouped: the same task) knows the delivery comes
+// from a leader that was replaced.
+//
 // # Signature
 //
 // The signature is the lower-case hex HMAC-SHA256, keyed with the client's
 // signing secret, of the header values exactly as sent, each followed by a
 // line feed, then the body:
 //
-//	timestamp "\n" task-id "\n" attempt "\n" fire-at "\n" client "\n" group "\n" body
+//	timestamp "\n" task-id "\n" attempt "\n" fire-at "\n" client "\n" group "\n" term "\n" body
 //
 // Header values never contain a line feed, so the signed string cannot be
 // split two ways. While a client's signing secret is being rotated, the
@@ -40,7 +46,9 @@
 // timestamp is more than a tolerance (default five minutes) away from its
 // own clock. Signing the task id, attempt and fire time with the body means
 // a captured delivery cannot be relabelled to slip past a receiver's
-// deduplication by (task id, fire time).
+// deduplication by (task id, fire time); signing the term means it cannot
+// be relabelled to slip past a receiver's fence, nor a genuine one made
+// to look stale.
 package webhook
 
 import (
@@ -67,6 +75,7 @@ const (
 	HeaderFireAt     = "Boomerang-Fire-At"
 	HeaderClient     = "Boomerang-Client"
 	HeaderGroup      = "Boomerang-Group"
+	HeaderTerm       = "Boomerang-Term"
 	HeaderTimestamp  = "Boomerang-Timestamp"
 	HeaderSignature  = "Boomerang-Signature"
 )
@@ -97,7 +106,8 @@ type Meta struct {
 	FireAtMs   int64
 	Client     string
 	Group      string
-	Timestamp  int64 // Unix seconds when sent
+	Term       uint64 // the sender's term as leader of the task's shard
+	Timestamp  int64  // Unix seconds when sent
 }
 
 // Signer signs and verifies deliveries with one secret. It keeps its
@@ -146,23 +156,25 @@ func (s *Signer) sum(hexSig, body []byte, fields ...string) {
 // and body: several are comma-separated in one header, newest secret
 // first, while a client's secret is being rotated.
 func SetHeaders(h http.Header, m *Meta, body []byte, signers ...*Signer) {
-	var num [5][20]byte
+	var num [6][20]byte
 	ts := string(strconv.AppendInt(num[0][:0], m.Timestamp, 10))
 	task := string(strconv.AppendUint(num[1][:0], m.TaskID, 10))
 	attempt := string(strconv.AppendUint(num[2][:0], uint64(m.Attempt), 10))
 	fireAt := string(strconv.AppendInt(num[3][:0], m.FireAtMs, 10))
 	delivery := string(strconv.AppendUint(num[4][:0], m.DeliveryID, 10))
+	term := string(strconv.AppendUint(num[5][:0], m.Term, 10))
 	client, group := Escape(m.Client), Escape(m.Group)
 	// One backing array for every value, and direct map writes: the names
 	// are already canonical.
-	values := []string{delivery, task, attempt, fireAt, client, group, ts, ""}
+	values := []string{delivery, task, attempt, fireAt, client, group, term, ts, ""}
 	h[HeaderDeliveryID] = values[0:1:1]
 	h[HeaderTaskID] = values[1:2:2]
 	h[HeaderAttempt] = values[2:3:3]
 	h[HeaderFireAt] = values[3:4:4]
 	h[HeaderClient] = values[4:5:5]
 	h[HeaderGroup] = values[5:6:6]
-	h[HeaderTimestamp] = values[6:7:7]
+	h[HeaderTerm] = values[6:7:7]
+	h[HeaderTimestamp] = values[7:8:8]
 	if len(signers) == 0 {
 		return
 	}
@@ -179,17 +191,17 @@ func SetHeaders(h http.Header, m *Meta, body []byte, signers ...*Signer) {
 		sig = append(sig, SchemeV1...)
 		n := len(sig)
 		sig = sig[:n+2*sha256.Size]
-		s.sum(sig[n:], body, ts, task, attempt, fireAt, client, group)
+		s.sum(sig[n:], body, ts, task, attempt, fireAt, client, group, term)
 	}
-	values[7] = string(sig)
-	h[HeaderSignature] = values[7:8:8]
+	values[8] = string(sig)
+	h[HeaderSignature] = values[8:9:9]
 }
 
 // Sign returns the v1 signature (without the "v1=" prefix) of the given
 // header values, exactly as they appear on the wire, and body.
-func Sign(secret []byte, timestamp, taskID, attempt, fireAt, client, group string, body []byte) string {
+func Sign(secret []byte, timestamp, taskID, attempt, fireAt, client, group, term string, body []byte) string {
 	var sig [2 * sha256.Size]byte
-	NewSigner(secret).sum(sig[:], body, timestamp, taskID, attempt, fireAt, client, group)
+	NewSigner(secret).sum(sig[:], body, timestamp, taskID, attempt, fireAt, client, group, term)
 	return string(sig[:])
 }
 
@@ -215,7 +227,7 @@ func (s *Signer) Verify(h http.Header, body []byte, now time.Time, tolerance tim
 	}
 	var want [2 * sha256.Size]byte
 	s.sum(want[:], body, get(h, HeaderTimestamp), get(h, HeaderTaskID), get(h, HeaderAttempt),
-		get(h, HeaderFireAt), get(h, HeaderClient), get(h, HeaderGroup))
+		get(h, HeaderFireAt), get(h, HeaderClient), get(h, HeaderGroup), get(h, HeaderTerm))
 	if !matches(sigs, want[:]) {
 		if found(sigs) {
 			return m, ErrBadSignature
@@ -293,6 +305,9 @@ func Parse(h http.Header) (Meta, error) {
 	}
 	m.Attempt = uint32(attempt)
 	if m.FireAtMs, err = parseInt(h, HeaderFireAt); err != nil {
+		return m, err
+	}
+	if m.Term, err = parseUint(h, HeaderTerm, 64); err != nil {
 		return m, err
 	}
 	if m.Timestamp, err = parseInt(h, HeaderTimestamp); err != nil {

@@ -11,7 +11,7 @@ import (
 func TestSignAndVerify(t *testing.T) {
 	secret := []byte("k")
 	body := []byte("payload")
-	m := Meta{DeliveryID: 1, TaskID: 2, Attempt: 3, FireAtMs: 4, Client: "c/1", Group: "g h", Timestamp: 1000}
+	m := Meta{DeliveryID: 1, TaskID: 2, Attempt: 3, FireAtMs: 4, Client: "c/1", Group: "g h", Term: 5, Timestamp: 1000}
 	h := http.Header{}
 	SetHeaders(h, &m, body, NewSigner(secret))
 	got, err := Verify(secret, h, body, time.Unix(1000, 0), 0)
@@ -28,6 +28,11 @@ func TestSignAndVerify(t *testing.T) {
 		{"attempt", func(h http.Header) []byte { h.Set(HeaderAttempt, "4"); return body }, ErrBadSignature},
 		{"group", func(h http.Header) []byte { h.Set(HeaderGroup, "g"); return body }, ErrBadSignature},
 		{"client", func(h http.Header) []byte { h.Set(HeaderClient, "c"); return body }, ErrBadSignature},
+		{"term raised", func(h http.Header) []byte { h.Set(HeaderTerm, "6"); return body }, ErrBadSignature},
+		{"term lowered", func(h http.Header) []byte { h.Set(HeaderTerm, "4"); return body }, ErrBadSignature},
+		{"term padded", func(h http.Header) []byte { h.Set(HeaderTerm, "05"); return body }, ErrBadSignature},
+		{"term missing", func(h http.Header) []byte { h.Del(HeaderTerm); return body }, ErrBadHeader},
+		{"term negative", func(h http.Header) []byte { h.Set(HeaderTerm, "-5"); return body }, ErrBadHeader},
 		{"timestamp", func(h http.Header) []byte { h.Set(HeaderTimestamp, "1001"); return body }, ErrBadSignature},
 		{"no signature", func(h http.Header) []byte { h.Del(HeaderSignature); return body }, ErrNoSignature},
 		{"other scheme", func(h http.Header) []byte { h.Set(HeaderSignature, "v0=abcd"); return body }, ErrNoSignature},
@@ -74,9 +79,9 @@ func TestEscape(t *testing.T) {
 }
 
 func FuzzVerify(f *testing.F) {
-	f.Add("1000", "2", "3", "4", "c", "g%20h", "v1=00", []byte("body"))
-	f.Add("", "", "", "", "", "", "", []byte(nil))
-	f.Fuzz(func(t *testing.T, ts, task, attempt, fireAt, client, group, sig string, body []byte) {
+	f.Add("1000", "2", "3", "4", "c", "g%20h", "5", "v1=00", []byte("body"))
+	f.Add("", "", "", "", "", "", "", "", []byte(nil))
+	f.Fuzz(func(t *testing.T, ts, task, attempt, fireAt, client, group, term, sig string, body []byte) {
 		h := http.Header{}
 		h.Set(HeaderDeliveryID, "1")
 		h.Set(HeaderTimestamp, ts)
@@ -85,6 +90,7 @@ func FuzzVerify(f *testing.F) {
 		h.Set(HeaderFireAt, fireAt)
 		h.Set(HeaderClient, client)
 		h.Set(HeaderGroup, group)
+		h.Set(HeaderTerm, term)
 		h.Set(HeaderSignature, sig)
 		if _, err := Verify([]byte("k"), h, body, time.Unix(1000, 0), 0); err != nil {
 			return
@@ -92,7 +98,7 @@ func FuzzVerify(f *testing.F) {
 		// Only a correct signature verifies. (Header values are what
 		// http.Header keeps, which may differ from the raw strings.)
 		want := Sign([]byte("k"), h.Get(HeaderTimestamp), h.Get(HeaderTaskID), h.Get(HeaderAttempt),
-			h.Get(HeaderFireAt), h.Get(HeaderClient), h.Get(HeaderGroup), body)
+			h.Get(HeaderFireAt), h.Get(HeaderClient), h.Get(HeaderGroup), h.Get(HeaderTerm), body)
 		for entry := range strings.SplitSeq(h.Get(HeaderSignature), ",") {
 			if strings.EqualFold(strings.TrimSpace(entry), SchemeV1+want) {
 				return

@@ -119,6 +119,7 @@ SIGNED = (
     "Boomerang-Fire-At",
     "Boomerang-Client",
     "Boomerang-Group",
+    "Boomerang-Term",
 )
 
 
@@ -133,6 +134,7 @@ class WebhooksTest(unittest.TestCase):
                     fire_at_ms=int(s["fire_at_ms"]),
                     client=s["client"],
                     group=s["group"],
+                    term=int(s["term"]),
                     timestamp=s["timestamp"],
                 )
                 body = bytes.fromhex(s["body_hex"])
@@ -161,7 +163,17 @@ class WebhooksTest(unittest.TestCase):
                         continue
                     d, want = verify(), v["delivery"]
                     self.assertEqual(
-                        (d.delivery_id, d.task_id, d.attempt, d.fire_at_ms, d.client, d.group, d.sent_ms, d.payload),
+                        (
+                            d.delivery_id,
+                            d.task_id,
+                            d.attempt,
+                            d.fire_at_ms,
+                            d.client,
+                            d.group,
+                            d.term,
+                            d.sent_ms,
+                            d.payload,
+                        ),
                         (
                             int(want["delivery_id"]),
                             int(want["task_id"]),
@@ -169,6 +181,7 @@ class WebhooksTest(unittest.TestCase):
                             int(want["fire_at_ms"]),
                             want["client"],
                             want["group"],
+                            int(want["term"]),
                             want["timestamp"] * 1000,
                             body,
                         ),
@@ -184,6 +197,21 @@ class WebhooksTest(unittest.TestCase):
         for bad in f["unescape_invalid"]:
             with self.assertRaises(ValueError, msg=bad):
                 boomerang.unescape_name(bad)
+
+
+class FencesTest(unittest.TestCase):
+    def test_keys(self) -> None:
+        for k in load("fences.json")["keys"]:
+            d = json_format.ParseDict(k["delivery"], pb.Delivery())
+            self.assertEqual(boomerang.fence_key(d), k["key"], k["name"])
+
+    def test_admit_sequences(self) -> None:
+        for s in load("fences.json")["sequences"]:
+            with self.subTest(s["name"]):
+                fence = boomerang.Fence(s["capacity"])
+                got = [fence.admit(step["key"], int(step["term"])) for step in s["steps"]]
+                self.assertEqual(got, [step["admitted"] for step in s["steps"]])
+                self.assertEqual(fence.stale, s["stale"])
 
 
 class ErrorsTest(unittest.TestCase):

@@ -66,6 +66,7 @@ def round_trip(case: unittest.TestCase, c: boomerang.Client, inbox: Inbox, clien
         (d.payload, d.client, d.group), (b"hello", client_id, group), "the group is decoded from its escaped header"
     )
     case.assertEqual((d.fire_at_ms, d.attempt), (hello.fire_at_ms, 1))
+    case.assertGreaterEqual(d.term, 1, "the leader's term arrives")
 
     flaky = c.schedule("flaky:1")
     second = inbox.next(f"the retry for {client_id}", lambda x: x.task_id == flaky.id and x.attempt == 2)
@@ -128,6 +129,7 @@ META = boomerang.WebhookMeta(
     fire_at_ms=1767225600000,
     client="billing",
     group="customer 7",
+    term=3,
     timestamp=1767225600,
 )
 
@@ -146,6 +148,8 @@ CASES: list[tuple[str, str, dict[str, str], bytes, int, str | None]] = [
     ("too large", "POST", signed(b"x" * 65), b"x" * 65, 413, "64 bytes"),
     ("unsigned", "POST", signed(b"x", lambda h: h.pop("Boomerang-Signature")), b"x", 401, "no v1= signature"),
     ("altered", "POST", signed(b"x"), b"y", 401, "does not match"),
+    ("term relabelled", "POST", signed(b"x", lambda h: h.update({"Boomerang-Term": "4"})), b"x", 401, "does not match"),
+    ("no term", "POST", signed(b"x", lambda h: h.pop("Boomerang-Term")), b"x", 400, "Boomerang-Term"),
     ("stale", "POST", signed(b"x", lambda h: h.update({"Boomerang-Timestamp": "1767225000"})), b"x", 401, None),
     (
         "bad header",
@@ -194,7 +198,8 @@ class WebhookAnswersTest(unittest.TestCase):
                         self.assertEqual(resp.getheader("Allow"), "POST")
         self.assertEqual(len(seen), 2 * len(servers), "the handler saw the signed deliveries only")
         self.assertEqual(
-            (seen[0].group, seen[0].task_id, seen[0].payload), ("customer 7", 281474976710657, b'{"invoice":42}')
+            (seen[0].group, seen[0].task_id, seen[0].term, seen[0].payload),
+            ("customer 7", 281474976710657, 3, b'{"invoice":42}'),
         )
 
 
@@ -249,6 +254,7 @@ class TCPReceiverTest(unittest.TestCase):
             arrived = [d.task_id for d in inbox.deliveries if d.group == f"g{g}"]
             due = [t.id for t in sorted((t for t in tasks if t.group == f"g{g}"), key=lambda t: (t.fire_at_ms, t.seq))]
             self.assertEqual(arrived, due, f"group g{g} arrives in due order")
+        self.assertTrue(all(d.term >= 1 for d in inbox.deliveries), "every delivery carries the leader's term")
         self.assertTrue(2 <= running[1] <= 8, f"handlers overlapped within the limit (at most {running[1]} at once)")
 
         failing = c.schedule("fail:tcp")

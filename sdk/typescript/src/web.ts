@@ -25,4 +25,5 @@ export {
 export { FrameDecoder, FrameError, maxFrameLimit, type FrameErrorKind } from "./frames.js";
 export { WebClient, type WebClientOptions } from "./web-client.js";
 export * from "./webhook.js";
+export { Fence, defaultFenceCapacity, fenceKey } from "./fence.js";
 export { WebhookReceiver, defaultMaxDelivery, type Handler, type WebhookAnswer, type WebhookReceiverConfig } from "./receiver.js";

@@ -13,6 +13,7 @@ export const HeaderAttempt = "Boomerang-Attempt";
 export const HeaderFireAt = "Boomerang-Fire-At";
 export const HeaderClient = "Boomerang-Client";
 export const HeaderGroup = "Boomerang-Group";
+export const HeaderTerm = "Boomerang-Term";
 export const HeaderTimestamp = "Boomerang-Timestamp";
 export const HeaderSignature = "Boomerang-Signature";
 
@@ -56,6 +57,8 @@ export interface WebhookMeta {
   fireAtMs: bigint;
   client: string;
   group: string;
+  /** The Raft term in which the sender leads the task's shard: a fencing token (see Fence). */
+  term: bigint;
   /** When the attempt was sent, Unix seconds. */
   timestamp: number;
 }
@@ -112,6 +115,7 @@ export async function verifyWebhook(secret: Uint8Array | string, headers: Header
     fireAtMs: meta.fireAtMs,
     payload: body,
     sentMs: BigInt(meta.timestamp) * 1000n,
+    term: meta.term,
   });
 }
 
@@ -128,6 +132,7 @@ export async function signWebhook(secret: Uint8Array | string, meta: WebhookMeta
     [HeaderFireAt]: meta.fireAtMs.toString(),
     [HeaderClient]: escapeName(meta.client),
     [HeaderGroup]: escapeName(meta.group),
+    [HeaderTerm]: meta.term.toString(),
     [HeaderTimestamp]: String(meta.timestamp),
   };
   const key = await hmacKey(secret, "sign");
@@ -137,7 +142,7 @@ export async function signWebhook(secret: Uint8Array | string, meta: WebhookMeta
 }
 
 /**
- * The bytes that are signed: the six header values as received, each
+ * The bytes that are signed: the seven header values as received, each
  * followed by a line feed, then the body.
  */
 export function signedBytes(fields: string[], body: Uint8Array): Uint8Array {
@@ -149,7 +154,7 @@ export function signedBytes(fields: string[], body: Uint8Array): Uint8Array {
 }
 
 function signedFields(h: HeaderSource): string[] {
-  return [HeaderTimestamp, HeaderTaskId, HeaderAttempt, HeaderFireAt, HeaderClient, HeaderGroup].map((n) => get(h, n) ?? "");
+  return [HeaderTimestamp, HeaderTaskId, HeaderAttempt, HeaderFireAt, HeaderClient, HeaderGroup, HeaderTerm].map((n) => get(h, n) ?? "");
 }
 
 /** Reads the delivery headers without checking the signature. */
@@ -159,6 +164,7 @@ export function parseWebhookHeaders(h: HeaderSource): WebhookMeta {
     taskId: parseInteger(h, HeaderTaskId, false, 64),
     attempt: Number(parseInteger(h, HeaderAttempt, false, 32)),
     fireAtMs: parseInteger(h, HeaderFireAt, true, 64),
+    term: parseInteger(h, HeaderTerm, false, 64),
     timestamp: Number(parseInteger(h, HeaderTimestamp, true, 64)),
     client: unescapeHeader(h, HeaderClient),
     group: unescapeHeader(h, HeaderGroup),

@@ -14,6 +14,7 @@ import {
   BadSignatureError,
   BoomerangService,
   DeliverySchema,
+  Fence,
   FrameDecoder,
   FrameError,
   NoSignatureError,
@@ -21,6 +22,7 @@ import {
   ResponseSchema,
   StaleSignatureError,
   escapeName,
+  fenceKey,
   signWebhook,
   signedBytes,
   unescapeName,
@@ -137,6 +139,7 @@ interface Signature {
   fire_at_ms: string;
   client: string;
   group: string;
+  term: string;
   timestamp: number;
   body_hex: string;
   signed_hex: string;
@@ -151,7 +154,7 @@ interface Verification {
   now: number;
   tolerance_seconds: number;
   result: string;
-  delivery?: { delivery_id: string; task_id: string; attempt: number; fire_at_ms: string; client: string; group: string; timestamp: number };
+  delivery?: { delivery_id: string; task_id: string; attempt: number; fire_at_ms: string; client: string; group: string; term: string; timestamp: number };
 }
 
 const verdicts = new Map<string, new (...args: never[]) => Error>([
@@ -171,11 +174,12 @@ test("webhooks: signatures, verdicts and name escaping", async () => {
       fireAtMs: BigInt(s.fire_at_ms),
       client: s.client,
       group: s.group,
+      term: BigInt(s.term),
       timestamp: s.timestamp,
     };
     const headers = await signWebhook(unhex(s.secret_hex), meta, unhex(s.body_hex));
     assert.deepEqual(headers, s.headers, s.name);
-    const fields = ["Boomerang-Timestamp", "Boomerang-Task-Id", "Boomerang-Attempt", "Boomerang-Fire-At", "Boomerang-Client", "Boomerang-Group"].map((n) => s.headers[n]!);
+    const fields = ["Boomerang-Timestamp", "Boomerang-Task-Id", "Boomerang-Attempt", "Boomerang-Fire-At", "Boomerang-Client", "Boomerang-Group", "Boomerang-Term"].map((n) => s.headers[n]!);
     assert.equal(hex(signedBytes(fields, unhex(s.body_hex))), s.signed_hex, `${s.name}: signed bytes`);
   }
   for (const v of f.verifications) {
@@ -192,6 +196,7 @@ test("webhooks: signatures, verdicts and name escaping", async () => {
         assert.equal(d.fireAtMs, BigInt(v.delivery!.fire_at_ms), v.name);
         assert.equal(d.client, v.delivery!.client, v.name);
         assert.equal(d.group, v.delivery!.group, v.name);
+        assert.equal(d.term, BigInt(v.delivery!.term), v.name);
         assert.equal(d.sentMs, BigInt(v.delivery!.timestamp) * 1000n, v.name);
         assert.deepEqual(d.payload, unhex(v.body_hex), v.name);
       } else {
@@ -205,5 +210,20 @@ test("webhooks: signatures, verdicts and name escaping", async () => {
   }
   for (const bad of f.unescape_invalid) {
     assert.throws(() => unescapeName(bad), Error, bad);
+  }
+});
+
+test("fences: keys and admit sequences", () => {
+  const f = load<{
+    keys: Array<{ name: string; delivery: JsonValue; key: string }>;
+    sequences: Array<{ name: string; capacity: number; steps: Array<{ key: string; term: string; admitted: boolean }>; stale: number }>;
+  }>("fences.json");
+  for (const k of f.keys) {
+    assert.equal(fenceKey(fromJson(DeliverySchema, k.delivery)), k.key, k.name);
+  }
+  for (const s of f.sequences) {
+    const fence = new Fence(s.capacity);
+    s.steps.forEach((step, i) => assert.equal(fence.admit(step.key, BigInt(step.term)), step.admitted, `${s.name} step ${i}`));
+    assert.equal(fence.stale, s.stale, s.name);
   }
 });

@@ -38,6 +38,7 @@ async function roundTrip(c: Client, inbox: Inbox, clientId: string): Promise<voi
   assert.equal(d.group, group, "the group is decoded from its escaped header");
   assert.equal(d.fireAtMs, hello.fireAtMs);
   assert.equal(d.attempt, 1);
+  assert.ok(d.term >= 1n, `the leader's term arrives: ${d.term}`);
 
   const flaky = await c.schedule("flaky:1");
   const second = await inbox.next(`the retry for ${clientId}`, (x) => x.taskId === flaky.id && x.attempt === 2);
@@ -95,7 +96,7 @@ test("a delivery signed with another secret is refused and dead-lettered", async
 });
 
 test("the webhook receiver answers as documented", async (t) => {
-  const meta = { deliveryId: 7n, taskId: 281474976710657n, attempt: 1, fireAtMs: 1767225600000n, client: "billing", group: "customer 7", timestamp: 1767225600 };
+  const meta = { deliveryId: 7n, taskId: 281474976710657n, attempt: 1, fireAtMs: 1767225600000n, client: "billing", group: "customer 7", term: 3n, timestamp: 1767225600 };
   const clock = () => 1767225600_000;
   const seen: Delivery[] = [];
   const handler = (d: Delivery) => {
@@ -125,6 +126,8 @@ test("the webhook receiver answers as documented", async (t) => {
     { name: "too large", headers: await signed("x".repeat(65)), payload: "x".repeat(65), status: 413 },
     { name: "unsigned", headers: await signed("x", (h) => delete h["Boomerang-Signature"]), payload: "x", status: 401, reply: /no v1= signature/ },
     { name: "altered", headers: await signed("x"), payload: "y", status: 401, reply: /does not match/ },
+    { name: "term relabelled", headers: await signed("x", (h) => (h["Boomerang-Term"] = "4")), payload: "x", status: 401, reply: /does not match/ },
+    { name: "no term", headers: await signed("x", (h) => delete h["Boomerang-Term"]), payload: "x", status: 400, reply: /Boomerang-Term/ },
     { name: "stale", headers: await signed("x", (h) => (h["Boomerang-Timestamp"] = "1767225000")), payload: "x", status: 401 },
     { name: "bad header", headers: await signed("x", (h) => (h["Boomerang-Attempt"] = "first")), payload: "x", status: 400 },
   ];
@@ -148,6 +151,7 @@ test("the webhook receiver answers as documented", async (t) => {
   assert.equal(seen.length, 4, "the handler saw the signed deliveries only");
   assert.equal(seen[0]?.group, "customer 7");
   assert.equal(seen[0]?.taskId, 281474976710657n);
+  assert.equal(seen[0]?.term, 3n);
 });
 
 test("the TCP receiver takes deliveries and answers with acks", async (t) => {
@@ -205,6 +209,10 @@ test("the TCP receiver takes deliveries and answers with acks", async (t) => {
       .map((task) => task.id);
     assert.deepEqual(arrived, due, `group g${g} arrives in due order`);
   }
+  assert.ok(
+    inbox.deliveries.every((d) => d.term >= 1n),
+    "every delivery carries the leader's term",
+  );
   assert.ok(maxRunning >= 2 && maxRunning <= 8, `handlers overlapped within the limit (at most ${maxRunning} at once)`);
 
   const failing = await c.schedule("fail:tcp");

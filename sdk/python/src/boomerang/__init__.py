@@ -7,6 +7,8 @@
   WSGI app, an ASGI app, or an http.server handler; verify_webhook checks
   one delivery from any other stack.
 - TCPReceiver: receives raw TCP callbacks (Delivery and Ack frames).
+- Fence: drops deliveries from shard leaders that were replaced, by their
+  term; Fence.wrap puts it in front of any receiver's handler.
 
 The API messages are in boomerang.v1.boomerang_pb2, re-exported here as
 `pb`. See README.md.
@@ -41,6 +43,7 @@ from .errors import (
     error_from_wire,
     status_of,
 )
+from .fence import DEFAULT_FENCE_CAPACITY, Fence, fence_key
 from .frames import FrameDecoder, FrameError, encode_frame, encode_varint
 from .receiver import DEFAULT_MAX_DELIVERY, Handler, WebhookAnswer, WebhookReceiver
 from .tcp_receiver import DEFAULT_RECEIVER_IN_FLIGHT, TCPReceiver
@@ -63,6 +66,7 @@ from .webhook import (
 
 __all__ = [
     "DEFAULT_DIAL_TIMEOUT",
+    "DEFAULT_FENCE_CAPACITY",
     "DEFAULT_MAX_DELIVERY",
     "DEFAULT_MAX_IN_FLIGHT",
     "DEFAULT_MAX_RESPONSE_BYTES",
@@ -80,6 +84,7 @@ __all__ = [
     "ConflictError",
     "ConnectionLostError",
     "Credentials",
+    "Fence",
     "FrameDecoder",
     "FrameError",
     "GroupFullError",
@@ -104,6 +109,7 @@ __all__ = [
     "encode_varint",
     "error_from_wire",
     "escape_name",
+    "fence_key",
     "parse_webhook_headers",
     "pb",
     "sign_webhook",

@@ -26,7 +26,9 @@ from .webhook import DEFAULT_TOLERANCE, BadHeaderError, HeaderSource, WebhookErr
 #: again after a timeout, a lost acknowledgement or a server restart. A
 #: handler with effects that must not repeat should deduplicate by
 #: (task_id, fire_at_ms), which names one occurrence of a task; attempt and
-#: delivery_id change from one attempt to the next.
+#: delivery_id change from one attempt to the next. term is the Raft term
+#: in which the sender leads the task's shard: Fence.wrap drops deliveries
+#: from a leader that was replaced.
 Handler = Callable[[pb.Delivery], Union[None, Awaitable[None]]]
 
 _Receive = Callable[[], Awaitable[dict[str, Any]]]

@@ -22,6 +22,7 @@ HEADER_ATTEMPT = "Boomerang-Attempt"
 HEADER_FIRE_AT = "Boomerang-Fire-At"
 HEADER_CLIENT = "Boomerang-Client"
 HEADER_GROUP = "Boomerang-Group"
+HEADER_TERM = "Boomerang-Term"
 HEADER_TIMESTAMP = "Boomerang-Timestamp"
 HEADER_SIGNATURE = "Boomerang-Signature"
 
@@ -32,7 +33,7 @@ SCHEME_V1 = "v1="
 DEFAULT_TOLERANCE = 300.0
 
 # The signed header values, in the order they are signed.
-_SIGNED = (HEADER_TIMESTAMP, HEADER_TASK_ID, HEADER_ATTEMPT, HEADER_FIRE_AT, HEADER_CLIENT, HEADER_GROUP)
+_SIGNED = (HEADER_TIMESTAMP, HEADER_TASK_ID, HEADER_ATTEMPT, HEADER_FIRE_AT, HEADER_CLIENT, HEADER_GROUP, HEADER_TERM)
 
 
 class WebhookError(Exception):
@@ -84,6 +85,9 @@ class WebhookMeta:
     fire_at_ms: int
     client: str
     group: str
+    #: The Raft term in which the sender leads the task's shard: a fencing
+    #: token (see Fence).
+    term: int
     #: When the attempt was sent, Unix seconds.
     timestamp: int
 
@@ -132,6 +136,7 @@ def verify_webhook(
         fire_at_ms=meta.fire_at_ms,
         payload=body,
         sent_ms=meta.timestamp * 1000,
+        term=meta.term,
     )
 
 
@@ -146,6 +151,7 @@ def sign_webhook(secret: bytes | str, meta: WebhookMeta, body: bytes) -> dict[st
         HEADER_FIRE_AT: str(meta.fire_at_ms),
         HEADER_CLIENT: escape_name(meta.client),
         HEADER_GROUP: escape_name(meta.group),
+        HEADER_TERM: str(meta.term),
         HEADER_TIMESTAMP: str(meta.timestamp),
     }
     h[HEADER_SIGNATURE] = SCHEME_V1 + _sign(secret, [h[n] for n in _SIGNED], body)
@@ -153,7 +159,7 @@ def sign_webhook(secret: bytes | str, meta: WebhookMeta, body: bytes) -> dict[st
 
 
 def signed_bytes(fields: Iterable[str], body: bytes) -> bytes:
-    """The bytes that are signed: the six header values as received, each
+    """The bytes that are signed: the seven header values as received, each
     followed by a line feed, then the body."""
     return "".join(f + "\n" for f in fields).encode("latin-1", "replace") + body
 
@@ -171,6 +177,7 @@ def parse_webhook_headers(headers: HeaderSource) -> WebhookMeta:
         task_id=_integer(headers, HEADER_TASK_ID, signed=False, bits=64),
         attempt=_integer(headers, HEADER_ATTEMPT, signed=False, bits=32),
         fire_at_ms=_integer(headers, HEADER_FIRE_AT, signed=True, bits=64),
+        term=_integer(headers, HEADER_TERM, signed=False, bits=64),
         timestamp=_integer(headers, HEADER_TIMESTAMP, signed=True, bits=64),
         client=_unescape_header(headers, HEADER_CLIENT),
         group=_unescape_header(headers, HEADER_GROUP),

@@ -306,7 +306,7 @@ class DeleteDeadLetterResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class Delivery(_message.Message):
-    __slots__ = ["attempt", "client", "delivery_id", "fire_at_ms", "group", "payload", "sent_ms", "task_id"]
+    __slots__ = ["attempt", "client", "delivery_id", "fire_at_ms", "group", "payload", "sent_ms", "task_id", "term"]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     CLIENT_FIELD_NUMBER: _ClassVar[int]
     DELIVERY_ID_FIELD_NUMBER: _ClassVar[int]
@@ -315,6 +315,7 @@ class Delivery(_message.Message):
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     SENT_MS_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    TERM_FIELD_NUMBER: _ClassVar[int]
     attempt: int
     client: str
     delivery_id: int
@@ -323,7 +324,8 @@ class Delivery(_message.Message):
     payload: bytes
     sent_ms: int
     task_id: int
-    def __init__(self, delivery_id: _Optional[int] = ..., task_id: _Optional[int] = ..., attempt: _Optional[int] = ..., client: _Optional[str] = ..., group: _Optional[str] = ..., fire_at_ms: _Optional[int] = ..., payload: _Optional[bytes] = ..., sent_ms: _Optional[int] = ...) -> None: ...
+    term: int
+    def __init__(self, delivery_id: _Optional[int] = ..., task_id: _Optional[int] = ..., attempt: _Optional[int] = ..., client: _Optional[str] = ..., group: _Optional[str] = ..., fire_at_ms: _Optional[int] = ..., payload: _Optional[bytes] = ..., sent_ms: _Optional[int] = ..., term: _Optional[int] = ...) -> None: ...
 
 class DeregisterClientRequest(_message.Message):
     __slots__ = ["client_id"]
