@@ -63,6 +63,8 @@ func New(cfg Config) (*Engine, error) {
 	e.byProto[storepb.Protocol_PROTOCOL_GRPC] = newGRPCTransport(e)
 	e.byProto[storepb.Protocol_PROTOCOL_TCP] = newTCPTransport(e)
 	e.byProto[storepb.Protocol_PROTOCOL_UDP] = newUDPTransport(e)
+	e.byProto[storepb.Protocol_PROTOCOL_NATS] = newNATSTransport(e)
+	e.byProto[storepb.Protocol_PROTOCOL_AMQP] = newAMQPTransport(e)
 	go e.janitor()
 	return e, nil
 }
