@@ -92,7 +92,7 @@ func startRabbit(t *testing.T) string {
 // ends, stops the group with SIGTERM (SIGKILL after 30 s).
 func startProcess(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", cmd.Path, err)
 	}

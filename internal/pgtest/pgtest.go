@@ -100,7 +100,9 @@ func New(opts Options) (*Server, error) {
 		args = append(args, "-c", k+"="+v)
 	}
 	s.cmd = exec.Command(filepath.Join(bin, "postgres"), args...)
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
+	// Pdeathsig: a test binary killed by its timeout takes the server
+	// with it.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	logFile, err := os.Create(filepath.Join(dir, "postgres.log"))
 	if err != nil {
 		os.RemoveAll(dir)

@@ -1,0 +1,353 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrDeposed: the lease row names another primary or a later term; this
+// node's writes as primary are refused.
+var ErrDeposed = errors.New("outbox: no longer the primary")
+
+// Pacing of the primary's polls.
+const (
+	// minFullGap spaces the full polls that notifications wake: under a
+	// steady insert load every insert notifies.
+	minFullGap = 10 * time.Millisecond
+	// settleDelay is how soon a group whose head the guard held back is
+	// polled again.
+	settleDelay = 5 * time.Millisecond
+)
+
+// fencedTx begins a transaction that holds the lease row FOR SHARE and
+// has checked that it names this node and term: a new primary's takeover
+// waits for it to end, and its writes are refused once another term has
+// begun.
+func (s *Source) fencedTx(ctx context.Context, term int64) (pgx.Tx, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var holder string
+	var current int64
+	err = tx.QueryRow(ctx, s.q.fence, s.cfg.Name).Scan(&holder, &current)
+	if err == nil && (holder != s.opts.Node || current != term) {
+		err = fmt.Errorf("%w: term %d is held by %s with term %d", ErrDeposed, term, holder, current)
+	} else if errors.Is(err, pgx.ErrNoRows) {
+		err = fmt.Errorf("%w: no lease row", ErrDeposed)
+	}
+	if err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, err
+	}
+	return tx, nil
+}
+
+// lead runs one term as primary: it records the term in the lease row
+// (for an Elector other than the lease row itself), then polls and
+// dispatches until the term ends or the source stops, and resigns.
+func (s *Source) lead(ctx context.Context, lease Lease) {
+	term := lease.Term()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-lease.Lost():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	defer func() {
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.LeaseTTL)
+		lease.Resign(rctx)
+		rcancel()
+	}()
+	tag, err := s.pool.Exec(ctx, s.q.claim, s.cfg.Name, s.opts.Node, term)
+	if err != nil || tag.RowsAffected() != 1 {
+		s.log.Warn("outbox: could not record the term in the lease row", "term", term, "err", err)
+		return
+	}
+	s.primary.Store(true)
+	s.metrics.primary.Set(1)
+	s.log.Info("outbox: primary", "term", term)
+	defer func() {
+		s.primary.Store(false)
+		s.metrics.primary.Set(0)
+		s.log.Info("outbox: no longer primary", "term", term)
+	}()
+	l := &leader{s: s, term: term, guard: newGuard(4 * (s.cfg.MaxInFlight + s.cfg.BatchSize)), pending: map[string]struct{}{}}
+	l.run(ctx)
+}
+
+// leader is the state of one term as primary.
+type leader struct {
+	s        *Source
+	term     int64
+	guard    *guard
+	cursor   string              // the full poll resumes after this group
+	pending  map[string]struct{} // groups to poll again soon: held back by the guard or by MaxInFlight
+	full     bool                // a full poll is due
+	lastFull time.Time
+}
+
+func (l *leader) run(ctx context.Context) {
+	s := l.s
+	clock := s.opts.Clock
+	poll := clock.NewTimer(0)
+	defer poll.Stop()
+	staleTick := clock.NewTicker(max(s.cfg.StaleAfter/4, time.Second))
+	defer staleTick.Stop()
+	var soon <-chan time.Time
+	fullSoon := false
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.Chan():
+			l.full = true
+		case <-s.wake:
+			if gap := minFullGap - clock.Since(l.lastFull); gap > 0 {
+				fullSoon = true
+				if soon == nil {
+					soon = clock.After(gap)
+				}
+			} else {
+				l.full = true
+			}
+		case <-s.freed.signal:
+		case <-soon:
+			soon = nil
+			l.full = l.full || fullSoon
+			fullSoon = false
+		case <-staleTick.Chan():
+			if _, err := s.recoverStale(ctx, l.term); errors.Is(err, ErrDeposed) {
+				return
+			} else if err != nil && ctx.Err() == nil {
+				s.log.Warn("outbox: stale recovery failed", "err", err)
+			}
+			continue
+		}
+		wasFull := l.full
+		more, err := l.cycle(ctx)
+		s.metrics.polls.Add(1)
+		switch {
+		case errors.Is(err, ErrDeposed), errors.Is(err, errUncertain), ctx.Err() != nil:
+			if err != nil && ctx.Err() == nil {
+				s.log.Warn("outbox: ending the term", "term", l.term, "err", err)
+			}
+			return
+		case err != nil:
+			failures++
+			s.log.Warn("outbox: poll failed", "err", err)
+			l.full = wasFull
+			if soon == nil {
+				soon = clock.After(min(time.Duration(failures)*100*time.Millisecond, s.cfg.PollInterval))
+			}
+			continue
+		}
+		failures = 0
+		if wasFull {
+			l.lastFull = clock.Now()
+			poll.Reset(s.cfg.PollInterval)
+		}
+		if more {
+			l.full = true
+			signal(s.freed.signal) // go round again at once
+		} else if len(l.pending) > 0 && soon == nil {
+			soon = clock.After(settleDelay)
+		}
+	}
+}
+
+// errUncertain: a cycle registered tasks and then could not learn
+// whether its transaction committed. The term ends, so that the held
+// tasks are sorted out before anything is dispatched again.
+var errUncertain = errors.New("outbox: a poll's commit failed after registering tasks")
+
+// cycle is one poll: in one fenced transaction it finds the heads that
+// may go, locks them (and free rows), registers each as a held task,
+// marks them QUEUED (poison rows ERROR) and commits; then it releases
+// the tasks. more reports that a full poll stopped short of the end of
+// the groups.
+func (l *leader) cycle(ctx context.Context) (more bool, err error) {
+	s := l.s
+	groups := s.freed.take()
+	if groups == nil {
+		groups = map[string]struct{}{}
+	}
+	maps.Copy(groups, l.pending)
+	clear(l.pending)
+	full := l.full
+	l.full = false
+	capacity := s.cfg.MaxInFlight - s.inFlight.len()
+	if capacity <= 0 {
+		// Finishing rows free capacity and wake the poll with their
+		// groups; keep these for then.
+		maps.Copy(l.pending, groups)
+		l.full = l.full || full
+		return false, nil
+	}
+	tx, err := s.fencedTx(ctx, l.term)
+	if err != nil {
+		maps.Copy(l.pending, groups)
+		return false, err
+	}
+	defer tx.Rollback(ctx)
+	if err := l.readWriters(ctx, tx); err != nil {
+		maps.Copy(l.pending, groups)
+		return false, err
+	}
+	ids, more, err := l.heads(ctx, tx, slices.Collect(maps.Keys(groups)), full, min(capacity, s.cfg.BatchSize))
+	if err != nil {
+		maps.Copy(l.pending, groups)
+		return false, err
+	}
+	rows, err := s.lock(ctx, tx, ids, min(capacity, s.cfg.BatchSize)-len(ids))
+	if err != nil {
+		return false, err
+	}
+	if len(rows) == 0 {
+		return more, tx.Commit(ctx)
+	}
+	res := s.registerAll(ctx, rows)
+	if err := s.markDispatched(ctx, tx, res); err != nil {
+		return false, l.uncertain(ctx, res, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, l.uncertain(ctx, res, err)
+	}
+	l.dispatched(ctx, res)
+	return more, nil
+}
+
+// uncertain cancels the held tasks of a cycle that did not commit (best
+// effort: cleanupHeld catches the rest) and ends the term.
+func (l *leader) uncertain(ctx context.Context, res dispatchResult, err error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.s.cfg.LeaseTTL)
+	defer cancel()
+	for _, q := range res.queued {
+		_ = l.s.sched.Cancel(cctx, admin, q.task)
+	}
+	return fmt.Errorf("%w: %w", errUncertain, err)
+}
+
+// dispatched does what follows a commit: count, release.
+func (l *leader) dispatched(ctx context.Context, res dispatchResult) {
+	s := l.s
+	tasks := make([]uint64, 0, len(res.queued))
+	for _, q := range res.queued {
+		tasks = append(tasks, q.task)
+		l.guard.forget(q.id)
+	}
+	for _, p := range res.poison {
+		l.guard.forget(p.id)
+	}
+	s.inFlight.add(tasks...)
+	s.metrics.add(countDispatched, len(res.queued))
+	s.metrics.add(countQueued, len(res.queued))
+	s.metrics.add(countError, len(res.poison))
+	if len(res.failed) > 0 {
+		s.log.Warn("outbox: rows could not be registered and stay PENDING", "rows", len(res.failed), "err", res.failed[0])
+	}
+	for _, q := range res.queued {
+		if q.held {
+			s.queueRelease(ctx, q.task)
+		}
+	}
+}
+
+// readWriters starts the guard's poll with the transactions that hold a
+// write lock on the table now, before the heads' snapshot.
+func (l *leader) readWriters(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, l.s.q.writers, l.s.tableOID)
+	if err != nil {
+		return err
+	}
+	writers := writerSet{}
+	for rows.Next() {
+		var vxid string
+		if err := rows.Scan(&vxid); err != nil {
+			rows.Close()
+			return err
+		}
+		writers[vxid] = struct{}{}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	l.guard.begin(writers)
+	return nil
+}
+
+// heads reads the heads of the given groups and, when full, of the next
+// groups after the cursor, and returns the ids of those that may go: the
+// row is PENDING, its group is not blocked, and the guard has let it
+// through.
+func (l *leader) heads(ctx context.Context, tx pgx.Tx, groups []string, full bool, limit int) (ids []string, more bool, err error) {
+	if len(groups) > 0 {
+		if ids, _, err = l.readHeads(ctx, tx, ids, l.s.q.headsOf, groups); err != nil {
+			return nil, false, err
+		}
+	}
+	if full {
+		var last *string
+		if ids, last, err = l.readHeads(ctx, tx, ids, l.s.q.heads, l.cursor, limit); err != nil {
+			return nil, false, err
+		}
+		if last == nil {
+			l.cursor = "" // the end: start over next time
+		} else {
+			l.cursor, more = *last, true
+		}
+	}
+	return ids, more, nil
+}
+
+// readHeads runs a heads query and appends the ids that may go. last is
+// the last group visited, nil when the query reached the end of the
+// groups.
+func (l *leader) readHeads(ctx context.Context, tx pgx.Tx, ids []string, sql string, args ...any) (_ []string, last *string, err error) {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	polled := 0
+	for rows.Next() {
+		var group, head, status, next *string
+		var blocked bool
+		if err := rows.Scan(&group, &head, &status, &next, &blocked); err != nil {
+			return nil, nil, err
+		}
+		last = group
+		if group == nil || head == nil {
+			continue
+		}
+		polled++
+		if next != nil {
+			l.guard.see(*next)
+		}
+		if *status != "PENDING" || blocked {
+			continue
+		}
+		if !l.guard.settled(*head) {
+			l.guard.see(*head)
+			l.pending[*group] = struct{}{}
+			continue
+		}
+		ids = append(ids, *head)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	l.s.metrics.add(countPolled, polled)
+	return ids, last, nil
+}
