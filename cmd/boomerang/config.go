@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/boomerangd/boomerang/internal/outbox"
 )
 
 // envPrefix starts the environment variable of every flag:
@@ -62,6 +64,14 @@ func (o *options) complete(fs *pflag.FlagSet, lookupEnv func(string) (string, bo
 	}
 	if len(o.pools) > 0 {
 		o.cfg.Pools = o.pools
+	}
+	o.outbox = nil
+	for _, spec := range o.outboxSources {
+		src, err := outbox.ParseSource(spec)
+		if err != nil {
+			return fmt.Errorf("--outbox-source: %w", err)
+		}
+		o.outbox = append(o.outbox, src)
 	}
 	return o.checkLogging()
 }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/boomerangd/boomerang/internal/delivery"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
@@ -128,8 +127,6 @@ type Options struct {
 	// Logger receives lifecycle events and errors, never a line per row.
 	// Default: discard.
 	Logger *slog.Logger
-	// Registerer receives the metrics. Default: none.
-	Registerer prometheus.Registerer
 	// Clock drives polls, leases and due times. Default: the real clock.
 	Clock clockwork.Clock
 	// Elector, if set, makes the Elector of each source (by name), in

@@ -119,8 +119,8 @@ type receiver struct {
 	mu       sync.Mutex
 	got      []*boomerangv1.Delivery // every attempt
 	acked    []*boomerangv1.Delivery // the attempts answered with success
-	inFlight map[string]int // by group
-	overlap  []string       // groups that had two deliveries at once
+	inFlight map[string]int          // by group
+	overlap  []string                // groups that had two deliveries at once
 	fail     func(d *boomerangv1.Delivery) bool
 }
 
@@ -251,7 +251,7 @@ func startNode(t *testing.T, cfg Config, o nodeOptions) *node {
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := ob.Start(context.Background(), srv.Scheduler()); err != nil {
+	if err := ob.Start(context.Background(), srv.Scheduler(), srv.Registerer()); err != nil {
 		t.Fatal(err)
 	}
 	n := &node{srv: srv, ob: ob, src: ob.Source(cfg.Name)}

@@ -25,7 +25,7 @@ const (
 	eventStale      = "stale"      // taken back from a silent node to PENDING
 )
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+func newMetrics() *metrics {
 	m := &metrics{
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "boomerang_outbox_rows_total",
@@ -44,15 +44,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Rows this node has QUEUED whose tasks have not finished.",
 		}, []string{"source"}),
 	}
-	if reg == nil {
-		return m, nil
-	}
+	return m
+}
+
+func (m *metrics) register(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.rows, m.lag, m.primary, m.inFlight} {
 		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("outbox: registering metrics: %w", err)
+			return fmt.Errorf("outbox: registering metrics: %w", err)
 		}
 	}
-	return m, nil
+	return nil
 }
 
 // sourceMetrics are one source's series, created up front.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
@@ -60,10 +62,7 @@ func New(cfgs []Config, opts Options) (*Outbox, error) {
 	if err := opts.ensureDefaults(); err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(opts.Registerer)
-	if err != nil {
-		return nil, err
-	}
+	m := newMetrics()
 	o := &Outbox{opts: opts, sources: map[string]*Source{}, metrics: m}
 	for _, cfg := range cfgs {
 		cfg.ensureDefaults()
@@ -91,11 +90,17 @@ func (o *Outbox) Finished(f scheduler.Finished) {
 	}
 }
 
-// Start starts every source on sched. Sources connect in the background
-// and log what keeps them from working.
-func (o *Outbox) Start(ctx context.Context, sched Scheduler) error {
+// Start starts every source on sched, with its metrics on reg (nil:
+// none). Sources connect in the background and log what keeps them from
+// working.
+func (o *Outbox) Start(ctx context.Context, sched Scheduler, reg prometheus.Registerer) error {
 	if sched == nil {
 		return errors.New("outbox: Start needs a scheduler")
+	}
+	if reg != nil {
+		if err := o.metrics.register(reg); err != nil {
+			return err
+		}
 	}
 	for _, s := range o.sources {
 		s.start(ctx, sched)
