@@ -222,6 +222,7 @@ type nodeOptions struct {
 	name    string                 // default "node-a"
 	dataDir string                 // default: a new temporary directory
 	retry   scheduler.RetryDecider // default: two attempts 10 ms apart
+	before  func(*server.Server)   // runs once the server is up, before the outbox starts
 }
 
 // startNode runs a server and the outbox with cfg in it, stopped when the
@@ -250,6 +251,9 @@ func startNode(t *testing.T, cfg Config, o nodeOptions) *node {
 	}
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	if o.before != nil {
+		o.before(srv)
 	}
 	if err := ob.Start(context.Background(), srv.Scheduler(), srv.Registerer()); err != nil {
 		t.Fatal(err)
