@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,7 +20,7 @@ var ErrDeposed = errors.New("outbox: no longer the primary")
 const (
 	// minFullGap spaces the full polls that notifications wake: under a
 	// steady insert load every insert notifies.
-	minFullGap = 10 * time.Millisecond
+	minFullGap = 50 * time.Millisecond
 	// settleDelay is how soon a group whose head the guard held back is
 	// polled again.
 	settleDelay = 5 * time.Millisecond
@@ -85,10 +86,13 @@ func (s *Source) lead(ctx context.Context, lease Lease) {
 	l.run(ctx)
 }
 
-// leader is the state of one term as primary.
+// leader is the state of one term as primary. Polls run concurrently;
+// mu guards what they share.
 type leader struct {
-	s        *Source
-	term     int64
+	s    *Source
+	term int64
+
+	mu       sync.Mutex
 	guard    *guard
 	cursor   string              // the full poll resumes after this group
 	pending  map[string]struct{} // groups to poll again soon: held back by the guard or by MaxInFlight
@@ -99,71 +103,125 @@ type leader struct {
 func (l *leader) run(ctx context.Context) {
 	s := l.s
 	clock := s.opts.Clock
+	ctx, cancel := context.WithCancel(ctx)
+	results := make(chan cycleResult, parallelPolls)
+	running := 0
+	defer func() {
+		cancel()
+		for ; running > 0; running-- {
+			<-results
+		}
+	}()
 	poll := clock.NewTimer(0)
 	defer poll.Stop()
 	staleTick := clock.NewTicker(max(s.cfg.StaleAfter/4, time.Second))
 	defer staleTick.Stop()
 	var soon <-chan time.Time
 	fullSoon := false
+	retry := false // held-back groups are due again
 	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-poll.Chan():
-			l.full = true
+			l.setFull()
 		case <-s.wake:
-			if gap := minFullGap - clock.Since(l.lastFull); gap > 0 {
+			if gap := minFullGap - clock.Since(l.lastFullAt()); gap > 0 {
 				fullSoon = true
 				if soon == nil {
 					soon = clock.After(gap)
 				}
 			} else {
-				l.full = true
+				l.setFull()
 			}
 		case <-s.freed.signal:
 		case <-soon:
 			soon = nil
-			l.full = l.full || fullSoon
+			if fullSoon {
+				l.setFull()
+			}
 			fullSoon = false
+			retry = true
 		case <-staleTick.Chan():
 			if _, err := s.recoverStale(ctx, l.term); errors.Is(err, ErrDeposed) {
 				return
 			} else if err != nil && ctx.Err() == nil {
 				s.log.Warn("outbox: stale recovery failed", "err", err)
 			}
-			continue
-		}
-		wasFull := l.full
-		more, err := l.cycle(ctx)
-		s.metrics.polls.Add(1)
-		switch {
-		case errors.Is(err, ErrDeposed), errors.Is(err, errUncertain), ctx.Err() != nil:
-			if err != nil && ctx.Err() == nil {
-				s.log.Warn("outbox: ending the term", "term", l.term, "err", err)
+		case r := <-results:
+			running--
+			s.metrics.polls.Add(1)
+			switch {
+			case errors.Is(r.err, ErrDeposed), errors.Is(r.err, errUncertain), ctx.Err() != nil:
+				if r.err != nil && ctx.Err() == nil {
+					s.log.Warn("outbox: ending the term", "term", l.term, "err", r.err)
+				}
+				return
+			case r.err != nil:
+				failures++
+				s.log.Warn("outbox: poll failed", "err", r.err)
+				if r.full {
+					l.setFull()
+				}
+				if soon == nil {
+					soon = clock.After(min(time.Duration(failures)*100*time.Millisecond, s.cfg.PollInterval))
+				}
+				continue
 			}
-			return
-		case err != nil:
-			failures++
-			s.log.Warn("outbox: poll failed", "err", err)
-			l.full = wasFull
-			if soon == nil {
-				soon = clock.After(min(time.Duration(failures)*100*time.Millisecond, s.cfg.PollInterval))
+			failures = 0
+			if r.full {
+				poll.Reset(s.cfg.PollInterval)
 			}
-			continue
+			if r.more {
+				l.setFull() // go on through the groups at once
+			} else if l.hasPending() && soon == nil {
+				soon = clock.After(settleDelay)
+			}
 		}
-		failures = 0
-		if wasFull {
-			l.lastFull = clock.Now()
-			poll.Reset(s.cfg.PollInterval)
-		}
-		if more {
-			l.full = true
-			signal(s.freed.signal) // go round again at once
-		} else if len(l.pending) > 0 && soon == nil {
-			soon = clock.After(settleDelay)
+		// Start polls while there is work and room: a poll spends most
+		// of its time waiting (for the scheduler's and the database's
+		// syncs), so a few run at once; they never take the same row,
+		// since each locks its rows.
+		for running < parallelPolls && (retry || l.hasFull() || s.freed.len() > 0) {
+			running++
+			retry = false
+			go func() { results <- l.cycle(ctx) }()
 		}
 	}
+}
+
+// parallelPolls bounds the polls under way at once.
+const parallelPolls = 4
+
+// cycleResult is how a poll went.
+type cycleResult struct {
+	full, more bool
+	err        error
+}
+
+func (l *leader) setFull() {
+	l.mu.Lock()
+	l.full = true
+	l.mu.Unlock()
+}
+
+func (l *leader) hasFull() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.full
+}
+
+func (l *leader) hasPending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pending) > 0
+}
+
+func (l *leader) lastFullAt() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastFull
 }
 
 // errUncertain: a cycle registered tasks and then could not learn
@@ -176,55 +234,78 @@ var errUncertain = errors.New("outbox: a poll's commit failed after registering 
 // marks them QUEUED (poison rows ERROR) and commits; then it releases
 // the tasks. more reports that a full poll stopped short of the end of
 // the groups.
-func (l *leader) cycle(ctx context.Context) (more bool, err error) {
+func (l *leader) cycle(ctx context.Context) cycleResult {
 	s := l.s
+	capacity := s.cfg.MaxInFlight - s.inFlight.len()
+	if capacity <= 0 {
+		// Finishing rows free capacity and wake the poll with their
+		// groups; their groups wait in pending meanwhile.
+		l.mu.Lock()
+		maps.Copy(l.pending, s.freed.take())
+		l.mu.Unlock()
+		return cycleResult{}
+	}
+	tx, err := s.fencedTx(ctx, l.term)
+	if err != nil {
+		return cycleResult{err: err}
+	}
+	defer tx.Rollback(ctx)
+	ids, r := l.plan(ctx, tx, min(capacity, s.cfg.BatchSize))
+	if r.err != nil {
+		return r
+	}
+	rows, err := s.lock(ctx, tx, ids, min(capacity, s.cfg.BatchSize)-len(ids))
+	if err != nil {
+		r.err = err
+		return r
+	}
+	if len(rows) == 0 {
+		r.err = tx.Commit(ctx)
+		return r
+	}
+	res := s.registerAll(ctx, rows)
+	if err := s.markDispatched(ctx, tx, res); err != nil {
+		r.err = l.uncertain(ctx, res, err)
+		return r
+	}
+	if err := tx.Commit(ctx); err != nil {
+		r.err = l.uncertain(ctx, res, err)
+		return r
+	}
+	l.dispatched(ctx, res)
+	return r
+}
+
+// plan takes the work due (finished rows' groups, groups held back, a
+// full poll) and returns the heads that may go. Plans run one at a time:
+// the guard needs each poll's writers and snapshot in turn.
+func (l *leader) plan(ctx context.Context, tx pgx.Tx, limit int) ([]string, cycleResult) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.s
+	if err := l.readWriters(ctx, tx); err != nil {
+		return nil, cycleResult{err: err}
+	}
 	groups := s.freed.take()
 	if groups == nil {
 		groups = map[string]struct{}{}
 	}
 	maps.Copy(groups, l.pending)
 	clear(l.pending)
-	full := l.full
+	r := cycleResult{full: l.full}
 	l.full = false
-	capacity := s.cfg.MaxInFlight - s.inFlight.len()
-	if capacity <= 0 {
-		// Finishing rows free capacity and wake the poll with their
-		// groups; keep these for then.
-		maps.Copy(l.pending, groups)
-		l.full = l.full || full
-		return false, nil
+	if r.full {
+		l.lastFull = s.opts.Clock.Now()
 	}
-	tx, err := s.fencedTx(ctx, l.term)
+	ids, more, err := l.heads(ctx, tx, slices.Collect(maps.Keys(groups)), r.full, limit)
 	if err != nil {
 		maps.Copy(l.pending, groups)
-		return false, err
+		l.full = l.full || r.full
+		r.err = err
+		return nil, r
 	}
-	defer tx.Rollback(ctx)
-	if err := l.readWriters(ctx, tx); err != nil {
-		maps.Copy(l.pending, groups)
-		return false, err
-	}
-	ids, more, err := l.heads(ctx, tx, slices.Collect(maps.Keys(groups)), full, min(capacity, s.cfg.BatchSize))
-	if err != nil {
-		maps.Copy(l.pending, groups)
-		return false, err
-	}
-	rows, err := s.lock(ctx, tx, ids, min(capacity, s.cfg.BatchSize)-len(ids))
-	if err != nil {
-		return false, err
-	}
-	if len(rows) == 0 {
-		return more, tx.Commit(ctx)
-	}
-	res := s.registerAll(ctx, rows)
-	if err := s.markDispatched(ctx, tx, res); err != nil {
-		return false, l.uncertain(ctx, res, err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return false, l.uncertain(ctx, res, err)
-	}
-	l.dispatched(ctx, res)
-	return more, nil
+	r.more = more
+	return ids, r
 }
 
 // uncertain cancels the held tasks of a cycle that did not commit (best
@@ -244,11 +325,15 @@ func (l *leader) dispatched(ctx context.Context, res dispatchResult) {
 	tasks := make([]uint64, 0, len(res.queued))
 	for _, q := range res.queued {
 		tasks = append(tasks, q.task)
+	}
+	l.mu.Lock()
+	for _, q := range res.queued {
 		l.guard.forget(q.id)
 	}
 	for _, p := range res.poison {
 		l.guard.forget(p.id)
 	}
+	l.mu.Unlock()
 	s.inFlight.add(tasks...)
 	s.metrics.add(countDispatched, len(res.queued))
 	s.metrics.add(countQueued, len(res.queued))

@@ -124,7 +124,7 @@ type receiver struct {
 	fail     func(d *boomerangv1.Delivery) bool
 }
 
-func startReceiver(t *testing.T) *receiver {
+func startReceiver(t testing.TB) *receiver {
 	t.Helper()
 	rcv := &receiver{inFlight: map[string]int{}}
 	r, err := client.NewTCPReceiver(client.TCPReceiverConfig{Handler: rcv.handle})
@@ -227,7 +227,7 @@ type nodeOptions struct {
 
 // startNode runs a server and the outbox with cfg in it, stopped when the
 // test ends (or by stop).
-func startNode(t *testing.T, cfg Config, o nodeOptions) *node {
+func startNode(t testing.TB, cfg Config, o nodeOptions) *node {
 	t.Helper()
 	if o.name == "" {
 		o.name = "node-a"

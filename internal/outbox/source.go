@@ -63,7 +63,7 @@ func newSource(cfg Config, opts *Options, m *sourceMetrics) *Source {
 }
 
 // releaseWorkers bounds the held tasks released at once.
-const releaseWorkers = 16
+const releaseWorkers = 256
 
 func (s *Source) start(ctx context.Context, sched Scheduler) {
 	s.sched = sched
@@ -308,6 +308,12 @@ func (g *groupSet) add(groups []string) {
 	}
 	g.mu.Unlock()
 	signal(g.signal)
+}
+
+func (g *groupSet) len() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.groups)
 }
 
 func (g *groupSet) take() map[string]struct{} {
