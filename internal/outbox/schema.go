@@ -100,10 +100,8 @@ const (
 )
 
 // createTable is the default table, with cfg's column names, and the
-// trigger that gives a row without a sequence the next one. The trigger
-// first makes sure the inserting transaction has an id: the ordering
-// guard relies on a row's place being taken only by a transaction that
-// has one (see doc.go).
+// trigger that gives a row without a sequence the next one, drawn inside
+// the INSERT, as the ordering guard requires (doc.go, "Order").
 func createTable(t tableName, c Columns) []string {
 	cols := []string{
 		ident(c.ID) + " bigserial PRIMARY KEY",
@@ -140,7 +138,6 @@ func createTable(t tableName, c Columns) []string {
 		"CREATE SEQUENCE IF NOT EXISTS "+seq,
 		fmt.Sprintf(`CREATE OR REPLACE FUNCTION %s() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-	PERFORM pg_current_xact_id();
 	IF NEW.%s IS NULL THEN
 		NEW.%s := nextval('%s');
 	END IF;
