@@ -5,17 +5,24 @@ BUF         ?= github.com/bufbuild/buf/cmd/buf@v1.75.0
 BENCHTIME   ?= 1s
 PKGS        ?= ./...
 
-.PHONY: all build test fmt-check vet lint bench proto clean
+.PHONY: all build test test-go test-ts fmt-check vet lint bench proto clean
 
 all: build
 
 build:
 	$(GO) build ./...
 
-# The one test command: formatting, vet, then every test with the race
-# detector. CI runs exactly this.
-test: fmt-check vet
+# The one test command: formatting, vet, then every Go test with the race
+# detector, then the TypeScript SDK's tests. CI runs exactly this.
+test: fmt-check vet test-go test-ts
+
+test-go:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+# The TypeScript SDK (sdk/typescript): its dependencies from the lock
+# file, then its tests against the real server, which they build.
+test-ts:
+	cd sdk/typescript && npm ci --no-audit --no-fund && npm test
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
@@ -33,9 +40,13 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
 
 # Regenerates the checked-in protobuf code (buf.gen.yaml) from every .proto
-# in the tree. Generators run as go tools; nothing needs installing.
+# in the tree, and the TypeScript SDK's (buf.gen.es.yaml) from the public
+# API. The Go generators run as go tools; protoc-gen-es is a devDependency
+# of sdk/typescript, installed from its lock file.
 proto:
 	$(GO) run $(BUF) generate
+	cd sdk/typescript && npm ci --no-audit --no-fund
+	$(GO) run $(BUF) generate --template buf.gen.es.yaml
 
 clean:
 	$(GO) clean -testcache

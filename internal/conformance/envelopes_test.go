@@ -1,0 +1,229 @@
+package conformance
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
+	"github.com/boomerangd/boomerang/dispatch"
+	"github.com/boomerangd/boomerang/internal/auth"
+	"github.com/boomerangd/boomerang/internal/scheduler"
+	"github.com/boomerangd/boomerang/internal/server"
+	"github.com/boomerangd/boomerang/internal/store"
+)
+
+// Values chosen to catch the usual mistakes: ids that do not fit a
+// float64 (2^53+1) or a signed integer (2^64-1), a payload that is not
+// UTF-8, names outside ASCII, explicit presence of empty or false
+// optional fields, and a negative int64 (a ten-byte varint).
+const (
+	session  = "q0Jb9v3nXh2cTt7mKk1sYw4eLr8aPz6uGf5dNi0oHjE"
+	bigID    = uint64(1)<<53 + 1
+	maxID    = uint64(math.MaxUint64)
+	taskID   = uint64(281474976710657)
+	dueMs    = int64(1767225600000)
+	createMs = int64(1767225500123)
+	group    = "customer 7 / Zürich"
+)
+
+var payload = []byte{0x00, 0xff, 0xfe, 'i', 'n', 'v', 'o', 'i', 'c', 'e', 0x80}
+
+func callback() *boomerangv1.Callback {
+	return &boomerangv1.Callback{Protocol: boomerangv1.Protocol_PROTOCOL_HTTP, Endpoint: "https://billing.example/hooks/boomerang", TimeoutMs: 5000, Pool: "webhooks"}
+}
+
+func retryPolicy() *boomerangv1.RetryPolicy {
+	return &boomerangv1.RetryPolicy{Backoff: boomerangv1.Backoff_BACKOFF_EXPONENTIAL, InitialIntervalMs: 1000, MaxIntervalMs: 300000, Multiplier: 2.5, Jitter: 0.2, MaxAttempts: 10}
+}
+
+func clientConfig() *boomerangv1.ClientConfig {
+	return &boomerangv1.ClientConfig{
+		Id: "billing", Callback: callback(), Retry: retryPolicy(),
+		DeadLetters: &boomerangv1.DeadLetterPolicy{MaxEntries: 1000, RetentionMs: 604800000},
+		DefaultMode: boomerangv1.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR, CreatedMs: createMs,
+	}
+}
+
+// task has every field set.
+func task() *boomerangv1.Task {
+	return &boomerangv1.Task{
+		Id: taskID, Client: "billing", Group: group, Payload: payload, FireAtMs: dueMs,
+		RepeatIntervalMs: 3600000, Seq: bigID, Mode: boomerangv1.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR,
+		Status: boomerangv1.TaskStatus_TASK_STATUS_RETRYING, Attempts: 2, NextAttemptMs: dueMs + 2000,
+		LastError: "HTTP 503: upstream unavailable", Fires: 41, IdempotencyKey: "invoice-42",
+		Callback:  &boomerangv1.Callback{Protocol: boomerangv1.Protocol_PROTOCOL_TCP, Endpoint: "10.0.0.7:9000"},
+		Retry:     &boomerangv1.RetryPolicy{Backoff: boomerangv1.Backoff_BACKOFF_FIXED, InitialIntervalMs: 500, MaxAttempts: 3},
+		CreatedMs: createMs, UpdatedMs: createMs + 1,
+	}
+}
+
+// plainTask is a task with only what a fresh one-shot registration has.
+func plainTask(id uint64) *boomerangv1.Task {
+	return &boomerangv1.Task{Id: id, Client: "billing", FireAtMs: dueMs, Seq: 1, Mode: boomerangv1.DispatchMode_DISPATCH_MODE_NEXT_ON_ERROR,
+		Status: boomerangv1.TaskStatus_TASK_STATUS_SCHEDULED, CreatedMs: createMs, UpdatedMs: createMs}
+}
+
+func deadLetter() *boomerangv1.DeadLetter {
+	return &boomerangv1.DeadLetter{Id: bigID, Task: task(), LastError: "HTTP 410: gone", Attempts: 3, FailedMs: dueMs + 9000, BlocksGroup: true}
+}
+
+type op struct {
+	name string
+	req  *boomerangv1.Request
+	resp *boomerangv1.Response
+}
+
+// operations returns a request and a successful response for each RPC of
+// BoomerangService, in the order of the service, plus extra requests
+// that exercise oneofs and presence.
+func operations() []op {
+	ops := []op{
+		{"login",
+			&boomerangv1.Request{RequestId: 1, Body: &boomerangv1.Request_Login{Login: &boomerangv1.LoginRequest{ClientId: "billing", Password: "correct horse battery staple"}}},
+			&boomerangv1.Response{RequestId: 1, Body: &boomerangv1.Response_Login{Login: &boomerangv1.LoginResponse{SessionId: session, ExpiresAtMs: dueMs + 3600000, Admin: true}}}},
+		{"refresh_session",
+			&boomerangv1.Request{RequestId: 2, SessionId: session, Body: &boomerangv1.Request_RefreshSession{RefreshSession: &boomerangv1.RefreshSessionRequest{}}},
+			&boomerangv1.Response{RequestId: 2, Body: &boomerangv1.Response_RefreshSession{RefreshSession: &boomerangv1.RefreshSessionResponse{SessionId: "Zx9" + session[3:], ExpiresAtMs: dueMs + 7200000}}}},
+		{"register_client",
+			&boomerangv1.Request{RequestId: 3, SessionId: session, Body: &boomerangv1.Request_RegisterClient{RegisterClient: &boomerangv1.RegisterClientRequest{
+				ClientId: "billing", Password: "correct horse battery staple", Admin: false, Callback: callback(), Retry: retryPolicy(),
+				DeadLetters: &boomerangv1.DeadLetterPolicy{MaxEntries: 1000, RetentionMs: 604800000},
+				DefaultMode: boomerangv1.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR, SigningSecret: secretBytes(),
+			}}},
+			&boomerangv1.Response{RequestId: 3, Body: &boomerangv1.Response_RegisterClient{RegisterClient: &boomerangv1.RegisterClientResponse{Client: clientConfig(), SigningSecret: secretBytes()}}}},
+		{"deregister_client",
+			&boomerangv1.Request{RequestId: 4, SessionId: session, Body: &boomerangv1.Request_DeregisterClient{DeregisterClient: &boomerangv1.DeregisterClientRequest{ClientId: "billing"}}},
+			&boomerangv1.Response{RequestId: 4, Body: &boomerangv1.Response_DeregisterClient{DeregisterClient: &boomerangv1.DeregisterClientResponse{}}}},
+		{"list_clients",
+			&boomerangv1.Request{RequestId: 5, SessionId: session, Body: &boomerangv1.Request_ListClients{ListClients: &boomerangv1.ListClientsRequest{}}},
+			&boomerangv1.Response{RequestId: 5, Body: &boomerangv1.Response_ListClients{ListClients: &boomerangv1.ListClientsResponse{Clients: []*boomerangv1.ClientConfig{
+				{Id: "admin", Admin: true, CreatedMs: createMs - 1000}, clientConfig(),
+			}}}}},
+		{"register_task",
+			&boomerangv1.Request{RequestId: 6, SessionId: session, Body: &boomerangv1.Request_RegisterTask{RegisterTask: &boomerangv1.RegisterTaskRequest{
+				Payload: payload, When: &boomerangv1.RegisterTaskRequest_DelayMs{DelayMs: 90000}, Group: group,
+				Mode: boomerangv1.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR, Callback: callback(), Retry: retryPolicy(), IdempotencyKey: "invoice-42",
+			}}},
+			&boomerangv1.Response{RequestId: 6, Body: &boomerangv1.Response_RegisterTask{RegisterTask: &boomerangv1.RegisterTaskResponse{Task: task(), Created: true}}}},
+		{"update_task",
+			&boomerangv1.Request{RequestId: 7, SessionId: session, Body: &boomerangv1.Request_UpdateTask{UpdateTask: &boomerangv1.UpdateTaskRequest{
+				Id: bigID, Payload: []byte{}, When: &boomerangv1.UpdateTaskRequest_FireAtMs{FireAtMs: dueMs}, RepeatIntervalMs: proto.Int64(0),
+			}}},
+			&boomerangv1.Response{RequestId: 7, Body: &boomerangv1.Response_UpdateTask{UpdateTask: &boomerangv1.UpdateTaskResponse{Task: plainTask(bigID)}}}},
+		{"cancel_task",
+			&boomerangv1.Request{RequestId: 8, SessionId: session, Body: &boomerangv1.Request_CancelTask{CancelTask: &boomerangv1.CancelTaskRequest{Id: maxID}}},
+			&boomerangv1.Response{RequestId: 8, Body: &boomerangv1.Response_CancelTask{CancelTask: &boomerangv1.CancelTaskResponse{}}}},
+		{"get_task",
+			&boomerangv1.Request{RequestId: 9, SessionId: session, Body: &boomerangv1.Request_GetTask{GetTask: &boomerangv1.GetTaskRequest{Id: taskID}}},
+			&boomerangv1.Response{RequestId: 9, Body: &boomerangv1.Response_GetTask{GetTask: &boomerangv1.GetTaskResponse{Task: task()}}}},
+		{"list_tasks",
+			&boomerangv1.Request{RequestId: 10, SessionId: session, Body: &boomerangv1.Request_ListTasks{ListTasks: &boomerangv1.ListTasksRequest{
+				Client: "billing", Group: group, DueFromMs: dueMs, DueToMs: dueMs + 86400000, Recurring: proto.Bool(false),
+				Status: boomerangv1.TaskStatus_TASK_STATUS_RETRYING, PageToken: bigID, PageSize: 1000,
+			}}},
+			&boomerangv1.Response{RequestId: 10, Body: &boomerangv1.Response_ListTasks{ListTasks: &boomerangv1.ListTasksResponse{
+				Tasks: []*boomerangv1.Task{task(), plainTask(taskID + 1)}, NextPageToken: maxID,
+			}}}},
+		{"list_dead_letters",
+			&boomerangv1.Request{RequestId: 11, SessionId: session, Body: &boomerangv1.Request_ListDeadLetters{ListDeadLetters: &boomerangv1.ListDeadLettersRequest{Client: "billing", PageToken: 7, PageSize: 50}}},
+			&boomerangv1.Response{RequestId: 11, Body: &boomerangv1.Response_ListDeadLetters{ListDeadLetters: &boomerangv1.ListDeadLettersResponse{DeadLetters: []*boomerangv1.DeadLetter{deadLetter()}}}}},
+		{"get_dead_letter",
+			&boomerangv1.Request{RequestId: 12, SessionId: session, Body: &boomerangv1.Request_GetDeadLetter{GetDeadLetter: &boomerangv1.GetDeadLetterRequest{Id: bigID}}},
+			&boomerangv1.Response{RequestId: 12, Body: &boomerangv1.Response_GetDeadLetter{GetDeadLetter: &boomerangv1.GetDeadLetterResponse{DeadLetter: deadLetter()}}}},
+		{"replay_dead_letter",
+			&boomerangv1.Request{RequestId: 13, SessionId: session, Body: &boomerangv1.Request_ReplayDeadLetter{ReplayDeadLetter: &boomerangv1.ReplayDeadLetterRequest{Id: bigID}}},
+			&boomerangv1.Response{RequestId: 13, Body: &boomerangv1.Response_ReplayDeadLetter{ReplayDeadLetter: &boomerangv1.ReplayDeadLetterResponse{Task: plainTask(taskID + 2)}}}},
+		{"delete_dead_letter",
+			&boomerangv1.Request{RequestId: 14, SessionId: session, Body: &boomerangv1.Request_DeleteDeadLetter{DeleteDeadLetter: &boomerangv1.DeleteDeadLetterRequest{Id: bigID}}},
+			&boomerangv1.Response{RequestId: 14, Body: &boomerangv1.Response_DeleteDeadLetter{DeleteDeadLetter: &boomerangv1.DeleteDeadLetterResponse{}}}},
+		{"get_group",
+			&boomerangv1.Request{RequestId: 15, SessionId: session, Body: &boomerangv1.Request_GetGroup{GetGroup: &boomerangv1.GetGroupRequest{Client: "billing", Group: group}}},
+			&boomerangv1.Response{RequestId: 15, Body: &boomerangv1.Response_GetGroup{GetGroup: &boomerangv1.GetGroupResponse{Group: &boomerangv1.Group{
+				Client: "billing", Group: group, NextSeq: bigID, Blocked: true, BlockedDeadLetterId: bigID, BlockedSinceMs: dueMs + 9000,
+			}}}}},
+		{"unblock_group",
+			&boomerangv1.Request{RequestId: 16, SessionId: session, Body: &boomerangv1.Request_UnblockGroup{UnblockGroup: &boomerangv1.UnblockGroupRequest{Group: group}}},
+			&boomerangv1.Response{RequestId: 16, Body: &boomerangv1.Response_UnblockGroup{UnblockGroup: &boomerangv1.UnblockGroupResponse{Task: plainTask(taskID + 3)}}}},
+		{"skip_group",
+			&boomerangv1.Request{RequestId: 17, SessionId: session, Body: &boomerangv1.Request_SkipGroup{SkipGroup: &boomerangv1.SkipGroupRequest{Client: "billing", Group: group}}},
+			&boomerangv1.Response{RequestId: 17, Body: &boomerangv1.Response_SkipGroup{SkipGroup: &boomerangv1.SkipGroupResponse{}}}},
+		{"get_server_info",
+			&boomerangv1.Request{RequestId: 18, SessionId: session, Body: &boomerangv1.Request_GetServerInfo{GetServerInfo: &boomerangv1.GetServerInfoRequest{}}},
+			&boomerangv1.Response{RequestId: 18, Body: &boomerangv1.Response_GetServerInfo{GetServerInfo: &boomerangv1.GetServerInfoResponse{
+				Version: "v1.2.3", StartedMs: createMs, Partitions: 4, TcpAddress: "127.0.0.1:7070", HttpAddress: "127.0.0.1:7071",
+				MaxPayloadBytes: 1 << 20, MaxFrameBytes: 1<<20 + 65536,
+			}}}},
+	}
+	return ops
+}
+
+// extraRequests exercise what the per-operation set leaves out.
+func extraRequests() []op {
+	return []op{
+		{name: "register_task/fire_at_repeat", req: &boomerangv1.Request{RequestId: maxID, SessionId: session, Body: &boomerangv1.Request_RegisterTask{RegisterTask: &boomerangv1.RegisterTaskRequest{
+			Payload: []byte("tick"), When: &boomerangv1.RegisterTaskRequest_FireAtMs{FireAtMs: dueMs}, RepeatIntervalMs: 60000,
+			Mode: boomerangv1.DispatchMode_DISPATCH_MODE_IMMEDIATE,
+		}}}},
+		{name: "register_task/now_empty", req: &boomerangv1.Request{RequestId: bigID, SessionId: session, Body: &boomerangv1.Request_RegisterTask{RegisterTask: &boomerangv1.RegisterTaskRequest{}}}},
+		{name: "register_task/negative_delay", req: &boomerangv1.Request{RequestId: 19, SessionId: session, Body: &boomerangv1.Request_RegisterTask{RegisterTask: &boomerangv1.RegisterTaskRequest{
+			Payload: []byte("x"), When: &boomerangv1.RegisterTaskRequest_DelayMs{DelayMs: -1},
+		}}}},
+		{name: "update_task/delay_only", req: &boomerangv1.Request{RequestId: 20, SessionId: session, Body: &boomerangv1.Request_UpdateTask{UpdateTask: &boomerangv1.UpdateTaskRequest{
+			Id: taskID, When: &boomerangv1.UpdateTaskRequest_DelayMs{DelayMs: 0},
+		}}}},
+		{name: "list_tasks/recurring_true", req: &boomerangv1.Request{RequestId: 21, SessionId: session, Body: &boomerangv1.Request_ListTasks{ListTasks: &boomerangv1.ListTasksRequest{Recurring: proto.Bool(true)}}}},
+	}
+}
+
+// errorResponses come from the server's own error table, one per
+// status; the connection error has request id 0.
+func errorResponses() []op {
+	fail := func(id uint64, err error) *boomerangv1.Response {
+		return &boomerangv1.Response{RequestId: id, Error: server.ErrorOf(err)}
+	}
+	return []op{
+		{name: "error/invalid_request", resp: fail(19, &scheduler.FieldError{Field: "delay", Rule: "must be between 0 and 315360000000 (87600h0m0s), got -1"})},
+		{name: "error/unauthorized", resp: fail(1, auth.ErrInvalidCredentials)},
+		{name: "error/session_expired", resp: fail(9, auth.ErrSessionExpired)},
+		{name: "error/not_found", resp: fail(9, scheduler.ErrNotFound)},
+		{name: "error/busy", resp: fail(6, scheduler.ErrBusy)},
+		{name: "error/group_full", resp: fail(6, dispatch.ErrGroupFull)},
+		{name: "error/conflict", resp: fail(8, scheduler.ErrInFlight)},
+		{name: "error/internal", resp: fail(6, store.ErrFailed)},
+		{name: "error/connection", resp: fail(0, fmt.Errorf("%w: frame of 2000000 bytes exceeds the limit of 1114112", server.ErrFrame))},
+	}
+}
+
+// secretBytes is a signing secret with every kind of byte.
+func secretBytes() []byte {
+	b := make([]byte, 32)
+	for i := range b {
+		b[i] = byte(i * 37)
+	}
+	return b
+}
+
+type envelopes struct {
+	Format    int             `json:"format"`
+	Comment   string          `json:"comment"`
+	Requests  []messageVector `json:"requests"`
+	Responses []messageVector `json:"responses"`
+}
+
+func envelopesFile(t *testing.T) envelopes {
+	f := envelopes{Format: formatVersion, Comment: "boomerang.v1.Request and Response envelopes of the raw TCP protocol: one request and one response per operation, in service order, then extra requests and one error response per status. See README.md."}
+	for _, o := range operations() {
+		f.Requests = append(f.Requests, newMessageVector(t, o.name, o.req))
+		f.Responses = append(f.Responses, newMessageVector(t, o.name, o.resp))
+	}
+	for _, o := range extraRequests() {
+		f.Requests = append(f.Requests, newMessageVector(t, o.name, o.req))
+	}
+	for _, o := range errorResponses() {
+		f.Responses = append(f.Responses, newMessageVector(t, o.name, o.resp))
+	}
+	return f
+}

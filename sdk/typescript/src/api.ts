@@ -1,0 +1,411 @@
+import { create, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import {
+  BoomerangService,
+  LoginRequestSchema,
+  Status,
+  type DeadLetter,
+  type DispatchMode,
+  type CallbackSchema,
+  type RetryPolicySchema,
+  type Task,
+} from "./gen/api/boomerang/v1/boomerang_pb.js";
+import { BoomerangError, messageOf } from "./errors.js";
+
+type Methods = typeof BoomerangService.method;
+
+/** An operation of BoomerangService, named as in the TCP envelope's body. */
+export type Operation = keyof Methods;
+/** What an operation takes: a request message or a plain object of its fields. */
+export type InputOf<K extends Operation> = MessageInitShape<Methods[K]["input"]>;
+/** The request message of an operation. */
+export type RequestOf<K extends Operation> = MessageShape<Methods[K]["input"]>;
+/** What an operation returns. */
+export type ResponseOf<K extends Operation> = MessageShape<Methods[K]["output"]>;
+
+/** Per-call options. */
+export interface CallOptions {
+  /** Aborts the call: waiting for a slot, a connection and the response. */
+  signal?: AbortSignal;
+  /** Gives up after this many milliseconds. */
+  timeoutMs?: number;
+}
+
+/**
+ * A registered client's id and password. With them a client logs in when it
+ * starts and again whenever its session expires or the server forgets it
+ * (after a restart).
+ */
+export interface Credentials {
+  clientId: string;
+  password: string;
+}
+
+/** A login session on the server. */
+export interface Session {
+  id: string;
+  expiresAt: Date;
+  admin: boolean;
+}
+
+/** Where a client reports connection changes and session refreshes. Console fits. */
+export interface Logger {
+  info(message: string, ...details: unknown[]): void;
+  warn(message: string, ...details: unknown[]): void;
+}
+
+const quiet: Logger = { info() {}, warn() {} };
+
+/** The fields of a registration that schedule sets. */
+export interface ScheduleOptions {
+  /** Due this many milliseconds from now. Default: now. */
+  after?: number;
+  /** Due at this time (a Date or Unix milliseconds). */
+  at?: Date | number;
+  /** Repeats every this many milliseconds after the previous due time. */
+  every?: number;
+  /** A group's tasks are delivered one at a time, in due order. */
+  group?: string;
+  /** A repeated registration with the same key returns the existing task. */
+  idempotencyKey?: string;
+  /** The task's dispatch mode. Default: the client's. */
+  mode?: DispatchMode;
+  /** Overrides the client's callback for this task. */
+  callback?: MessageInitShape<typeof CallbackSchema>;
+  /** Overrides the client's retry policy for this task. */
+  retry?: MessageInitShape<typeof RetryPolicySchema>;
+}
+
+/** Refresh timing, as in the Go SDK. */
+const refreshShare = 2 / 3;
+
+/**
+ * The operations of the service and the session handling shared by the TCP
+ * and the Connect client. A subclass supplies send, which carries one
+ * request with a session id and returns its response or throws.
+ */
+export abstract class BoomerangApi {
+  protected readonly credentials: Credentials | undefined;
+  protected readonly log: Logger;
+  #session: Session | undefined;
+  #obtained = 0;
+  #lock: Promise<void> = Promise.resolve();
+
+  protected constructor(credentials: Credentials | undefined, session: Session | undefined, logger: Logger | undefined) {
+    this.credentials = credentials;
+    this.log = logger ?? quiet;
+    // Set without sessionChanged: subclasses are not constructed yet.
+    this.#session = session;
+    this.#obtained = Date.now();
+  }
+
+  /**
+   * Sends one request with the session id and returns the operation's
+   * response, or throws: a BoomerangError for a refused request, or the
+   * transport's error.
+   */
+  protected abstract send<K extends Operation>(op: K, request: RequestOf<K>, sessionId: string, signal: AbortSignal | undefined): Promise<ResponseOf<K>>;
+
+  /** Called whenever the session changes. */
+  protected sessionChanged(): void {}
+
+  /** Called before each call other than login and refresh. */
+  protected async beforeCall(_signal: AbortSignal | undefined): Promise<void> {}
+
+  /** The session in use; undefined before the first login. */
+  get session(): Session | undefined {
+    return this.#session;
+  }
+
+  #setSession(s: Session): void {
+    this.#session = s;
+    this.#obtained = Date.now();
+    this.sessionChanged();
+  }
+
+  /**
+   * Runs an operation. A request refused for its session (expired, or
+   * unknown after a refresh or a server restart) is sent once more: with
+   * the current session if another call replaced it meanwhile, else after
+   * logging in again when the client has credentials.
+   */
+  protected async call<K extends Operation>(op: K, init: InputOf<K> | undefined, options: CallOptions | undefined): Promise<ResponseOf<K>> {
+    const signal = callSignal(options);
+    const request = create(BoomerangService.method[op].input, init) as RequestOf<K>;
+    if (op === "login") {
+      return this.#adopt(op, await this.send(op, request, "", signal));
+    }
+    if (op !== "refreshSession") {
+      await this.beforeCall(signal);
+    }
+    const stale = this.#session?.id ?? "";
+    try {
+      return this.#adopt(op, await this.send(op, request, stale, signal));
+    } catch (err) {
+      if (!sessionRefused(err) || !(await this.#renew(stale, signal))) {
+        throw err;
+      }
+    }
+    return this.#adopt(op, await this.send(op, request, this.#session?.id ?? "", signal));
+  }
+
+  #adopt<K extends Operation>(op: K, response: ResponseOf<K>): ResponseOf<K> {
+    const r = response as ResponseOf<"login"> | ResponseOf<"refreshSession">;
+    if (op === "login" || op === "refreshSession") {
+      this.#setSession({
+        id: r.sessionId,
+        expiresAt: new Date(Number(r.expiresAtMs)),
+        admin: op === "login" ? (r as ResponseOf<"login">).admin : (this.#session?.admin ?? false),
+      });
+    }
+    return response;
+  }
+
+  /** Runs f alone among logins and refreshes. */
+  async #locked<T>(f: () => Promise<T>): Promise<T> {
+    const previous = this.#lock;
+    let release!: () => void;
+    this.#lock = new Promise((resolve) => (release = resolve));
+    await previous;
+    try {
+      return await f();
+    } finally {
+      release();
+    }
+  }
+
+  /** Whether a request refused for session stale is worth sending again. */
+  #renew(stale: string, signal: AbortSignal | undefined): Promise<boolean> {
+    return this.#locked(async () => {
+      if ((this.#session?.id ?? "") !== stale) {
+        return true;
+      }
+      if (this.credentials === undefined) {
+        return false;
+      }
+      try {
+        await this.#login(signal);
+        return true;
+      } catch (err) {
+        this.log.warn("boomerang: logging in again failed", { client: this.credentials.clientId, error: messageOf(err) });
+        return false;
+      }
+    });
+  }
+
+  /** Logs in with the credentials unless a session exists or nobody has any. */
+  protected async loginIfNeeded(signal: AbortSignal | undefined): Promise<void> {
+    if (this.#session === undefined && this.credentials !== undefined) {
+      await this.#locked(() => (this.#session === undefined ? this.#login(signal) : Promise.resolve()));
+    }
+  }
+
+  async #login(signal: AbortSignal | undefined): Promise<void> {
+    const creds = this.credentials!;
+    const req = create(LoginRequestSchema, { clientId: creds.clientId, password: creds.password });
+    this.#adopt("login", await this.send("login", req, "", signal));
+  }
+
+  /**
+   * Milliseconds until the session should be refreshed (two thirds into
+   * its life), or undefined when there is none.
+   */
+  protected refreshDue(now: number): number | undefined {
+    const s = this.#session;
+    if (s === undefined || s.id === "" || s.expiresAt.getTime() === 0) {
+      return undefined;
+    }
+    const at = this.#obtained + (s.expiresAt.getTime() - this.#obtained) * refreshShare;
+    return Math.max(at - now, 0);
+  }
+
+  /**
+   * Replaces the session with a refreshed one, or with a new login when the
+   * server no longer knows it.
+   */
+  protected refreshOnce(signal: AbortSignal | undefined): Promise<void> {
+    return this.#locked(async () => {
+      const req = create(BoomerangService.method.refreshSession.input, {});
+      try {
+        this.#adopt("refreshSession", await this.send("refreshSession", req, this.#session?.id ?? "", signal));
+      } catch (err) {
+        if (!sessionRefused(err) || this.credentials === undefined) {
+          throw err;
+        }
+        await this.#login(signal);
+      }
+    });
+  }
+
+  // ---- The operations, one each ----
+
+  /** Logs in and makes the new session the client's. */
+  login(request: InputOf<"login">, options?: CallOptions): Promise<ResponseOf<"login">> {
+    return this.call("login", request, options);
+  }
+
+  /** Replaces the session with a new one that expires later. */
+  refreshSession(request?: InputOf<"refreshSession">, options?: CallOptions): Promise<ResponseOf<"refreshSession">> {
+    return this.call("refreshSession", request, options);
+  }
+
+  /** Registers a client (admin only). The response carries its signing secret, shown only this once. */
+  registerClient(request: InputOf<"registerClient">, options?: CallOptions): Promise<ResponseOf<"registerClient">> {
+    return this.call("registerClient", request, options);
+  }
+
+  /** Removes a client (admin only). */
+  deregisterClient(request: InputOf<"deregisterClient">, options?: CallOptions): Promise<ResponseOf<"deregisterClient">> {
+    return this.call("deregisterClient", request, options);
+  }
+
+  /** Lists the registered clients (admin only). */
+  listClients(request?: InputOf<"listClients">, options?: CallOptions): Promise<ResponseOf<"listClients">> {
+    return this.call("listClients", request, options);
+  }
+
+  /** Schedules a task; answered once the task is durable. See schedule for a shorter form. */
+  registerTask(request: InputOf<"registerTask">, options?: CallOptions): Promise<ResponseOf<"registerTask">> {
+    return this.call("registerTask", request, options);
+  }
+
+  /** Changes a task's payload, due time or repeat interval. */
+  updateTask(request: InputOf<"updateTask">, options?: CallOptions): Promise<ResponseOf<"updateTask">> {
+    return this.call("updateTask", request, options);
+  }
+
+  /** Deletes a task. A task whose delivery is under way answers ConflictError. */
+  cancelTask(request: InputOf<"cancelTask">, options?: CallOptions): Promise<ResponseOf<"cancelTask">> {
+    return this.call("cancelTask", request, options);
+  }
+
+  /** Returns one task. */
+  getTask(request: InputOf<"getTask">, options?: CallOptions): Promise<ResponseOf<"getTask">> {
+    return this.call("getTask", request, options);
+  }
+
+  /** Returns one page of tasks. See tasks for all pages. */
+  listTasks(request?: InputOf<"listTasks">, options?: CallOptions): Promise<ResponseOf<"listTasks">> {
+    return this.call("listTasks", request, options);
+  }
+
+  /** Returns one page of dead letters. See deadLetters for all pages. */
+  listDeadLetters(request?: InputOf<"listDeadLetters">, options?: CallOptions): Promise<ResponseOf<"listDeadLetters">> {
+    return this.call("listDeadLetters", request, options);
+  }
+
+  /** Returns one dead letter. */
+  getDeadLetter(request: InputOf<"getDeadLetter">, options?: CallOptions): Promise<ResponseOf<"getDeadLetter">> {
+    return this.call("getDeadLetter", request, options);
+  }
+
+  /** Schedules a dead letter's task again. */
+  replayDeadLetter(request: InputOf<"replayDeadLetter">, options?: CallOptions): Promise<ResponseOf<"replayDeadLetter">> {
+    return this.call("replayDeadLetter", request, options);
+  }
+
+  /** Deletes a dead letter. */
+  deleteDeadLetter(request: InputOf<"deleteDeadLetter">, options?: CallOptions): Promise<ResponseOf<"deleteDeadLetter">> {
+    return this.call("deleteDeadLetter", request, options);
+  }
+
+  /** Returns a group's state. */
+  getGroup(request: InputOf<"getGroup">, options?: CallOptions): Promise<ResponseOf<"getGroup">> {
+    return this.call("getGroup", request, options);
+  }
+
+  /** Delivers a blocked group's head again, then lets the group go on. */
+  unblockGroup(request: InputOf<"unblockGroup">, options?: CallOptions): Promise<ResponseOf<"unblockGroup">> {
+    return this.call("unblockGroup", request, options);
+  }
+
+  /** Leaves a blocked group's head in the dead letter queue and lets the group go on. */
+  skipGroup(request: InputOf<"skipGroup">, options?: CallOptions): Promise<ResponseOf<"skipGroup">> {
+    return this.call("skipGroup", request, options);
+  }
+
+  /** Returns the server's version, addresses and limits. */
+  getServerInfo(request?: InputOf<"getServerInfo">, options?: CallOptions): Promise<ResponseOf<"getServerInfo">> {
+    return this.call("getServerInfo", request, options);
+  }
+
+  // ---- Shorter forms of the common ones ----
+
+  /**
+   * Registers a task with payload (bytes, or a string sent as UTF-8), due
+   * now unless after or at says otherwise, and returns it once durable.
+   */
+  async schedule(payload: Uint8Array | string, schedule: ScheduleOptions = {}, options?: CallOptions): Promise<Task> {
+    const req: InputOf<"registerTask"> = {
+      payload: typeof payload === "string" ? new TextEncoder().encode(payload) : payload,
+      repeatIntervalMs: BigInt(Math.round(schedule.every ?? 0)),
+      group: schedule.group ?? "",
+      idempotencyKey: schedule.idempotencyKey ?? "",
+    };
+    if (schedule.after !== undefined) {
+      req.when = { case: "delayMs", value: BigInt(Math.round(schedule.after)) };
+    } else if (schedule.at !== undefined) {
+      req.when = { case: "fireAtMs", value: BigInt(typeof schedule.at === "number" ? Math.round(schedule.at) : schedule.at.getTime()) };
+    }
+    if (schedule.mode !== undefined) {
+      req.mode = schedule.mode;
+    }
+    if (schedule.callback !== undefined) {
+      req.callback = schedule.callback;
+    }
+    if (schedule.retry !== undefined) {
+      req.retry = schedule.retry;
+    }
+    const resp = await this.registerTask(req, options);
+    if (resp.task === undefined) {
+      throw new BoomerangError(Status.INTERNAL, "the registration returned no task");
+    }
+    return resp.task;
+  }
+
+  /** Deletes the task with id. */
+  async cancel(id: bigint, options?: CallOptions): Promise<void> {
+    await this.cancelTask({ id }, options);
+  }
+
+  /** Yields every task the query selects, page after page. */
+  async *tasks(query: InputOf<"listTasks"> = {}, options?: CallOptions): AsyncGenerator<Task, void, undefined> {
+    const page = { ...query };
+    for (;;) {
+      const resp = await this.listTasks(page, options);
+      yield* resp.tasks;
+      if (resp.nextPageToken === 0n) {
+        return;
+      }
+      page.pageToken = resp.nextPageToken;
+    }
+  }
+
+  /** Yields every dead letter the query selects, page after page. */
+  async *deadLetters(query: InputOf<"listDeadLetters"> = {}, options?: CallOptions): AsyncGenerator<DeadLetter, void, undefined> {
+    const page = { ...query };
+    for (;;) {
+      const resp = await this.listDeadLetters(page, options);
+      yield* resp.deadLetters;
+      if (resp.nextPageToken === 0n) {
+        return;
+      }
+      page.pageToken = resp.nextPageToken;
+    }
+  }
+}
+
+function sessionRefused(err: unknown): boolean {
+  return err instanceof BoomerangError && (err.status === Status.SESSION_EXPIRED || err.status === Status.UNAUTHORIZED);
+}
+
+/** One signal for a call's own signal and its timeout. */
+function callSignal(options: CallOptions | undefined): AbortSignal | undefined {
+  const signals: AbortSignal[] = [];
+  if (options?.signal !== undefined) {
+    signals.push(options.signal);
+  }
+  if (options?.timeoutMs !== undefined) {
+    signals.push(AbortSignal.timeout(options.timeoutMs));
+  }
+  return signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+}
