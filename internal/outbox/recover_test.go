@@ -34,7 +34,7 @@ func TestRecoversOutcomesLostInACrash(t *testing.T) {
 	n.stop()
 	exec(t, db, "UPDATE boomerang_outbox SET status = 'QUEUED', last_error = NULL")
 
-	n = startNode(t, cfg, nodeOptions{dataDir: dir})
+	startNode(t, cfg, nodeOptions{dataDir: dir})
 	waitStatus(t, db, map[string]int{"DONE": 2, "ERROR": 1})
 	var gotErr string
 	if err := db.QueryRow(context.Background(), "SELECT last_error FROM boomerang_outbox WHERE status = 'ERROR' AND group_key = 'gbad'").Scan(&gotErr); err != nil {
