@@ -27,7 +27,7 @@ var (
 // initialised database, for one benchmark.
 func benchDB(b *testing.B, cfg *Config) *pgxpool.Pool {
 	b.Helper()
-	cfg.PollInterval = DefaultPollInterval
+	cfg.PollInterval, cfg.LeaseTTL = DefaultPollInterval, DefaultLeaseTTL
 	s := pgtest.Start(b, pgtest.Options{Durable: true})
 	cfg.DSN = s.Database(b)
 	if err := Init(context.Background(), *cfg); err != nil {

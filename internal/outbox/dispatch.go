@@ -26,9 +26,10 @@ const (
 	settleDelay = 5 * time.Millisecond
 )
 
-// fencedTx begins a transaction that holds the lease row FOR SHARE and
+// fencedTx begins a transaction that holds the lease row FOR KEY SHARE and
 // has checked that it names this node and term: a new primary's takeover
-// waits for it to end, and its writes are refused once another term has
+// (which locks the row FOR UPDATE) waits for it to end, while renewals
+// (plain updates of the row's other columns) do not, and its writes are refused once another term has
 // begun.
 func (s *Source) fencedTx(ctx context.Context, term int64) (pgx.Tx, error) {
 	tx, err := s.pool.Begin(ctx)
@@ -69,8 +70,16 @@ func (s *Source) lead(ctx context.Context, lease Lease) {
 		lease.Resign(rctx)
 		rcancel()
 	}()
-	tag, err := s.pool.Exec(ctx, s.q.claim, s.cfg.Name, s.opts.Node, term)
-	if err != nil || tag.RowsAffected() != 1 {
+	var claimed int64
+	err := pgx.BeginFunc(ctx, s.leasePool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.q.lockLease, s.cfg.Name); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, s.q.claim, s.cfg.Name, s.opts.Node, term)
+		claimed = tag.RowsAffected()
+		return err
+	})
+	if err != nil || claimed != 1 {
 		s.log.Warn("outbox: could not record the term in the lease row", "term", term, "err", err)
 		return
 	}
@@ -265,11 +274,11 @@ func (l *leader) cycle(ctx context.Context) cycleResult {
 	}
 	res := s.registerAll(ctx, rows)
 	if err := s.markDispatched(ctx, tx, res); err != nil {
-		r.err = l.uncertain(ctx, res, err)
+		r.err = l.uncertain(err)
 		return r
 	}
 	if err := tx.Commit(ctx); err != nil {
-		r.err = l.uncertain(ctx, res, err)
+		r.err = l.uncertain(err)
 		return r
 	}
 	l.dispatched(ctx, res)
@@ -308,14 +317,11 @@ func (l *leader) plan(ctx context.Context, tx pgx.Tx, limit int) ([]string, cycl
 	return ids, r
 }
 
-// uncertain cancels the held tasks of a cycle that did not commit (best
-// effort: cleanupHeld catches the rest) and ends the term.
-func (l *leader) uncertain(ctx context.Context, res dispatchResult, err error) error {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.s.cfg.LeaseTTL)
-	defer cancel()
-	for _, q := range res.queued {
-		_ = l.s.sched.Cancel(cctx, admin, q.task)
-	}
+// uncertain ends the term after a poll that registered tasks failed to
+// mark or commit its rows. Its held tasks are not cancelled here: the
+// commit may have gone through. cleanupHeld, before the next campaign,
+// reads the rows and releases or cancels each.
+func (l *leader) uncertain(err error) error {
 	return fmt.Errorf("%w: %w", errUncertain, err)
 }
 

@@ -16,7 +16,7 @@
 //
 //	PENDING ──poll──► (held task registered) ──commit──► QUEUED ──final outcome──► DONE (or deleted) / ERROR
 //
-// A poll runs in one transaction that first reads the lease row FOR
+// A poll runs in one transaction that first reads the lease row FOR KEY
 // SHARE (the fence, below). It finds the rows that may go, locks them
 // FOR UPDATE SKIP LOCKED, registers each as a task of its target's
 // client, in its group, with the row id as the task's idempotency key
@@ -91,9 +91,9 @@
 // A node campaigns for each source with its Elector: standalone, the
 // lease row (elector.go); in a cluster, the cluster's election, which
 // writes its term to the lease row. Every write of a poll, and stale
-// recovery, runs in a transaction that holds the lease row FOR SHARE and
-// checks that it names this node and term (fencedTx): a standby's
-// takeover waits for those transactions, and after it the deposed
+// recovery, runs in a transaction that holds the lease row FOR KEY SHARE
+// and checks that it names this node and term (fencedTx): a standby's
+// takeover locks the row FOR UPDATE, so it waits for those transactions, and after it the deposed
 // primary's writes fail with ErrDeposed. A standby takes over at most
 // about LeaseTTL after the primary stops renewing.
 //

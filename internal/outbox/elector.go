@@ -17,8 +17,9 @@ import (
 // it. The standalone Elector is a lease row in the source's database; a
 // cluster plugs in its own (etcd's election) with Options.Elector. Either
 // way the winner's term is then recorded in the source's lease row, and
-// every write of a primary is fenced by that row (it reads it FOR SHARE
-// and checks holder and term in the same transaction), so a deposed
+// every write of a primary is fenced by that row (it reads it FOR KEY
+// SHARE and checks holder and term in the same transaction, and a
+// takeover locks it FOR UPDATE), so a deposed
 // primary's writes fail whatever its clock says. Terms must grow with
 // every new primary.
 type Elector interface {
@@ -86,9 +87,12 @@ func (e *leaseElector) acquire(ctx context.Context) (int64, error) {
 	defer cancel()
 	var term int64
 	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		// A primary's transaction holds the row FOR SHARE while it
-		// writes; wait for it a little, not for a hung one.
+		// A primary's transaction holds the row FOR KEY SHARE while
+		// it writes; wait for it a little, not for a hung one.
 		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", max(e.ttl.Milliseconds()/4, 1))); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, e.q.lockLease, e.source); err != nil {
 			return err
 		}
 		return tx.QueryRow(ctx, e.q.acquire, e.source, e.node, interval(e.ttl)).Scan(&term)

@@ -15,7 +15,7 @@ import (
 func leaseSource(t *testing.T, cfg Config, pool *pgxpool.Pool, node string) *Source {
 	cfg.ensureDefaults()
 	s := newSource(cfg, &Options{Node: node, Logger: slog.New(slog.DiscardHandler), Clock: clockwork.NewRealClock()}, newMetrics().source(cfg.Name))
-	s.pool = pool
+	s.pool, s.leasePool = pool, pool
 	s.q = newQueries(cfg, tableName{name: cfg.Table}, columnTypes{id: "bigint", status: "text"})
 	s.elector = newLeaseElector(pool, s.q, node, s.opts.Clock, s.log)
 	return s

@@ -80,7 +80,7 @@ func (s *Source) maintain(ctx context.Context) {
 }
 
 func (s *Source) heartbeat(ctx context.Context) {
-	if _, err := s.pool.Exec(ctx, s.q.heartbeat, s.cfg.Name, s.opts.Node); err != nil && ctx.Err() == nil {
+	if _, err := s.leasePool.Exec(ctx, s.q.heartbeat, s.cfg.Name, s.opts.Node); err != nil && ctx.Err() == nil {
 		s.log.Warn("outbox: heartbeat failed", "err", err)
 	}
 }

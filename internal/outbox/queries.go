@@ -20,7 +20,7 @@ type queries struct {
 
 	fence, writers, heads, headsOf, lockHeads, lockFree, queued, poison string
 	finished, deleted, own, rows, stale, lag                            string
-	acquire, renew, resign, claim, heartbeat                            string
+	lockLease, acquire, renew, resign, claim, heartbeat                 string
 }
 
 func newQueries(cfg Config, t tableName, types columnTypes) *queries {
@@ -84,7 +84,7 @@ func (q *queries) build() {
 	t, c := q.t, q.c
 	id, status := ident(c.ID), ident(c.Status)
 	castID := "::text::" + q.types.id
-	q.fence = fmt.Sprintf("SELECT holder, term FROM %s WHERE source = $1 FOR SHARE", t.qualified(leaseTable))
+	q.fence = fmt.Sprintf("SELECT holder, term FROM %s WHERE source = $1 FOR KEY SHARE", t.qualified(leaseTable))
 	// The transactions that may be writing rows (doc.go, "Order").
 	q.writers = `SELECT DISTINCT virtualtransaction FROM pg_locks
 WHERE locktype = 'relation' AND relation = $1::oid AND mode = 'RowExclusiveLock' AND granted AND pid <> pg_backend_pid()`
@@ -165,6 +165,9 @@ AND NOT EXISTS (SELECT 1 FROM %s n WHERE n.source = $3 AND n.node = o.%s AND n.s
 		ident(c.CreatedAt), t, status)
 
 	lease := t.qualified(leaseTable)
+	// Takeovers lock the row first: that waits for the transactions of
+	// the primary, which hold it FOR KEY SHARE.
+	q.lockLease = fmt.Sprintf("SELECT 1 FROM %s WHERE source = $1 FOR UPDATE", lease)
 	q.acquire = fmt.Sprintf(`INSERT INTO %[1]s AS l (source, holder, term, expires_at) VALUES ($1, $2, 1, now() + $3::interval)
 ON CONFLICT (source) DO UPDATE SET holder = EXCLUDED.holder, term = l.term + 1, expires_at = EXCLUDED.expires_at
 WHERE l.expires_at < now() OR l.holder = EXCLUDED.holder

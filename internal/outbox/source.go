@@ -23,13 +23,14 @@ type Source struct {
 	log     *slog.Logger
 	metrics *sourceMetrics
 
-	sched    Scheduler
-	pool     *pgxpool.Pool
-	q        *queries // set once ready is closed
-	table    string   // schema.name, as notifications name it
-	tableOID uint32
-	ready    chan struct{}
-	elector  Elector
+	sched     Scheduler
+	pool      *pgxpool.Pool
+	leasePool *pgxpool.Pool // the lease and the heartbeat: never queued behind polls
+	q         *queries      // set once ready is closed
+	table     string        // schema.name, as notifications name it
+	tableOID  uint32
+	ready     chan struct{}
+	elector   Elector
 
 	wake     chan struct{} // a notification, or the poll is due early
 	outcomes outcomeQueue
@@ -115,12 +116,20 @@ func (s *Source) run(ctx context.Context) {
 // connect opens the pool and reads the table's shape, retrying until
 // it works or ctx ends.
 func (s *Source) connect(ctx context.Context) bool {
-	pool, err := pgxpool.New(ctx, s.cfg.DSN)
-	if err != nil {
-		s.log.Error("outbox: bad connection string", "err", err)
-		return false
+	pools := [2]*pgxpool.Pool{}
+	for i, conns := range [2]int32{parallelPolls + 4, 2} {
+		pc, err := pgxpool.ParseConfig(s.cfg.DSN)
+		if err != nil {
+			s.log.Error("outbox: bad connection string", "err", err)
+			return false
+		}
+		pc.MaxConns = conns
+		if pools[i], err = pgxpool.NewWithConfig(ctx, pc); err != nil {
+			s.log.Error("outbox: bad connection string", "err", err)
+			return false
+		}
 	}
-	s.pool = pool
+	s.pool, s.leasePool = pools[0], pools[1]
 	s.retry(ctx, "reading the outbox table", func() error { return s.introspect(ctx) })
 	if ctx.Err() != nil {
 		return false
@@ -128,7 +137,7 @@ func (s *Source) connect(ctx context.Context) bool {
 	if s.opts.Elector != nil {
 		s.elector = s.opts.Elector(s.cfg.Name)
 	} else {
-		s.elector = newLeaseElector(s.pool, s.q, s.opts.Node, s.opts.Clock, s.log)
+		s.elector = newLeaseElector(s.leasePool, s.q, s.opts.Node, s.opts.Clock, s.log)
 	}
 	close(s.ready)
 	return true
@@ -212,6 +221,7 @@ func (s *Source) stopAndWait(ctx context.Context) error {
 	s.writeCancel()
 	if s.pool != nil {
 		s.pool.Close()
+		s.leasePool.Close()
 	}
 	return err
 }
