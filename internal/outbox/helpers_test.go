@@ -223,6 +223,7 @@ type nodeOptions struct {
 	dataDir string                 // default: a new temporary directory
 	retry   scheduler.RetryDecider // default: two attempts 10 ms apart
 	before  func(*server.Server)   // runs once the server is up, before the outbox starts
+	elector func(string) Elector   // default: the lease row
 }
 
 // startNode runs a server and the outbox with cfg in it, stopped when the
@@ -238,7 +239,7 @@ func startNode(t testing.TB, cfg Config, o nodeOptions) *node {
 	if o.retry == nil {
 		o.retry = scheduler.FixedRetry{Attempts: 2, Delay: 10 * time.Millisecond}
 	}
-	ob, err := New([]Config{cfg}, Options{Node: o.name})
+	ob, err := New([]Config{cfg}, Options{Node: o.name, Elector: o.elector})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,4 +80,43 @@ func TestLease(t *testing.T) {
 		t.Fatalf("term %d after %d", la2.Term(), lb.Term())
 	}
 	la2.Resign(ctx)
+}
+
+// fixedElector is an Elector that makes its node primary at once, with a
+// given term, as a cluster's election would after winning.
+type fixedElector struct{ term int64 }
+
+func (e fixedElector) Campaign(context.Context) (Lease, error) {
+	return &fixedLease{term: e.term, lost: make(chan struct{})}, nil
+}
+
+type fixedLease struct {
+	term int64
+	lost chan struct{}
+	once sync.Once
+}
+
+func (l *fixedLease) Term() int64                { return l.term }
+func (l *fixedLease) Lost() <-chan struct{}      { return l.lost }
+func (l *fixedLease) Resign(ctx context.Context) { l.once.Do(func() { close(l.lost) }) }
+
+// TestPluggedElector runs a source under an Elector other than the lease
+// row: the winner's term is recorded in the lease row, which fences the
+// polls as before.
+func TestPluggedElector(t *testing.T) {
+	rcv := startReceiver(t)
+	cfg := sourceConfig(rcv)
+	db := newDB(t, &cfg)
+	exec(t, db, "INSERT INTO boomerang_outbox_lease VALUES ('orders', 'old-primary', 41, now() + interval '1 hour')")
+	insert(t, db, "g", "x")
+	startNode(t, cfg, nodeOptions{elector: func(string) Elector { return fixedElector{term: 42} }})
+	waitStatus(t, db, map[string]int{"DONE": 1})
+	var holder string
+	var term int64
+	if err := db.QueryRow(context.Background(), "SELECT holder, term FROM boomerang_outbox_lease").Scan(&holder, &term); err != nil {
+		t.Fatal(err)
+	}
+	if holder != "node-a" || term != 42 {
+		t.Fatalf("lease row %s/%d, want node-a/42", holder, term)
+	}
 }
