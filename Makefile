@@ -4,8 +4,12 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BUF         ?= github.com/bufbuild/buf/cmd/buf@v1.75.0
 BENCHTIME   ?= 1s
 PKGS        ?= ./...
+# Debian's Python, for its python3-protobuf (the Python package index is not
+# used); a python3 earlier on PATH, such as pyenv's, would not see it.
+PYTHON      ?= /usr/bin/python3
+PROTOC      ?= protoc
 
-.PHONY: all build test test-go test-ts fmt-check vet lint bench proto clean
+.PHONY: all build test test-go test-ts test-py fmt-check vet lint bench proto clean
 
 all: build
 
@@ -13,8 +17,8 @@ build:
 	$(GO) build ./...
 
 # The one test command: formatting, vet, then every Go test with the race
-# detector, then the TypeScript SDK's tests. CI runs exactly this.
-test: fmt-check vet test-go test-ts
+# detector, then the TypeScript and Python SDKs' tests. CI runs exactly this.
+test: fmt-check vet test-go test-ts test-py
 
 test-go:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
@@ -23,6 +27,11 @@ test-go:
 # file, then its tests against the real server, which they build.
 test-ts:
 	cd sdk/typescript && npm ci --no-audit --no-fund && npm test
+
+# The Python SDK (sdk/python): its tests against the real server, which they
+# build, with Debian's python3-protobuf and python3-uvicorn (the ASGI test).
+test-py:
+	cd sdk/python && PYTHONPATH=src $(PYTHON) -m unittest discover -s tests -t .
 
 fmt-check:
 	@out="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
@@ -42,11 +51,17 @@ bench:
 # Regenerates the checked-in protobuf code (buf.gen.yaml) from every .proto
 # in the tree, and the TypeScript SDK's (buf.gen.es.yaml) from the public
 # API. The Go generators run as go tools; protoc-gen-es is a devDependency
-# of sdk/typescript, installed from its lock file.
+# of sdk/typescript, installed from its lock file. The Python SDK's code
+# comes from protoc 3.21 (Debian 12's protobuf-compiler), the release of
+# Debian's python3-protobuf runtime: newer protoc output needs a newer
+# runtime.
 proto:
 	$(GO) run $(BUF) generate
 	cd sdk/typescript && npm ci --no-audit --no-fund
 	$(GO) run $(BUF) generate --template buf.gen.es.yaml
+	@$(PROTOC) --version | grep -q '^libprotoc 3\.21\.' || \
+		{ echo "make proto: sdk/python needs protoc 3.21 (apt-get install protobuf-compiler on Debian 12)"; exit 1; }
+	$(PROTOC) -I api --python_out=sdk/python/src --pyi_out=sdk/python/src api/boomerang/v1/boomerang.proto
 
 clean:
 	$(GO) clean -testcache

@@ -123,6 +123,20 @@ func (c *Client) SkipGroup(ctx context.Context, in *boomerangv1.SkipGroupRequest
 	return empty(r, err, (*boomerangv1.Response).GetSkipGroup)
 }
 
+// CancelTasks cancels every task of a client, or of one of its groups,
+// except those being delivered; with DryRun it only counts them.
+func (c *Client) CancelTasks(ctx context.Context, in *boomerangv1.CancelTasksRequest) (*boomerangv1.CancelTasksResponse, error) {
+	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_CancelTasks{CancelTasks: in}})
+	return need(r, err, (*boomerangv1.Response).GetCancelTasks)
+}
+
+// PurgeDeadLetters deletes every dead letter matching a filter, except
+// groups' blocked heads; with DryRun it only counts them.
+func (c *Client) PurgeDeadLetters(ctx context.Context, in *boomerangv1.PurgeDeadLettersRequest) (*boomerangv1.PurgeDeadLettersResponse, error) {
+	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_PurgeDeadLetters{PurgeDeadLetters: in}})
+	return need(r, err, (*boomerangv1.Response).GetPurgeDeadLetters)
+}
+
 // GetServerInfo returns the server's version, addresses and limits.
 func (c *Client) GetServerInfo(ctx context.Context, in *boomerangv1.GetServerInfoRequest) (*boomerangv1.GetServerInfoResponse, error) {
 	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_GetServerInfo{GetServerInfo: in}})

@@ -12,6 +12,7 @@ import (
 	"github.com/boomerangd/boomerang/internal/auth"
 	"github.com/boomerangd/boomerang/internal/delivery"
 	"github.com/boomerangd/boomerang/internal/outbox"
+	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/server"
 )
 
@@ -54,6 +55,11 @@ func (o *options) register(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Partitions, "partitions", 0, "scheduler partitions, a power of two (0: GOMAXPROCS rounded up)")
 	fs.Var(&o.pools, "pool", "dispatch pool name=maxConcurrent[,maxPerSecond]; repeatable (maxPerSecond 0: no rate limit)")
 	fs.DurationVar(&c.DeliveryTimeout, "delivery-timeout", delivery.DefaultTimeout, "timeout of a delivery attempt whose callback sets none")
+	fs.IntVar(&c.Limits.GroupTasks, "group-limit", scheduler.DefaultGroupLimit, "tasks one group may hold, for clients that set no limit; more get GROUP_FULL")
+	fs.DurationVar(&c.Limits.MinInterval, "min-interval", scheduler.DefaultMinInterval, "shortest repeat interval of a recurring task")
+	fs.IntVar(&c.Limits.DeadLetters, "dlq-max-entries", scheduler.DefaultMaxDeadLetters, "dead letters kept per client that sets no maximum; the oldest beyond it are deleted")
+	fs.DurationVar(&c.Limits.IdempotencyRetention, "idempotency-retention", scheduler.DefaultIdempotencyRetention, "how long an idempotency key is remembered after its registration")
+	fs.IntVar(&c.Limits.IdempotencyKeys, "max-idempotency-keys", scheduler.DefaultMaxIdempotencyKeys, "idempotency keys remembered; the oldest beyond it are forgotten early")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "on SIGINT or SIGTERM, how long to wait for requests and deliveries under way")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")

@@ -41,7 +41,10 @@ type ClientSpec struct {
 	// DeadLetterMaxEntries (0: unbounded) and DeadLetterRetention (0:
 	// until deleted) bound the client's dead letter queue.
 	DeadLetterMaxEntries uint32
-	DeadLetterRetention  time.Duration
+	// GroupLimit bounds the tasks one group may hold (0: the server's
+	// default).
+	GroupLimit          uint32
+	DeadLetterRetention time.Duration
 
 	// SigningSecret is the HMAC key of the client's webhook signatures;
 	// empty generates SigningSecretBytes random bytes.
@@ -79,6 +82,7 @@ func (a *Auth) registerLocked(spec ClientSpec) (*storepb.Client, []byte, error) 
 		CreatedMs:      a.cfg.Clock.Now().UnixMilli(),
 		DlqMaxEntries:  spec.DeadLetterMaxEntries,
 		DlqRetentionMs: spec.DeadLetterRetention.Milliseconds(),
+		GroupLimit:     spec.GroupLimit,
 	}
 	b := a.st.NewBatch()
 	b.PutClient(c)

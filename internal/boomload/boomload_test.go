@@ -2,18 +2,19 @@ package boomload
 
 import (
 	"bufio"
-	"net"
-	"sync"
-
 	"context"
 	"errors"
 	"flag"
-	"google.golang.org/protobuf/encoding/protodelim"
+	"io"
+	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+	"google.golang.org/protobuf/encoding/protodelim"
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
 	"github.com/boomerangd/boomerang/client"
@@ -217,3 +218,72 @@ func echo(nc net.Conn) {
 		}
 	}
 }
+
+// A server that stops answering mid-run (hung, or gone without closing
+// its sockets) cannot hold a duration run open: registrations still under
+// way are given up Grace after the run ends.
+func TestDurationRunEndsWhenServerStopsAnswering(t *testing.T) {
+	addr := startServer(t)
+	p := newFreezingProxy(t, addr, 4<<10)
+	done := make(chan error, 1)
+	var rep *Report
+	go func() {
+		var err error
+		rep, err = Run(t.Context(), Config{Addr: p.addr(), Credentials: loadCreds, Duration: 2 * time.Second, Grace: 100 * time.Millisecond, Conns: 1, Depth: 8})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not end after the server stopped answering")
+	}
+	if !p.frozen.Load() || rep.Errors["canceled"] == 0 {
+		t.Fatalf("the proxy froze: %v; report %+v", p.frozen.Load(), rep)
+	}
+}
+
+// freezingProxy forwards to a server until it has passed limit bytes of
+// answers, then forwards nothing more and keeps the connections open: a
+// server that hangs.
+type freezingProxy struct {
+	ln     net.Listener
+	frozen atomic.Bool
+}
+
+func newFreezingProxy(t *testing.T, target string, limit int64) *freezingProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &freezingProxy{ln: ln}
+	var conns sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		conns.Wait()
+	})
+	conns.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				return
+			}
+			t.Cleanup(func() { c.Close(); up.Close() })
+			conns.Go(func() { _, _ = io.Copy(up, c) })
+			conns.Go(func() {
+				_, _ = io.CopyN(c, up, limit)
+				p.frozen.Store(true) // from now on nothing comes back
+			})
+		}
+	})
+	return p
+}
+
+func (p *freezingProxy) addr() string { return p.ln.Addr().String() }

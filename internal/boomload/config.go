@@ -14,6 +14,7 @@ const (
 	DefaultDepth       = 256
 	DefaultPayloadSize = 100
 	DefaultDuration    = 10 * time.Second
+	DefaultGrace       = 5 * time.Second
 	// DefaultDelay makes the registered tasks due a day later, so none is
 	// delivered during the run.
 	DefaultDelay = 24 * time.Hour
@@ -52,6 +53,10 @@ type Config struct {
 	GroupPrefix string
 	// Warmup registrations run before measuring starts. Default 0.
 	Warmup int
+	// Grace is how long registrations still under way when the run ends
+	// may take before they are given up, so that a run ends even when
+	// the server stops answering. Default DefaultGrace.
+	Grace time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -63,6 +68,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.PayloadSize == 0 {
 		c.PayloadSize = DefaultPayloadSize
+	}
+	if c.Grace == 0 {
+		c.Grace = DefaultGrace
 	}
 	if c.Count == 0 && c.Duration == 0 {
 		c.Duration = DefaultDuration

@@ -69,6 +69,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}()
 	r.measured.Store(cfg.Warmup == 0)
+	// Workers run on their own context, given up Grace after the run
+	// ends: a server that stops answering cannot hold the run open.
+	ctx, giveUp := context.WithCancel(ctx)
+	defer giveUp()
 	start := time.Now()
 	var startMeasured atomic.Int64
 	startMeasured.Store(start.UnixNano())
@@ -81,7 +85,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			wg.Go(func() { r.worker(ctx, c, tl, &startMeasured) })
 		}
 	}
-	timer := r.stopAfter(ctx)
+	timer := r.stopAfter(ctx, giveUp)
 	wg.Wait()
 	timer()
 	elapsed := time.Since(time.Unix(0, startMeasured.Load()))
@@ -103,13 +107,13 @@ func (r *run) dial(ctx context.Context) ([]*client.Client, error) {
 	return clients, nil
 }
 
-// stopAfter closes r.stop after the duration or when ctx ends; the
-// returned func releases its timer.
-func (r *run) stopAfter(ctx context.Context) func() {
-	var once sync.Once
-	stop := func() { once.Do(func() { close(r.stop) }) }
-	done := make(chan struct{})
+// stopAfter closes r.stop after the duration or when ctx ends, and calls
+// giveUp Grace later if workers are still waiting for answers; the
+// returned func ends it.
+func (r *run) stopAfter(ctx context.Context, giveUp func()) func() {
+	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(exited)
 		var after <-chan time.Time
 		if r.cfg.Duration > 0 {
 			t := time.NewTimer(r.cfg.Duration)
@@ -120,10 +124,21 @@ func (r *run) stopAfter(ctx context.Context) func() {
 		case <-after:
 		case <-ctx.Done():
 		case <-done:
+			return
 		}
-		stop()
+		close(r.stop)
+		grace := time.NewTimer(r.cfg.Grace)
+		defer grace.Stop()
+		select {
+		case <-grace.C:
+			giveUp()
+		case <-done:
+		}
 	}()
-	return func() { close(done) }
+	return func() {
+		close(done)
+		<-exited
+	}
 }
 
 // worker keeps one registration in flight until the run ends.

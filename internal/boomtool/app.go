@@ -119,7 +119,7 @@ BOOMERANG_PASSWORD, or else from the session saved by "boomtool login".`,
 	}
 	root.AddCommand(
 		a.loginCommand(), a.logoutCommand(),
-		a.setCommand(), a.updateCommand(), a.deleteCommand(), a.showCommand(), a.listCommand(),
+		a.setCommand(), a.updateCommand(), a.deleteCommand(), a.deleteAllCommand(), a.showCommand(), a.listCommand(),
 		a.dlqCommand(), a.groupCommand(), a.clientCommand(), a.infoCommand(), a.benchCommand(),
 	)
 	return root

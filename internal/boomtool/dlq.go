@@ -19,7 +19,7 @@ func (a *app) dlqCommand() *cobra.Command {
 		Long: `A task whose delivery attempts are exhausted becomes a dead letter: the
 failed occurrence, its last error and attempt count.`,
 	}
-	cmd.AddCommand(a.dlqListCommand(), a.dlqShowCommand(), a.dlqReplayCommand(), a.dlqDeleteCommand())
+	cmd.AddCommand(a.dlqListCommand(), a.dlqShowCommand(), a.dlqReplayCommand(), a.dlqDeleteCommand(), a.dlqPurgeCommand())
 	return cmd
 }
 

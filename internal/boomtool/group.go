@@ -81,7 +81,7 @@ func (a *app) writeGroup(w io.Writer, g *boomerangv1.Group) error {
 	f := newFields(w)
 	f.add("Client", g.GetClient())
 	f.add("Group", g.GetGroup())
-	f.add("Next sequence", strconv.FormatUint(g.GetNextSeq(), 10))
+	f.add("Tasks", strconv.FormatUint(g.GetTasks(), 10))
 	f.add("Blocked", strconv.FormatBool(g.GetBlocked()))
 	if g.GetBlocked() {
 		f.add("Blocked by dead letter", strconv.FormatUint(g.GetBlockedDeadLetterId(), 10))

@@ -113,6 +113,21 @@ func TestAgainstServer(t *testing.T) {
 	if out := tina.ok(t, "dlq", "list"); !strings.Contains(out, "No dead letters.") {
 		t.Fatalf("dlq list:\n%s", out)
 	}
+	for _, g := range []string{"a", "a", "b"} {
+		tina.ok(t, "set", "bulk", "--delay", "1h", "--group", g)
+	}
+	if out := tina.ok(t, "delete-all", "--group", "a", "--dry-run"); !strings.Contains(out, "Would cancel 2 of 2 matching tasks") {
+		t.Fatalf("delete-all --dry-run: %q", out)
+	}
+	if out := tina.ok(t, "delete-all", "--group", "a"); !strings.Contains(out, "Cancelled 2 of 2 matching tasks") {
+		t.Fatalf("delete-all --group: %q", out)
+	}
+	if out := tina.ok(t, "delete-all"); !strings.Contains(out, "Cancelled 1 of 1 matching tasks") {
+		t.Fatalf("delete-all: %q", out)
+	}
+	if out := tina.json(t, "dlq", "purge", "--error", "HTTP 404", "--dry-run"); len(out) != 0 {
+		t.Fatalf("dlq purge with no dead letters: %v", out)
+	}
 	code, _, errOut = tina.run("", "set", "x", "--every", "-1s")
 	if code != 1 || !strings.Contains(errOut, "invalid") {
 		t.Fatalf("negative interval: exit %d, %q", code, errOut)

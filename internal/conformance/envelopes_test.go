@@ -8,7 +8,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
-	"github.com/boomerangd/boomerang/dispatch"
 	"github.com/boomerangd/boomerang/internal/auth"
 	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/server"
@@ -142,7 +141,7 @@ func operations() []op {
 		{"get_group",
 			&boomerangv1.Request{RequestId: 15, SessionId: session, Body: &boomerangv1.Request_GetGroup{GetGroup: &boomerangv1.GetGroupRequest{Client: "billing", Group: group}}},
 			&boomerangv1.Response{RequestId: 15, Body: &boomerangv1.Response_GetGroup{GetGroup: &boomerangv1.GetGroupResponse{Group: &boomerangv1.Group{
-				Client: "billing", Group: group, NextSeq: bigID, Blocked: true, BlockedDeadLetterId: bigID, BlockedSinceMs: dueMs + 9000,
+				Client: "billing", Group: group, Tasks: 12, Blocked: true, BlockedDeadLetterId: bigID, BlockedSinceMs: dueMs + 9000,
 			}}}}},
 		{"unblock_group",
 			&boomerangv1.Request{RequestId: 16, SessionId: session, Body: &boomerangv1.Request_UnblockGroup{UnblockGroup: &boomerangv1.UnblockGroupRequest{Group: group}}},
@@ -150,6 +149,14 @@ func operations() []op {
 		{"skip_group",
 			&boomerangv1.Request{RequestId: 17, SessionId: session, Body: &boomerangv1.Request_SkipGroup{SkipGroup: &boomerangv1.SkipGroupRequest{Client: "billing", Group: group}}},
 			&boomerangv1.Response{RequestId: 17, Body: &boomerangv1.Response_SkipGroup{SkipGroup: &boomerangv1.SkipGroupResponse{}}}},
+		{"cancel_tasks",
+			&boomerangv1.Request{RequestId: 23, SessionId: session, Body: &boomerangv1.Request_CancelTasks{CancelTasks: &boomerangv1.CancelTasksRequest{Client: "billing", Group: group, DryRun: true}}},
+			&boomerangv1.Response{RequestId: 23, Body: &boomerangv1.Response_CancelTasks{CancelTasks: &boomerangv1.CancelTasksResponse{Matched: 12, Cancelled: 0, Skipped: 1}}}},
+		{"purge_dead_letters",
+			&boomerangv1.Request{RequestId: 24, SessionId: session, Body: &boomerangv1.Request_PurgeDeadLetters{PurgeDeadLetters: &boomerangv1.PurgeDeadLettersRequest{
+				Client: "billing", Group: group, FailedBeforeMs: dueMs, ErrorContains: "HTTP 404",
+			}}},
+			&boomerangv1.Response{RequestId: 24, Body: &boomerangv1.Response_PurgeDeadLetters{PurgeDeadLetters: &boomerangv1.PurgeDeadLettersResponse{Matched: 7, Deleted: 6, Skipped: 1}}}},
 		{"get_server_info",
 			&boomerangv1.Request{RequestId: 18, SessionId: session, Body: &boomerangv1.Request_GetServerInfo{GetServerInfo: &boomerangv1.GetServerInfoRequest{}}},
 			&boomerangv1.Response{RequestId: 18, Body: &boomerangv1.Response_GetServerInfo{GetServerInfo: &boomerangv1.GetServerInfoResponse{
@@ -190,7 +197,7 @@ func errorResponses() []op {
 		{name: "error/session_expired", resp: fail(9, auth.ErrSessionExpired)},
 		{name: "error/not_found", resp: fail(9, scheduler.ErrNotFound)},
 		{name: "error/busy", resp: fail(6, scheduler.ErrBusy)},
-		{name: "error/group_full", resp: fail(6, dispatch.ErrGroupFull)},
+		{name: "error/group_full", resp: fail(6, scheduler.ErrGroupFull)},
 		{name: "error/conflict", resp: fail(8, scheduler.ErrInFlight)},
 		{name: "error/internal", resp: fail(6, store.ErrFailed)},
 		{name: "error/connection", resp: fail(0, fmt.Errorf("%w: frame of 2000000 bytes exceeds the limit of 1114112", server.ErrFrame))},

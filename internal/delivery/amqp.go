@@ -108,7 +108,7 @@ func amqpError(a *attempt, err error) error {
 func amqpFailure(err error) error {
 	var ae *amqp.Error
 	if errors.As(err, &ae) && ae.Server {
-		return fmt.Errorf("%w: AMQP %d: %s", ErrRejected, ae.Code, truncate(ae.Reason, httpDetailBytes))
+		return fmt.Errorf("%w: AMQP %d: %s", ErrRejected, ae.Code, safeText(ae.Reason))
 	}
 	return fmt.Errorf("%w: AMQP: %w", ErrUnreachable, err)
 }

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
@@ -54,7 +53,7 @@ func ValidateCallback(cb *storepb.Callback, payloadLen int) error {
 		return nil
 	}
 	switch {
-	case cb.TimeoutMs < 0 || time.Duration(cb.TimeoutMs)*time.Millisecond > MaxTimeout:
+	case cb.TimeoutMs < 0 || cb.TimeoutMs > MaxTimeout.Milliseconds():
 		return fieldError("callback.timeout_ms", "must be between 0 (the server default) and %d, got %d", MaxTimeout.Milliseconds(), cb.TimeoutMs)
 	case len(cb.Pool) > MaxPoolNameLen || strings.ContainsRune(cb.Pool, 0):
 		return fieldError("callback.pool", "must be at most %d bytes without NUL", MaxPoolNameLen)

@@ -22,7 +22,6 @@ const (
 	DefaultMaxConcurrent  = 256
 	DefaultMaxQueued      = 1 << 18
 	DefaultTimeout        = 10 * time.Second
-	DefaultOverloadDelay  = time.Second
 	DefaultIdleTimeout    = 90 * time.Second
 	DefaultTCPConns       = 2
 	DefaultRedialMin      = 100 * time.Millisecond
@@ -78,11 +77,6 @@ type Config struct {
 	// defaults too.
 	DefaultRetry *storepb.RetryPolicy
 
-	// OverloadDelay is the retry delay of an attempt refused because its
-	// pool's queue was full or the engine was closing. Such refusals never
-	// dead-letter a task by themselves. Default 1 second, jittered by half.
-	OverloadDelay time.Duration
-
 	// IdleTimeout closes outbound connections (TCP, UDP sockets, HTTP and
 	// gRPC keep-alives) unused for this long. Default 90 seconds.
 	IdleTimeout time.Duration
@@ -122,8 +116,9 @@ type PoolConfig struct {
 	MaxPerSecond float64
 
 	// MaxQueued bounds the attempts waiting for a slot; beyond it an
-	// attempt fails at once with ErrPoolFull and the scheduler retries it
-	// after Config.OverloadDelay. Default 262144.
+	// attempt fails at once with ErrPoolFull, which the scheduler tries
+	// again after its RefusalDelay without counting an attempt. Default
+	// 262144.
 	MaxQueued int
 }
 
@@ -150,9 +145,6 @@ func (c *Config) ensureDefaults() {
 		c.DefaultTimeout = DefaultTimeout
 	}
 	c.DefaultRetry = fillRetry(c.DefaultRetry, builtinRetry)
-	if c.OverloadDelay == 0 {
-		c.OverloadDelay = DefaultOverloadDelay
-	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
@@ -192,8 +184,6 @@ func (c *Config) validate() error {
 	switch {
 	case c.DefaultTimeout < 0 || c.DefaultTimeout > MaxTimeout:
 		return fmt.Errorf("delivery: Config.DefaultTimeout must be between 0 and %v, got %v", MaxTimeout, c.DefaultTimeout)
-	case c.OverloadDelay < 0:
-		return fmt.Errorf("delivery: Config.OverloadDelay must not be negative, got %v", c.OverloadDelay)
 	case c.IdleTimeout < 0:
 		return fmt.Errorf("delivery: Config.IdleTimeout must not be negative, got %v", c.IdleTimeout)
 	case c.TCPConns < 1 || c.TCPConns > 64:

@@ -80,8 +80,14 @@
 // Unimplemented, InvalidArgument, Unauthenticated and PermissionDenied;
 // an unknown client; no usable callback. A 429 or 503 with Retry-After
 // waits at least that long (capped at the max interval). ErrPoolFull and
-// ErrClosed say nothing about the endpoint: they are retried after
-// Config.OverloadDelay however many attempts the task has had.
+// ErrClosed say nothing about the endpoint: they are local refusals
+// (scheduler.ErrNotAttempted), which the scheduler tries again after its
+// RefusalDelay without counting an attempt or advancing the backoff.
+//
+// Error texts from receivers (response bodies, Ack errors, gRPC status
+// messages) are cut to their first line, made valid UTF-8 without control
+// characters, and bounded (package sanitize) before they reach the
+// scheduler, whatever the receiver sends.
 //
 // # Dispatch pools
 //

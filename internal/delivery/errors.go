@@ -5,16 +5,19 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/boomerangd/boomerang/internal/scheduler"
 )
 
 var (
 	// ErrClosed: the engine is closing or closed. The attempt did not
-	// reach the endpoint, or was cut short; the scheduler retries it after
-	// Config.OverloadDelay without counting it against the task's limit.
-	ErrClosed = errors.New("delivery: engine closed")
+	// reach the endpoint, or was cut short. It is a local refusal
+	// (errors.Is(err, scheduler.ErrNotAttempted)): the scheduler tries
+	// again later without counting an attempt.
+	ErrClosed error = &refusal{"delivery: engine closed"}
 	// ErrPoolFull: the attempt's dispatch pool had MaxQueued attempts
-	// waiting. Retried like ErrClosed.
-	ErrPoolFull = errors.New("delivery: dispatch pool queue is full")
+	// waiting. A local refusal, like ErrClosed.
+	ErrPoolFull error = &refusal{"delivery: dispatch pool queue is full"}
 	// ErrTimeout: no acknowledgement within the attempt's timeout.
 	ErrTimeout = errors.New("delivery: timed out")
 	// ErrUnreachable: the endpoint could not be reached, or the connection
@@ -32,6 +35,15 @@ var (
 	// for a UDP datagram).
 	ErrInvalidCallback = errors.New("delivery: invalid callback")
 )
+
+// refusal is an attempt refused before it reached its endpoint, for a
+// reason that says nothing about the endpoint.
+type refusal struct{ msg string }
+
+func (e *refusal) Error() string { return e.msg }
+
+// Is makes a refusal a scheduler.ErrNotAttempted.
+func (e *refusal) Is(target error) bool { return target == scheduler.ErrNotAttempted }
 
 // permanentError marks a failure that no retry can fix: the scheduler
 // dead-letters the occurrence at once.
@@ -102,6 +114,3 @@ func outcomeOf(err error) int {
 	}
 	return 5
 }
-
-// overloaded reports a refusal that says nothing about the endpoint.
-func overloaded(err error) bool { return errors.Is(err, ErrPoolFull) || errors.Is(err, ErrClosed) }

@@ -57,7 +57,7 @@ func (t *grpcTransport) call(a *attempt) {
 		return
 	}
 	if ack := resp.Msg; !ack.GetOk() {
-		a.finish(fmt.Errorf("%w: ack not ok: %s", ErrRejected, truncate(ack.GetError(), httpDetailBytes)))
+		a.finish(fmt.Errorf("%w: ack not ok: %s", ErrRejected, safeText(ack.GetError())))
 		return
 	}
 	a.finish(nil)
@@ -96,18 +96,11 @@ func grpcError(a *attempt, err error) error {
 	}
 	switch code {
 	case connect.CodeUnavailable, connect.CodeCanceled:
-		return fmt.Errorf("%w: gRPC %s: %s", ErrUnreachable, code, truncate(msg, httpDetailBytes))
+		return fmt.Errorf("%w: gRPC %s: %s", ErrUnreachable, code, safeText(msg))
 	case connect.CodeUnimplemented, connect.CodeInvalidArgument, connect.CodeUnauthenticated, connect.CodePermissionDenied:
-		return permanent(fmt.Errorf("%w: gRPC %s: %s", ErrRejected, code, truncate(msg, httpDetailBytes)))
+		return permanent(fmt.Errorf("%w: gRPC %s: %s", ErrRejected, code, safeText(msg)))
 	}
-	return fmt.Errorf("%w: gRPC %s: %s", ErrRejected, code, truncate(msg, httpDetailBytes))
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+	return fmt.Errorf("%w: gRPC %s: %s", ErrRejected, code, safeText(msg))
 }
 
 // sweep forgets clients of endpoints unused since before cutoff; the HTTP

@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/boomerangd/boomerang/internal/delivery/webhook"
+	"github.com/boomerangd/boomerang/internal/sanitize"
 )
 
 // Limits on reading an HTTP answer: the start of an error body goes into
@@ -116,7 +116,7 @@ func answer(resp *http.Response, now func() time.Time) error {
 		return nil
 	}
 	detail, _ := io.ReadAll(io.LimitReader(resp.Body, httpDetailBytes))
-	se := &StatusError{Code: resp.StatusCode, Detail: printable(detail)}
+	se := &StatusError{Code: resp.StatusCode, Detail: safeText(string(detail))}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		se.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), now)
 	}
@@ -140,18 +140,14 @@ func retryAfter(v string, now func() time.Time) time.Duration {
 	return 0
 }
 
-// printable keeps the body's first line of printable text.
-func printable(b []byte) string {
-	s := strings.TrimSpace(string(bytes.ToValidUTF8(b, nil)))
+// safeText is a receiver's text as it may go into an error: its first
+// line, made safe and bounded (package sanitize).
+func safeText(s string) string {
+	s = strings.TrimSpace(s)
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
 		s = s[:i]
 	}
-	return strings.Map(func(r rune) rune {
-		if unicode.IsPrint(r) {
-			return r
-		}
-		return -1
-	}, s)
+	return sanitize.Text(s, httpDetailBytes)
 }
 
 // transportError classifies a failed request. When the attempt's context

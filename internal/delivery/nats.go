@@ -97,7 +97,7 @@ func natsError(a *attempt, subject string, err error) error {
 	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse):
 		return fmt.Errorf("%w: no JetStream stream stores subject %q", ErrRejected, subject)
 	case errors.As(err, &apiErr):
-		return fmt.Errorf("%w: JetStream: %s", ErrRejected, truncate(apiErr.Description, httpDetailBytes))
+		return fmt.Errorf("%w: JetStream: %s", ErrRejected, safeText(apiErr.Description))
 	}
 	return fmt.Errorf("%w: NATS: %w", ErrUnreachable, err)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
@@ -77,8 +78,8 @@ func TestPoolBoundsConcurrencyAndQueue(t *testing.T) {
 	if !errors.Is(err, ErrPoolFull) {
 		t.Fatalf("outcome %v, want ErrPoolFull", err)
 	}
-	if d, retry := e.Next(tk, 1000, err); !retry || d <= 0 || d > DefaultOverloadDelay {
-		t.Fatalf("a full pool: delay %v retry %v, want a retry within %v", d, retry, DefaultOverloadDelay)
+	if !errors.Is(err, scheduler.ErrNotAttempted) {
+		t.Fatalf("a full pool: %v is not a local refusal", err)
 	}
 	if s := e.Stats().Pools[DefaultPool]; s.Rejected != 1 {
 		t.Fatalf("rejected %d, want 1", s.Rejected)

@@ -102,11 +102,6 @@ func (e *Engine) Next(t *storepb.Task, attempts uint32, err error) (time.Duratio
 	if err == nil {
 		err = errors.New("delivery: failed")
 	}
-	if overloaded(err) {
-		e.metrics.retries.Inc()
-		d := e.cfg.OverloadDelay
-		return d - time.Duration(float64(d)*0.5*rand.Float64()), true
-	}
 	if IsPermanent(err) {
 		e.metrics.permanent.Inc()
 		return 0, false

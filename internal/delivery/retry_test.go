@@ -2,9 +2,11 @@ package delivery
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
@@ -94,10 +96,11 @@ func TestPermanentFailuresAreNotRetried(t *testing.T) {
 			t.Errorf("%v is not retried", err)
 		}
 	}
-	// Overload and shutdown never use up a task's attempts.
-	for _, err := range []error{ErrPoolFull, ErrClosed} {
-		if _, retry := e.Next(tk, 1_000_000, err); !retry {
-			t.Errorf("%v is not retried after many attempts", err)
+	// Overload and shutdown are local refusals: the scheduler puts the
+	// attempt back without asking Next, so they never use up attempts.
+	for _, err := range []error{ErrPoolFull, ErrClosed, fmt.Errorf("wrapped: %w", ErrPoolFull)} {
+		if !errors.Is(err, scheduler.ErrNotAttempted) {
+			t.Errorf("%v is not a local refusal", err)
 		}
 	}
 }

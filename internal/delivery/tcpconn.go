@@ -193,7 +193,7 @@ func (c *tcpConn) readLoop() {
 		if ack.Ok {
 			a.finish(nil)
 		} else {
-			a.finish(fmt.Errorf("%w: ack not ok: %s", ErrRejected, truncate(ack.Error, httpDetailBytes)))
+			a.finish(fmt.Errorf("%w: ack not ok: %s", ErrRejected, safeText(ack.Error)))
 		}
 	}
 }

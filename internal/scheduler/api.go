@@ -20,6 +20,14 @@ var (
 	ErrClosed = errors.New("scheduler: closed")
 	// ErrNotBlocked: Unblock or Skip on a group that is not blocked.
 	ErrNotBlocked = errors.New("scheduler: group is not blocked")
+	// ErrGroupFull: the group already holds its client's limit of tasks
+	// (Config.GroupLimit); retry once some have been delivered.
+	ErrGroupFull = errors.New("scheduler: group is full")
+	// ErrNotAttempted marks a Deliverer's error for an attempt that never
+	// reached the endpoint because of a local refusal (a full dispatch
+	// pool, shutting down): it is tried again after Config.RefusalDelay
+	// without counting as an attempt. Wrap it: fmt.Errorf("%w: ...", ErrNotAttempted).
+	ErrNotAttempted = errors.New("scheduler: attempt not made")
 	// ErrInvalid: a request failed validation; errors.As gives a
 	// *FieldError naming the field and the rule.
 	ErrInvalid = errors.New("scheduler: invalid request")
@@ -69,8 +77,9 @@ type RegisterRequest struct {
 	Callback *storepb.Callback    // nil = the client's default
 
 	// IdempotencyKey, if set, makes a repeat of this registration by the
-	// same client return the existing task instead of creating another,
-	// for as long as that task exists.
+	// same client return the task the first one created instead of
+	// creating another, for Config.IdempotencyRetention after the first,
+	// even once that task has finished (StatusFinished).
 	IdempotencyKey string
 }
 
@@ -94,6 +103,10 @@ const (
 	StatusDelivering
 	// StatusRetrying: an attempt failed; the next one is scheduled.
 	StatusRetrying
+	// StatusFinished: the task no longer exists: it was delivered,
+	// dead-lettered or cancelled. Only a registration repeated with the
+	// same idempotency key sees it.
+	StatusFinished
 )
 
 func (s Status) String() string {
@@ -106,6 +119,8 @@ func (s Status) String() string {
 		return "DELIVERING"
 	case StatusRetrying:
 		return "RETRYING"
+	case StatusFinished:
+		return "FINISHED"
 	}
 	return "UNKNOWN"
 }

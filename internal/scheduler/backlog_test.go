@@ -8,14 +8,14 @@ import (
 	"time"
 )
 
-// Many tasks due at once overflow the group gate's ring: the ones it
-// refuses wait in the backlog, in order, and every task is delivered
-// exactly once, each group in registration order.
-func TestBacklogDeliversEveryTaskOnce(t *testing.T) {
+// Many tasks due at once exceed the delivery slots: the rest wait in the
+// ready queue, in order, and every task is delivered exactly once, each
+// group in registration order.
+func TestReadyQueueDeliversEveryTaskOnce(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[uint64]int{}
 	groups := map[string][]int{}
-	h := newHarness(t, func(c *Config) { c.engineRing = 4 })
+	h := newHarness(t, func(c *Config) { c.MaxDelivering = 4 })
 	h.del.auto = func(d Delivery) (error, bool) {
 		n, _ := strconv.Atoi(string(d.Task.Payload))
 		mu.Lock()

@@ -115,15 +115,26 @@ func benchRegister(b *testing.B, groups int) {
 // benchmarks, not a measured path.
 func bulkLoad(b *testing.B, st *store.Store, n int, due func(i int) int64) {
 	b.Helper()
+	bulkLoadGroups(b, st, n, 0, due)
+}
+
+// bulkLoadGroups is bulkLoad with the tasks spread over groups (0: none).
+func bulkLoadGroups(b *testing.B, st *store.Store, n, groups int, due func(i int) int64) {
+	b.Helper()
 	payload := make([]byte, 64)
 	const perBatch = 10000
 	ids := map[uint16]uint64{}
 	for start := 0; start < n; start += perBatch {
 		batch := st.NewBatch()
 		for i := start; i < min(n, start+perBatch); i++ {
-			shard := uint16(i % store.Shards)
+			shard, group := uint16(i%store.Shards), ""
+			if groups > 0 {
+				group = fmt.Sprint("g", i%groups)
+				shard = store.GroupShard("bench", group)
+			}
 			ids[shard]++
-			batch.PutTask(&storepb.Task{Id: store.MakeID(shard, ids[shard]), Client: "bench", Payload: payload,
+			id := store.MakeID(shard, ids[shard])
+			batch.PutTask(&storepb.Task{Id: id, Seq: id, Client: "bench", Group: group, Payload: payload,
 				DueMs: due(i), Mode: storepb.DispatchMode_DISPATCH_MODE_NEXT_ON_ERROR})
 		}
 		for shard, last := range ids {
@@ -137,7 +148,8 @@ func bulkLoad(b *testing.B, st *store.Store, n int, due func(i int) int64) {
 
 // BenchmarkRecovery measures Start on a store holding 1,000,000 pending
 // tasks, half due inside the 30-minute horizon: the time to ready, and the
-// heap and process RSS once the wheel is rebuilt.
+// heap and process RSS once the wheel is rebuilt. BenchmarkRecoveryOverdue
+// is the same after a long downtime: every task overdue.
 func BenchmarkRecovery(b *testing.B) {
 	for _, inHorizon := range []int{500_000, 1_000_000} {
 		b.Run(fmt.Sprintf("pending=1000000/inwheel=%d", inHorizon), func(b *testing.B) {
@@ -177,6 +189,59 @@ func BenchmarkRecovery(b *testing.B) {
 				b.ReportMetric(float64(heapInUse()-heapBefore)/(1<<20), "heap-MiB")
 				b.ReportMetric(float64(rssBytes())/(1<<20), "rss-MiB")
 				_ = s.Stop(context.Background())
+				_ = st.Close()
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// BenchmarkRecoveryOverdue starts on 1,000,000 overdue tasks, ungrouped
+// or in 1,000 groups, with receivers that never answer (a downtime, then
+// a stuck endpoint): what the backlog costs in memory once started.
+func BenchmarkRecoveryOverdue(b *testing.B) {
+	for _, groups := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("overdue=1000000/groups=%d", groups), func(b *testing.B) {
+			dir := b.TempDir()
+			st, err := store.Open(dir, store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			past := time.Now().Add(-time.Hour)
+			bulkLoadGroups(b, st, 1_000_000, groups, func(i int) int64 { return past.Add(time.Duration(i) * time.Microsecond).UnixMilli() })
+			if err := st.Close(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				heapBefore := heapInUse()
+				begin := time.Now()
+				st, err := store.Open(dir, store.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				s, err := New(Config{Store: st, Deliverer: DelivererFunc(func(Delivery, func(error)) {})})
+				if err == nil {
+					err = s.Start(context.Background())
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				ready := time.Since(begin)
+				b.StopTimer()
+				started := int64(DefaultMaxDelivering) // every slot, ungrouped
+				if groups > 0 {
+					started = int64(groups) // every group's head
+				}
+				for s.Stats().Delivering < started {
+					runtime.Gosched()
+				}
+				b.ReportMetric(ready.Seconds(), "s-to-ready")
+				b.ReportMetric(float64(heapInUse()-heapBefore)/(1<<20), "heap-MiB")
+				b.ReportMetric(float64(s.Stats().Waiting), "waiting")
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				_ = s.Stop(ctx) // attempts never end: stop as a crash would
 				_ = st.Close()
 				b.StartTimer()
 			}

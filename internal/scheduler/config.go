@@ -16,15 +16,22 @@ import (
 
 // Defaults for Config fields left at zero.
 const (
-	DefaultHorizon      = 30 * time.Minute
-	DefaultLoadInterval = 10 * time.Second
-	DefaultTick         = time.Millisecond
-	DefaultMaxPayload   = 1 << 20
-	DefaultMaxInbox     = 1 << 16
-	DefaultGroupCache   = 1 << 16
-	DefaultSweep        = time.Minute
-	DefaultMaxAttempts  = 5
-	DefaultRetryDelay   = time.Second
+	DefaultHorizon              = 30 * time.Minute
+	DefaultLoadInterval         = 10 * time.Second
+	DefaultTick                 = time.Millisecond
+	DefaultMaxPayload           = 1 << 20
+	DefaultMaxInbox             = 1 << 16
+	DefaultGroupCache           = 1 << 16
+	DefaultSweep                = time.Minute
+	DefaultMaxAttempts          = 5
+	DefaultRetryDelay           = time.Second
+	DefaultMaxDelivering        = 1 << 14
+	DefaultRefusalDelay         = time.Second
+	DefaultGroupLimit           = 100_000
+	DefaultMinInterval          = time.Second
+	DefaultIdempotencyRetention = 24 * time.Hour
+	DefaultMaxIdempotencyKeys   = 1_000_000
+	DefaultMaxDeadLetters       = 100_000
 )
 
 // Config configures a Scheduler.
@@ -80,28 +87,56 @@ type Config struct {
 	// memory. Default 65536.
 	GroupCache int
 
-	// DeadLetterPolicy returns a client's dead letter limits, enforced by
-	// a sweep every SweepInterval (so the queue may exceed them until the
-	// next sweep). Nil: no limits and no sweep.
+	// DeadLetterPolicy returns a client's dead letter limits. A client
+	// over its maximum is trimmed, oldest first, as soon as the sweeper
+	// gets to it; retention is enforced every SweepInterval. Default:
+	// DefaultMaxDeadLetters entries, kept until deleted.
 	DeadLetterPolicy func(client string) DeadLetterLimits
 
-	// SweepInterval is how often dead letter limits are enforced. Default
-	// one minute.
+	// SweepInterval is how often expired dead letters and idempotency
+	// keys are deleted. Default one minute.
 	SweepInterval time.Duration
+
+	// MaxDelivering bounds the delivery attempts under way at once; due
+	// tasks beyond it wait, as ids, for a slot, and their records are
+	// read when they start. Default 16384.
+	MaxDelivering int
+
+	// RefusalDelay is how long an attempt refused locally (ErrNotAttempted)
+	// waits before it is tried again. Default one second.
+	RefusalDelay time.Duration
+
+	// GroupLimit returns how many tasks one group of a client may hold;
+	// a registration beyond it fails with ErrGroupFull. Default (nil, or
+	// an answer of 0): DefaultGroupLimit.
+	GroupLimit func(client string) int
+
+	// MinInterval is the shortest repeat interval a recurring task may
+	// have. Default one second.
+	MinInterval time.Duration
+
+	// IdempotencyRetention is how long an idempotency key is remembered
+	// after the registration that used it, whether or not its task still
+	// exists. Default 24 hours.
+	IdempotencyRetention time.Duration
+
+	// MaxIdempotencyKeys bounds the idempotency keys remembered; beyond
+	// it the oldest are forgotten before their retention ends. Default
+	// 1,000,000.
+	MaxIdempotencyKeys int
 
 	// DefaultMode applies to tasks registered with
 	// DISPATCH_MODE_UNSPECIFIED. Default NEXT_ON_ERROR.
 	DefaultMode storepb.DispatchMode
 
-	// engineRing is the group gate's ring size per partition; tests shrink
-	// it to make due tasks wait in the backlog. Default 1<<14.
-	engineRing int
+	// wallSkew, if set, is added to Clock's time for every wall clock
+	// reading, so tests can step the wall clock without the monotonic
+	// time that drives the wheel.
+	wallSkew func() time.Duration
 }
 
 func (c *Config) ensureDefaults() {
-	if c.engineRing == 0 {
-		c.engineRing = 1 << 14
-	}
+	c.ensureLimits()
 	if c.Retry == nil {
 		c.Retry = FixedRetry{Attempts: DefaultMaxAttempts, Delay: DefaultRetryDelay}
 	}
@@ -138,6 +173,39 @@ func (c *Config) ensureDefaults() {
 	if c.DefaultMode == storepb.DispatchMode_DISPATCH_MODE_UNSPECIFIED {
 		c.DefaultMode = storepb.DispatchMode_DISPATCH_MODE_NEXT_ON_ERROR
 	}
+	if c.wallSkew == nil {
+		c.wallSkew = func() time.Duration { return 0 }
+	}
+}
+
+func (c *Config) ensureLimits() {
+	if c.MaxDelivering == 0 {
+		c.MaxDelivering = DefaultMaxDelivering
+	}
+	if c.RefusalDelay == 0 {
+		c.RefusalDelay = DefaultRefusalDelay
+	}
+	if c.MinInterval == 0 {
+		c.MinInterval = DefaultMinInterval
+	}
+	if c.IdempotencyRetention == 0 {
+		c.IdempotencyRetention = DefaultIdempotencyRetention
+	}
+	if c.MaxIdempotencyKeys == 0 {
+		c.MaxIdempotencyKeys = DefaultMaxIdempotencyKeys
+	}
+	if c.DeadLetterPolicy == nil {
+		c.DeadLetterPolicy = func(string) DeadLetterLimits { return DeadLetterLimits{MaxEntries: DefaultMaxDeadLetters} }
+	}
+	limit := c.GroupLimit
+	c.GroupLimit = func(client string) int {
+		if limit != nil {
+			if n := limit(client); n > 0 {
+				return n
+			}
+		}
+		return DefaultGroupLimit
+	}
 }
 
 func (c *Config) validate() error {
@@ -158,6 +226,10 @@ func (c *Config) validate() error {
 		return fmt.Errorf("scheduler: Config.SweepInterval must be positive, got %v", c.SweepInterval)
 	case c.MaxPayload < 0 || c.MaxInbox < 1 || c.GroupCache < 0:
 		return errors.New("scheduler: Config.MaxPayload and MaxInbox must be positive, GroupCache not negative")
+	case c.MaxDelivering < c.Partitions:
+		return fmt.Errorf("scheduler: Config.MaxDelivering must be at least Partitions (%d), got %d", c.Partitions, c.MaxDelivering)
+	case c.RefusalDelay < 0 || c.MinInterval < c.Tick || c.IdempotencyRetention < 0 || c.MaxIdempotencyKeys < 0:
+		return errors.New("scheduler: Config.RefusalDelay, IdempotencyRetention and MaxIdempotencyKeys must not be negative, MinInterval not below Tick")
 	}
 	return nil
 }

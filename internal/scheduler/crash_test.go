@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,8 +30,9 @@ import (
 //     it was being cancelled (a cancel may be durable even though the kill
 //     came before its acknowledgement);
 //   - nothing was delivered after its cancellation was acknowledged;
-//   - within a group, tasks were first delivered in acceptance order, across
-//     every crash and restart;
+//   - within a group, once a task was delivered no earlier task of the
+//     group is delivered again, in any round: a group's next task starts
+//     only once its predecessor's outcome is durable;
 //   - a one-shot task acknowledged by the receiver is delivered again only
 //     after a crash (it was in flight when the process died), never twice
 //     within one run;
@@ -57,7 +59,7 @@ func TestCrashRecoveryKeepsEveryAcknowledgement(t *testing.T) {
 		}
 		log = append(append(log, lines...), "ROUND")
 	}
-	log = append(log, drainAfterCrashes(t, dir, log)...)
+	log = append(log, drainAfterCrashes(t, store.Options{}, dir, log)...)
 	checkCrashHistory(t, log)
 }
 
@@ -136,14 +138,14 @@ func childMain() bool {
 		err = s.Start(context.Background())
 	}
 	if err == nil {
-		err = registerPoison(s, dir, emit)
+		err = registerPoison(s, emit)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child: scheduler:", err)
 		os.Exit(2)
 	}
 	for w := range 8 {
-		go childWorker(s, w, emit)
+		go crashWorker(s, w, nil, emit)
 	}
 	select {}
 }
@@ -151,30 +153,32 @@ func childMain() bool {
 const poison = "poison"
 
 // registerPoison gives the blocked group its head once: a task that always
-// fails, with one attempt, in BLOCK_ON_ERROR mode. A marker beside the
-// store remembers it across rounds.
-func registerPoison(s *Scheduler, dir string, emit func(string, ...any)) error {
-	marker := dir + ".poison"
-	if _, err := os.Stat(marker); err == nil {
-		return nil
-	}
-	v, _, err := s.Register(context.Background(), RegisterRequest{
+// fails, with one attempt, in BLOCK_ON_ERROR mode. Its idempotency key
+// keeps later rounds from adding another.
+func registerPoison(s *Scheduler, emit func(string, ...any)) error {
+	v, created, err := s.Register(context.Background(), RegisterRequest{
 		Client: "crash", Group: "blk", Payload: []byte(poison), IdempotencyKey: poison,
 		Mode:  storepb.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR,
 		Retry: &storepb.RetryPolicy{MaxAttempts: 1},
 	})
-	if err != nil {
-		return err
+	if err == nil && created {
+		emit("P %d", v.Task.Id)
 	}
-	emit("P %d", v.Task.Id)
-	return os.WriteFile(marker, nil, 0o644)
+	return err
 }
 
-func childWorker(s *Scheduler, w int, emit func(string, ...any)) {
+// crashWorker registers, updates and cancels tasks until stop closes (nil:
+// forever), logging what was acknowledged.
+func crashWorker(s *Scheduler, w int, stop <-chan struct{}, emit func(string, ...any)) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(w)))
 	c := Caller{Client: "crash"}
 	var mine []uint64
 	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
 		ctx := context.Background()
 		switch op := rng.IntN(10); {
 		case op < 7 || len(mine) == 0:
@@ -215,7 +219,7 @@ func childWorker(s *Scheduler, w int, emit func(string, ...any)) {
 // drainAfterCrashes starts a scheduler on the crashed store, cancels the
 // recurring tasks once they have fired, and waits until every task that
 // must still fire has.
-func drainAfterCrashes(t *testing.T, dir string, log []string) []string {
+func drainAfterCrashes(t *testing.T, opts store.Options, dir string, log []string) []string {
 	t.Helper()
 	// A delivery can be logged before the registration's acknowledgement,
 	// so collect first, then subtract.
@@ -236,7 +240,7 @@ func drainAfterCrashes(t *testing.T, dir string, log []string) []string {
 	for id := range done {
 		delete(need, id)
 	}
-	st, err := store.Open(dir, store.Options{})
+	st, err := store.Open(dir, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +312,7 @@ func checkCrashHistory(t *testing.T, log []string) {
 	cancelled := map[uint64]bool{}
 	delivered := map[uint64]bool{}
 	ackedThisRound := map[uint64]bool{}
-	lastFirst := map[string]uint64{}
+	latest := map[string]uint64{}
 	var poisonID uint64
 	registered := 0
 	for i, line := range log {
@@ -349,11 +353,12 @@ func checkCrashHistory(t *testing.T, log []string) {
 			if group[id] == "blk" && poisonID != 0 && id > poisonID {
 				t.Fatalf("line %d: task %d of the blocked group delivered after its failing head %d", i, id, poisonID)
 			}
-			if g, ok := group[id]; ok && !delivered[id] {
-				if prev := lastFirst[g]; id < prev {
-					t.Fatalf("line %d: group %s first delivered task %d after task %d", i, g, id, prev)
+			if g, ok := group[id]; ok {
+				if prev := latest[g]; id < prev {
+					t.Fatalf("line %d: group %s delivered task %d after a later task, %d; their history:\n%s",
+						i, g, id, prev, linesAbout(log[:i+1], id, prev))
 				}
-				lastFirst[g] = id
+				latest[g] = id
 			}
 			delivered[id] = true
 		}
@@ -376,4 +381,21 @@ func checkCrashHistory(t *testing.T, log []string) {
 		t.Fatalf("history too small to mean much: %d registrations, %d cancellations", registered, len(cancelled))
 	}
 	t.Logf("history: %d lines, %d registrations, %d cancellations, %d tasks delivered", len(log), registered, len(cancelled), len(delivered))
+}
+
+// linesAbout returns the lines of log about the given tasks, and the
+// rounds between them.
+func linesAbout(log []string, ids ...uint64) string {
+	var out []string
+	for _, line := range log {
+		f := strings.Fields(line)
+		if f[0] == "ROUND" {
+			out = append(out, line)
+			continue
+		}
+		if id, err := strconv.ParseUint(f[1], 10, 64); err == nil && slices.Contains(ids, id) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }

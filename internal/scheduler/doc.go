@@ -1,9 +1,8 @@
 // Package scheduler is the task lifecycle of the Boomerang server: tasks
 // due now, later or every N ms are stored durably before they are
-// acknowledged, held in a timing wheel while imminent and on disk while
-// far away, fired in group order through the dispatch engine's group gate
-// to a Deliverer, retried, dead-lettered, and rebuilt exactly after a
-// crash.
+// acknowledged, fired in group order, delivered through a Deliverer,
+// retried, dead-lettered, and rebuilt exactly after a crash or a power
+// loss.
 //
 // # Partitions and shards
 //
@@ -13,10 +12,8 @@
 // key, so a repeat lands in the same place; other ungrouped tasks are
 // spread round-robin. Task ids carry their shard. Shard s belongs to
 // partition s & (Partitions-1), and each partition is one loop goroutine
-// that alone decides every change to its shards' tasks, owns their part of
-// the timing wheel, and assigns ids and group sequence numbers. Within a
-// shard ids grow in acceptance order, so within a group the order (due,
-// id) is the order (due, sequence).
+// that alone decides every change to its shards' tasks and owns their
+// timers and running groups.
 //
 // # Journal, then apply, then acknowledge
 //
@@ -26,45 +23,57 @@
 // goroutine per partition writes batches to the store's log in order, the
 // next one while the last one syncs (at most two at a time), and reports
 // each back to the loop once it is synced; meanwhile the loop fills the
-// next batch, so under load one fsync covers many requests, and the store
-// shares fsyncs between partitions too. When
-// a batch is committed the loop applies it (wheel inserts, group gate
-// releases) and only then answers the callers. Deciding may only suppress
-// work before it is committed (a cancel removes the task's timer at once),
-// never start any: no task is delivered that a crash could make
-// unregistered. If a commit
-// fails the scheduler stops and every waiting caller gets the error; the
-// store holds exactly the acknowledged state.
+// next batch, so under load one fsync covers many changes, and the store
+// shares fsyncs between partitions too. When a batch is synced the loop
+// applies it (timers, group runs) and only then answers the callers.
+// Deciding may only suppress work before it is durable (a cancel removes
+// the task's timer at once), never start any: no task is delivered that a
+// power loss could make unregistered.
 //
-// Only batches that answer a caller are synced. The scheduler's own
-// changes (delivery outcomes, retries, dead-lettering, the sweep) are
-// committed without an fsync: the log is sequential, so the next synced
-// batch covers them, and a crash that loses some only repeats deliveries,
-// which at-least-once allows. Deliveries never wait for the disk. What
-// survives a crash is always a prefix of the commits, so the state after
-// recovery is one the scheduler passed through: a task whose successful
-// delivery was lost is delivered again, before the rest of its group.
+// Every batch is synced, the scheduler's own changes (delivery outcomes,
+// retries, dead-lettering, sweeps) as much as callers': a group's next
+// task starts only once its predecessor's outcome is synced, so a power
+// loss can repeat the delivery under way but never undo an outcome that
+// let a group go on. What survives is a prefix of the batches, and
+// nothing unsynced is ever acted on: the unsynced window is one batch per
+// partition, none of it acknowledged or acted on.
 //
-// # Tiers
+// A record that cannot be stored (one that does not encode) fails only
+// the operation it belongs to, never the batch: text from receivers is
+// made safe first (package sanitize), and names from clients are
+// validated. A storage failure stops the scheduler: every waiting caller
+// gets the error, Err reports it, Stats says Stopped, and the store holds
+// exactly what was acknowledged.
 //
-// Only tasks due before the loaded horizon (now + Config.Horizon, advanced
-// by a look-ahead loader every Config.LoadInterval) are in the wheel; the
-// rest live only in the store's due index. Update and cancel work in
-// either tier.
+// Ids never repeat, across power losses too: each shard's ids come from
+// reservations of idBlock ids, the next written when half of the last is
+// used, and recovery resumes above the last synced reservation.
 //
-// # Firing and the group gate
+// # Group order
 //
-// When the wheel fires a batch, the loop reads the fired tasks' records
-// with one store iterator, orders them by (due, id) and submits each task
-// of a group to the dispatch engine keyed by its group, which keeps a
-// group's tasks FIFO and one at a time. The engine's handler only posts
-// "start" back to the loop; a task is "queued" from firing until then.
-// Immediate and ungrouped tasks have nothing to wait for and start at
-// once, without the engine. At start the loop reads the
-// task's current record: if it was cancelled or moved into the future
-// meanwhile, the group gate is released without a delivery; if a retry is
-// pending it waits for it; otherwise the task is "delivering" and goes to
-// the Deliverer, which reports the outcome from any goroutine.
+// An ordered group (grouped tasks in mode NEXT_ON_ERROR or
+// BLOCK_ON_ERROR) runs its tasks one at a time in (due, seq) order, where
+// seq is the acceptance sequence: the task's id when it was registered,
+// kept when a blocked head is unblocked, so that it keeps its place. The
+// order lives in the store, in the group order index; the loop keeps
+// only a groupRun per group with work: idle, waiting for a delivery slot,
+// running its head (delivering, settling or retrying), or blocked. An
+// idle group with a due head starts it, reading the head from the index;
+// a task registered or moved earlier than its siblings, even into the
+// past, is simply first in the index. Firing, recovery and the gate all
+// use this one order, so it is the same before and after a restart.
+//
+// # Firing and memory
+//
+// The timing wheel runs on the partition's clock, the system clock that
+// never goes back (see wall): it holds a timer per ungrouped task due
+// before the loaded horizon (now + Config.Horizon, advanced every
+// Config.LoadInterval from the store's due index), and one wake per
+// ordered group, at its earliest due task. Due work waits in the ready
+// queue, as a task id or a group, for one of the partition's share of
+// Config.MaxDelivering delivery slots; a task's record, payload included,
+// is read when its attempt starts. A backlog of a million due tasks
+// therefore costs a few bytes each, and a stuck group holds only its head.
 //
 // # Outcomes
 //
@@ -73,32 +82,44 @@
 //     that is already past, as after downtime, it skips to the first
 //     occurrence after now, so missed occurrences fire once, not in a burst.
 //   - Failure with attempts left: the attempt count, last error and next
-//     attempt time are stored and a retry timer is set; the group stays
-//     gated, so a retrying task holds its place.
+//     attempt time are stored. A group's head keeps holding its group; any
+//     other task waits for its next attempt like a scheduled one.
 //   - Failure with no attempts left: the occurrence is moved to the dead
 //     letter queue. A one-shot task is deleted; a recurring task goes on to
 //     its next occurrence. With BLOCK_ON_ERROR the group is blocked with
-//     the dead letter as its head until Unblock (deliver it again, then
-//     continue) or Skip (leave it in the dead letter queue and continue).
+//     the dead letter as its head until Unblock (deliver it again in its
+//     place, then continue) or Skip (leave it in the dead letter queue and
+//     continue).
+//   - A local refusal (ErrNotAttempted: a full dispatch pool, shutting
+//     down) is no outcome: nothing is written, no attempt counted, and the
+//     task is tried again after Config.RefusalDelay.
 //
-// The group gate is released only after the outcome is committed, so the
-// next task of a group never starts before its predecessor's result is in
-// the log. The commit is not synced (see above): a crash may lose it, and
-// then the predecessor is delivered again first.
+// # Limits
+//
+// A group holds at most Config.GroupLimit tasks (ErrGroupFull beyond).
+// A group's record exists while it has tasks or is blocked. A client
+// keeps at most its maximum of dead letters: the sweeper deletes the
+// oldest as soon as a client goes over, reading only the dead letter
+// index, and enforces retention every Config.SweepInterval. Idempotency
+// keys are kept for Config.IdempotencyRetention after their registration,
+// at most Config.MaxIdempotencyKeys of them.
 //
 // # Cancel and update
 //
-// A queued or retrying task can be cancelled or updated; a task whose
-// delivery attempt is under way answers ErrInFlight, because the attempt
-// has already started. Cancel and fire are ordered by the same loop, so a
-// task whose cancellation was acknowledged never fires afterwards.
+// A scheduled, due or retrying task can be cancelled or updated; a task
+// whose delivery attempt is under way answers ErrInFlight, because the
+// attempt has already started. Cancel and fire are ordered by the same
+// loop, so a task whose cancellation was acknowledged never fires
+// afterwards. A new due time starts a new occurrence: a retrying head
+// gives up its place, and its group looks at its order again.
 //
 // # Recovery
 //
-// Open rebuilds each partition from the store: shard id counters, blocked
-// groups (their dead-lettered heads block the gate again before anything
-// else of the group is submitted), and the wheel from the due index up to
-// the horizon. Tasks that were queued, delivering or retrying at the crash
-// are due, so they fire again: at-least-once, a retry resumes at its
-// stored next attempt time, and the group gate restores the order.
+// Start rebuilds each partition from the store: id reservations, blocked
+// groups (before anything else of theirs can run), idempotency key counts,
+// and from the due index up to the horizon the ungrouped tasks' timers
+// (overdue ones straight into the ready queue) and one wake per group.
+// Tasks that were under way at the crash are due, so they fire again
+// (at-least-once); a retry resumes at its stored next attempt time, and a
+// group's order is read from the store as before.
 package scheduler

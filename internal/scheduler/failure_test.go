@@ -193,17 +193,6 @@ func TestRecoveryRedeliversAndResumesRetries(t *testing.T) {
 
 // crash stops the scheduler without letting it finish anything, as a
 // kill would, and closes the store.
-func (h *harness) crash() {
-	h.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_ = h.s.Stop(ctx)
-	if err := h.st.Close(); err != nil {
-		h.t.Fatal(err)
-	}
-	h.s = nil
-	h.del.forget()
-}
 
 func TestRecurringFailureDeadLettersTheOccurrenceAndGoesOn(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Retry = FixedRetry{Attempts: 1} })

@@ -3,13 +3,13 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 	"go.uber.org/goleak"
 
-	"github.com/boomerangd/boomerang/dispatch"
 	"github.com/boomerangd/boomerang/internal/store"
 )
 
@@ -31,6 +31,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 type harness struct {
 	t     tester
 	dir   string
+	fs    *store.MemFS // the store's filesystem; nil: the disk
 	clock *clockwork.FakeClock
 	del   *recorder
 	st    *store.Store
@@ -56,14 +57,14 @@ func newHarness(t *testing.T, tune func(*Config)) *harness {
 // startHarness runs a harness in dir; the caller closes it.
 func startHarness(t tester, dir string, tune func(*Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: dir, clock: clockwork.NewFakeClockAt(epoch), del: newRecorder(), tune: tune}
+	h := &harness{t: t, dir: dir, clock: newFakeClock(), del: newRecorder(), tune: tune}
 	h.open()
 	return h
 }
 
 func (h *harness) open() {
 	h.t.Helper()
-	st, err := store.Open(h.dir, store.Options{})
+	st, err := store.Open(h.dir, store.Options{FS: h.fs})
 	if err != nil {
 		h.t.Fatalf("store.Open: %v", err)
 	}
@@ -96,6 +97,31 @@ func (h *harness) close() {
 	h.s = nil
 }
 
+// crash stops the scheduler where it is, as a killed process would: what
+// was not journaled is redone after the next open.
+func (h *harness) crash() {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = h.s.Stop(ctx)
+	if err := h.st.Close(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.s = nil
+	h.del.forget()
+}
+
+// powerLoss keeps only what the store had synced, as a machine losing
+// power would, then starts again on it. The harness must run on a MemFS.
+func (h *harness) powerLoss() {
+	h.t.Helper()
+	after := h.fs.Crash()
+	h.crash()
+	h.fs = after
+	h.del.cut.Store(false) // the power is back
+	h.open()
+}
+
 // restart stops the scheduler cleanly and starts a new one on the same
 // store directory and clock.
 func (h *harness) restart() {
@@ -125,9 +151,10 @@ func (h *harness) advance(d time.Duration) {
 	h.settle()
 }
 
-// settle waits until every fired task has passed through the group gate
-// and every gate release has been applied by the engine, so whatever can
-// be delivered now has reached the deliverer.
+// settle waits until the scheduler has done everything it can do at the
+// current fake time: every due timer fired, every ready task started as
+// far as slots allow, every batch journaled and applied, and whatever can
+// be delivered now handed to the deliverer.
 func (h *harness) settle() {
 	h.t.Helper()
 	deadline := time.Now().Add(waitLimit)
@@ -139,22 +166,8 @@ func (h *harness) settle() {
 		// fired by then.
 		h.roundTrip()
 		h.roundTrip()
-		// quiet says nothing is due, unread or in the journal; the
-		// counters read after it include everything the loops did.
-		quiet := h.quiet()
-		c := &h.s.counters
-		snap := settleSnapshot{
-			submitted: c.submitted.Load(), started: c.started.Load(),
-			completed: c.completed.Load(), attempts: c.attempts.Load(),
-			ungated: c.ungated.Load(), ungatedDone: c.ungatedDone.Load(),
-			engine: dispatch.Total(h.s.engine.Stats()),
-		}
-		e := snap.engine
-		// Settled means quiet, every hand-off accounted for on both sides
-		// (tasks of no gated group pass by the engine), and nothing
-		// changed since the previous look.
-		if quiet && e.Submitted+snap.ungated == snap.submitted && e.Dispatched+snap.ungated == snap.started &&
-			e.Completed+e.Failed+snap.ungatedDone == snap.completed && snap == prev {
+		snap, quiet := h.snapshot()
+		if quiet && snap == prev {
 			return
 		}
 		prev = snap
@@ -165,9 +178,41 @@ func (h *harness) settle() {
 }
 
 type settleSnapshot struct {
-	submitted, started, completed, attempts uint64
-	ungated, ungatedDone                    uint64
-	engine                                  dispatch.PartitionStats
+	registered, attempts, delivered, failed uint64
+	ready, busy, flights, runs, timers      int
+}
+
+// snapshot reads the counters and reports whether every loop is quiet:
+// nothing in its inbox or journal, no overdue timer, load or sweep, and
+// no ready work that a free slot could start.
+func (h *harness) snapshot() (settleSnapshot, bool) {
+	c := &h.s.counters
+	snap := settleSnapshot{
+		registered: c.registered.Load(), attempts: c.attempts.Load(),
+		delivered: c.delivered.Load(), failed: c.failed.Load(),
+	}
+	quiet := true
+	for _, p := range h.s.parts {
+		_, _ = h.s.call(context.Background(), p, func(done func(result)) {
+			p.inbox.mu.Lock()
+			waiting := len(p.inbox.msgs)
+			p.inbox.mu.Unlock()
+			now := p.mono()
+			next, armed := p.wheel.NextExpiry()
+			if p.inJournal > 0 || p.open.len() > 0 || waiting > 0 || p.unread > 0 ||
+				(armed && !next.After(p.wall())) || !now.Before(p.nextLoad) || !now.Before(p.nextSweep) ||
+				(len(p.ready) > 0 && p.busy < p.slots) {
+				quiet = false
+			}
+			snap.ready += len(p.ready)
+			snap.busy += p.busy
+			snap.flights += len(p.flights)
+			snap.runs += len(p.runs)
+			snap.timers += len(p.timers)
+			done(result{})
+		})
+	}
+	return snap, quiet
 }
 
 // roundTrip returns once every loop has run everything posted before it.
@@ -180,31 +225,15 @@ func (h *harness) roundTrip() {
 	}
 }
 
-// quiet reports that no loop has journal work, backlog, an overdue timer
-// or an overdue load outstanding.
-func (h *harness) quiet() bool {
-	quiet := true
-	for _, p := range h.s.parts {
-		_, _ = h.s.call(context.Background(), p, func(done func(result)) {
-			p.inbox.mu.Lock()
-			waiting := len(p.inbox.msgs)
-			p.inbox.mu.Unlock()
-			now := p.now()
-			next, armed := p.wheel.NextExpiry()
-			if p.inJournal > 0 || p.open.len() > 0 || len(p.backlog) > 0 || waiting > 0 || p.unread > 0 ||
-				(armed && !next.After(now)) || !now.Before(p.nextLoad) {
-				quiet = false
-			}
-			done(result{})
-		})
-	}
-	return quiet
-}
+func newFakeClock() *clockwork.FakeClock { return clockwork.NewFakeClockAt(epoch) }
 
 // recorder is a Deliverer that hands every attempt to the test.
 type recorder struct {
 	attempts chan *attempt
 	auto     func(d Delivery) (error, bool) // optional immediate outcome
+	// cut drops attempts unseen and unanswered, as a machine without
+	// power would.
+	cut atomic.Bool
 }
 
 type attempt struct {
@@ -215,6 +244,9 @@ type attempt struct {
 func newRecorder() *recorder { return &recorder{attempts: make(chan *attempt, 1<<16)} }
 
 func (r *recorder) Deliver(d Delivery, done func(error)) {
+	if r.cut.Load() {
+		return
+	}
 	if r.auto != nil {
 		if err, ok := r.auto(d); ok {
 			done(err)
@@ -225,12 +257,17 @@ func (r *recorder) Deliver(d Delivery, done func(error)) {
 }
 
 // forget drops attempts left over from a stopped scheduler.
-func (r *recorder) forget() {
+func (r *recorder) forget() { r.drain() }
+
+// drain returns the attempts waiting, oldest first.
+func (r *recorder) drain() []*attempt {
+	var out []*attempt
 	for {
 		select {
-		case <-r.attempts:
+		case a := <-r.attempts:
+			out = append(out, a)
 		default:
-			return
+			return out
 		}
 	}
 }

@@ -4,28 +4,20 @@ import (
 	"fmt"
 
 	"github.com/boomerangd/boomerang/internal/store"
-	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
 // journalBatch is the records of many decisions, committed together, and
-// what to do once they are durable.
-//
-// A batch is synced to disk only when it holds a change a caller is told
-// about (sync): registrations, updates, cancels, and operator actions on
-// groups and dead letters. The scheduler's own changes (delivery
-// outcomes, retries, dead-lettering, the sweep) are committed without an
-// fsync: losing them in a crash only repeats a delivery, and the next
-// synced batch makes them durable too (the log is sequential). This keeps
-// fsyncs off the delivery path.
+// what to do once they are durable. Every batch is synced before its
+// decisions are applied: registrations, operator actions and delivery
+// outcomes alike, so a group's next task never starts before its
+// predecessor's outcome would survive a power loss.
 type journalBatch struct {
-	b      *store.Batch
-	shards map[uint16]bool // shards whose id counter moved
-	ops    []func(err error)
-	sync   bool
+	b   *store.Batch
+	ops []func(err error)
 }
 
 func newJournalBatch(st *store.Store) *journalBatch {
-	return &journalBatch{b: st.NewBatch(), shards: make(map[uint16]bool)}
+	return &journalBatch{b: st.NewBatch()}
 }
 
 func (j *journalBatch) len() int { return len(j.ops) }
@@ -33,13 +25,6 @@ func (j *journalBatch) len() int { return len(j.ops) }
 // then queues fn to run on the loop after the batch is durable, with the
 // commit error if it is not.
 func (p *partition) then(fn func(err error)) { p.open.ops = append(p.open.ops, fn) }
-
-// thenAck is then for a change a caller is told about: the batch is
-// synced before fn runs.
-func (p *partition) thenAck(fn func(err error)) {
-	p.open.sync = true
-	p.then(fn)
-}
 
 // journalDepth is how many batches may be in the journal at once: one
 // syncing while the next is written to the log behind it.
@@ -52,18 +37,15 @@ func (p *partition) flush() {
 	if p.inJournal >= journalDepth || p.open.len() == 0 {
 		return
 	}
-	for sh := range p.open.shards {
-		p.open.b.PutShardMeta(sh, &storepb.ShardMeta{LastId: p.nextID[sh]})
-	}
 	p.inJournal++
 	p.journalCh <- p.open
 	p.open = newJournalBatch(p.s.cfg.Store)
 }
 
-// logged is a batch in the log, its fsync (if it needs one) under way.
+// logged is a batch in the log, its fsync under way.
 type logged struct {
 	j    *journalBatch
-	wait func() error // nil: nothing to wait for
+	wait func() error
 	err  error
 }
 
@@ -77,7 +59,7 @@ func (p *partition) journal() {
 		defer close(done)
 		for l := range syncing {
 			err := l.err
-			if err == nil && l.wait != nil {
+			if err == nil {
 				err = l.wait()
 			}
 			if err != nil {
@@ -88,11 +70,7 @@ func (p *partition) journal() {
 	}()
 	for j := range p.journalCh {
 		l := logged{j: j}
-		if j.sync {
-			l.wait, l.err = p.s.cfg.Store.CommitAsync(j.b)
-		} else {
-			l.err = p.s.cfg.Store.CommitNoSync(j.b)
-		}
+		l.wait, l.err = p.s.cfg.Store.CommitAsync(j.b)
 		syncing <- l
 	}
 	close(syncing)

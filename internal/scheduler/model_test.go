@@ -6,40 +6,39 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"pgregory.net/rapid"
 
+	"github.com/boomerangd/boomerang/internal/store"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
-// The model test drives a scheduler with random registrations (grouped or
-// not, recurring or not, every dispatch mode, due times on both sides of a
-// short horizon), updates, cancels, clock advances, acknowledged and failed
-// attempts, unblocks and skips. A reference model of the lifecycle predicts
-// exactly which delivery attempts must start after each step; the test
-// compares them, and the error of every request, with what the scheduler
-// did. It covers FIFO per group by (due, id), single in flight, retries
-// holding their group, dead-lettering, blocking, recurrence, races of
-// update and cancel with firing, and tiering.
+// The model test drives a scheduler with random operations and checks it
+// against a reference model of the task lifecycle that predicts exactly
+// which delivery attempts must start after each step. The reference runs
+// each ordered group's tasks in (due, seq) order, one at a time, whatever
+// order they were registered, updated, revived or replayed in.
+//
+// Operations: registrations (grouped or not, recurring or not, every
+// dispatch mode, due in the past, now, or on either side of a short
+// horizon), updates of the due time (into the past too) or the payload,
+// cancels, clock advances, acknowledged and failed attempts, unblock,
+// skip, replay and deletion of dead letters, restarts after a kill,
+// power losses at rest, and power losses right after an acknowledgement,
+// before its outcome may be durable. The store is an in-memory filesystem
+// that keeps only what was synced when the power goes.
 func TestSchedulerMatchesModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		dir, err := os.MkdirTemp("", "scheduler-model-")
-		if err != nil {
-			rt.Fatal(err)
-		}
-		defer os.RemoveAll(dir)
-		ring := rapid.SampledFrom([]int{2, 1 << 14}).Draw(rt, "ring") // 2: due tasks queue in the backlog
-		h := startHarness(rt, dir, func(c *Config) {
-			c.engineRing = ring
+		h := &harness{t: rt, dir: "/data", fs: store.NewMemFS(), clock: newFakeClock(), del: newRecorder(), tune: func(c *Config) {
 			c.Horizon, c.LoadInterval = 3*time.Second, time.Second
 			c.Retry = FixedRetry{Attempts: modelAttempts, Delay: time.Second}
-		})
+		}}
+		h.open()
 		defer h.crash() // attempts may be left under way
-		m := &model{h: h, tasks: map[uint64]*mTask{}, groups: map[string]*mGroup{}, attempts: map[uint64]*attempt{}}
+		m := &model{h: h, tasks: map[uint64]*mTask{}, groups: map[string]*mGroup{}, dls: map[uint64]*mDL{}, attempts: map[uint64]*attempt{}}
 		rt.Repeat(map[string]func(*rapid.T){
 			"register": m.register,
 			"update":   m.update,
@@ -48,6 +47,9 @@ func TestSchedulerMatchesModel(t *testing.T) {
 			"resolve":  m.resolve,
 			"unblock":  func(rt *rapid.T) { m.unblock(rt, false) },
 			"skip":     func(rt *rapid.T) { m.unblock(rt, true) },
+			"replay":   m.replay,
+			"deleteDL": m.deleteDL,
+			"crash":    m.crash,
 		})
 	})
 }
@@ -57,31 +59,39 @@ const modelAttempts = 2
 type mState uint8
 
 const (
-	mScheduled mState = iota
-	mQueued
-	mDelivering
-	mRetrying
+	mWaiting    mState = iota // scheduled, due, or (ungrouped) waiting for a retry
+	mDelivering               // an attempt is under way
+	mRetrying                 // a group's head, waiting for its next attempt
 )
 
 type mTask struct {
-	id          uint64
+	id, seq     uint64
 	group       string
 	due         int64 // ms since epoch
 	interval    int64
 	mode        storepb.DispatchMode
 	attempts    int
-	nextAttempt int64
+	nextAttempt int64 // 0: none
 	state       mState
-	moved       bool // due changed while queued: re-checked at the head
 }
 
 func (t *mTask) gated() bool {
 	return t.group != "" && t.mode != storepb.DispatchMode_DISPATCH_MODE_IMMEDIATE
 }
 
+// wake is when the task needs attention: its due time, or its retry.
+func (t *mTask) wake() int64 { return max(t.due, t.nextAttempt) }
+
 type mGroup struct {
-	queue   []*mTask
-	blocked bool
+	running *mTask // started head: delivering or retrying
+	blocked uint64 // the dead letter blocking it; 0: not blocked
+}
+
+// mDL is a dead letter; id is learned from the scheduler once it exists.
+type mDL struct {
+	id     uint64
+	task   mTask // the occurrence that failed
+	blocks bool
 }
 
 type model struct {
@@ -89,6 +99,8 @@ type model struct {
 	now      int64
 	tasks    map[uint64]*mTask
 	groups   map[string]*mGroup
+	dls      map[uint64]*mDL     // by id; 0 while the scheduler's id is not known
+	newDLs   []*mDL              // dead-lettered this step, ids not known yet
 	attempts map[uint64]*attempt // outstanding, by task id
 	expected map[string]bool     // attempts the model started this step
 }
@@ -98,6 +110,8 @@ var modelModes = []storepb.DispatchMode{
 	storepb.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR,
 	storepb.DispatchMode_DISPATCH_MODE_IMMEDIATE,
 }
+
+var acme = Caller{Client: "acme"}
 
 func (m *model) group(name string) *mGroup {
 	g := m.groups[name]
@@ -110,14 +124,14 @@ func (m *model) group(name string) *mGroup {
 
 func (m *model) register(rt *rapid.T) {
 	group := rapid.SampledFrom([]string{"", "a", "b"}).Draw(rt, "group")
-	delay := rapid.IntRange(0, 8).Draw(rt, "delay_halfseconds") * 500
+	delay := rapid.IntRange(-4, 8).Draw(rt, "delay_halfseconds") * 500
 	interval := rapid.SampledFrom([]int{0, 0, 0, 1500}).Draw(rt, "interval_ms")
 	mode := rapid.SampledFrom(modelModes).Draw(rt, "mode")
 	v := m.h.register(RegisterRequest{
-		Group: group, Delay: time.Duration(delay) * time.Millisecond,
+		Group: group, At: epoch.Add(time.Duration(m.now+int64(delay)) * time.Millisecond),
 		Interval: time.Duration(interval) * time.Millisecond, Mode: mode,
 	})
-	m.tasks[v.Task.Id] = &mTask{id: v.Task.Id, group: group, due: m.now + int64(delay), interval: int64(interval), mode: mode}
+	m.tasks[v.Task.Id] = &mTask{id: v.Task.Id, seq: v.Task.Id, group: group, due: m.now + int64(delay), interval: int64(interval), mode: mode}
 	m.step(rt)
 }
 
@@ -131,36 +145,48 @@ func (m *model) pick(rt *rapid.T, label string) *mTask {
 
 func (m *model) update(rt *rapid.T) {
 	t := m.pick(rt, "update")
-	delay := rapid.IntRange(-2, 6).Draw(rt, "new_delay_halfseconds") * 500
-	at := epoch.Add(time.Duration(m.now+int64(delay)) * time.Millisecond)
-	_, err := m.h.s.Update(context.Background(), Caller{Client: "acme"}, UpdateRequest{ID: t.id, At: &at})
+	req := UpdateRequest{ID: t.id}
+	newDue := rapid.Bool().Draw(rt, "new_due")
+	delay := int64(rapid.IntRange(-4, 6).Draw(rt, "new_delay_halfseconds") * 500)
+	if newDue {
+		at := epoch.Add(time.Duration(m.now+delay) * time.Millisecond)
+		req.At = &at
+	} else {
+		req.Payload = payload("changed")
+	}
+	_, err := m.h.s.Update(context.Background(), acme, req)
 	if t.state == mDelivering {
 		m.expectErr(rt, err, ErrInFlight)
 		return
 	}
 	m.expectErr(rt, err, nil)
-	t.due, t.attempts, t.nextAttempt = m.now+int64(delay), 0, 0
-	switch t.state {
-	case mQueued:
-		t.moved = true
-	case mRetrying:
-		m.dequeue(t)
-		t.state = mScheduled
+	if newDue {
+		// A new occurrence: a retrying head gives up its place.
+		t.due, t.attempts, t.nextAttempt = m.now+delay, 0, 0
+		m.release(t)
 	}
 	m.step(rt)
 }
 
 func (m *model) cancel(rt *rapid.T) {
 	t := m.pick(rt, "cancel")
-	err := m.h.s.Cancel(context.Background(), Caller{Client: "acme"}, t.id)
+	err := m.h.s.Cancel(context.Background(), acme, t.id)
 	if t.state == mDelivering {
 		m.expectErr(rt, err, ErrInFlight)
 		return
 	}
 	m.expectErr(rt, err, nil)
-	m.dequeue(t)
+	m.release(t)
 	delete(m.tasks, t.id)
 	m.step(rt)
+}
+
+// release makes a retrying head give up its group.
+func (m *model) release(t *mTask) {
+	if t.state == mRetrying {
+		m.group(t.group).running = nil
+	}
+	t.state = mWaiting
 }
 
 func (m *model) advance(rt *rapid.T) {
@@ -170,37 +196,54 @@ func (m *model) advance(rt *rapid.T) {
 	m.step(rt)
 }
 
-func (m *model) resolve(rt *rapid.T) {
+func (m *model) pickAttempt(rt *rapid.T) (*attempt, *mTask) {
 	if len(m.attempts) == 0 {
 		rt.Skip("nothing delivering")
 	}
 	id := rapid.SampledFrom(slices.Sorted(maps.Keys(m.attempts))).Draw(rt, "attempt")
-	ok := rapid.Bool().Draw(rt, "ack")
 	a := m.attempts[id]
 	delete(m.attempts, id)
-	t := m.tasks[id]
-	if ok {
+	return a, m.tasks[id]
+}
+
+func (m *model) resolve(rt *rapid.T) {
+	a, t := m.pickAttempt(rt)
+	if rapid.Bool().Draw(rt, "ack") {
 		a.done(nil)
 		m.finish(t)
 	} else {
 		a.done(errRefused)
-		t.attempts++
-		if t.attempts < modelAttempts {
-			t.state, t.nextAttempt = mRetrying, m.now+1000
-		} else {
-			if t.gated() && t.mode == storepb.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR {
-				m.group(t.group).blocked = true
-			}
-			m.finish(t)
-		}
+		m.failed(t)
 	}
 	m.step(rt)
+}
+
+func (m *model) failed(t *mTask) {
+	t.attempts++
+	if t.attempts < modelAttempts {
+		t.nextAttempt = m.now + 1000
+		if t.gated() {
+			t.state = mRetrying // it keeps its group
+		} else {
+			t.state = mWaiting
+		}
+		return
+	}
+	dl := &mDL{task: *t, blocks: t.gated() && t.mode == storepb.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR}
+	m.newDLs = append(m.newDLs, dl)
+	m.finish(t)
+	if dl.blocks {
+		m.group(t.group).blocked = 1 // the dead letter's id once known
+	}
 }
 
 // finish ends an occurrence: a one-shot task is gone, a recurring one goes
 // on to its next occurrence.
 func (m *model) finish(t *mTask) {
-	m.dequeue(t)
+	if t.gated() {
+		m.group(t.group).running = nil
+	}
+	t.state = mWaiting
 	if t.interval == 0 {
 		delete(m.tasks, t.id)
 		return
@@ -209,45 +252,147 @@ func (m *model) finish(t *mTask) {
 	if due < m.now {
 		due += (m.now - due + t.interval - 1) / t.interval * t.interval
 	}
-	t.due, t.attempts, t.nextAttempt, t.state, t.moved = due, 0, 0, mScheduled, false
+	t.due, t.attempts, t.nextAttempt = due, 0, 0
 }
 
 func (m *model) unblock(rt *rapid.T, skip bool) {
 	name := rapid.SampledFrom([]string{"a", "b"}).Draw(rt, "group")
 	g := m.group(name)
-	c := Caller{Client: "acme"}
+	want := ErrNotBlocked
+	if g.blocked != 0 {
+		want = nil
+	}
 	if skip {
-		m.expectErr(rt, m.h.s.Skip(context.Background(), c, "acme", name), blockedErr(g))
-		g.blocked = false
+		m.expectErr(rt, m.h.s.Skip(context.Background(), acme, "acme", name), want)
+		if want == nil {
+			m.dls[g.blocked].blocks = false
+			g.blocked = 0
+		}
 		m.step(rt)
 		return
 	}
-	v, err := m.h.s.Unblock(context.Background(), c, "acme", name)
-	m.expectErr(rt, err, blockedErr(g))
+	v, err := m.h.s.Unblock(context.Background(), acme, "acme", name)
+	m.expectErr(rt, err, want)
 	if err == nil {
-		// The revived head is a new one-shot task at the front of its group.
-		head := &mTask{id: v.Task.Id, group: name, due: v.Task.DueMs - epoch.UnixMilli(),
-			mode: storepb.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR, state: mQueued}
-		m.tasks[head.id] = head
-		g.queue = append([]*mTask{head}, g.queue...)
-		g.blocked = false
+		m.revive(rt, m.dls[g.blocked], v, true)
+		g.blocked = 0
 	}
 	m.step(rt)
 }
 
-func blockedErr(g *mGroup) error {
-	if g.blocked {
-		return nil
+// revive makes the task a dead letter was revived as: in its old place
+// (unblock), or due now as a new acceptance (replay).
+func (m *model) revive(rt *rapid.T, dl *mDL, v TaskView, keepPlace bool) {
+	t := dl.task
+	t.id, t.interval, t.attempts, t.nextAttempt, t.state = v.Task.Id, 0, 0, 0, mWaiting
+	if !keepPlace {
+		t.seq, t.due = v.Task.Id, m.now
 	}
-	return ErrNotBlocked
+	if v.Task.Seq != t.seq || v.Task.DueMs-epoch.UnixMilli() != t.due {
+		rt.Fatalf("revived dead letter %d as seq %d due %d, want seq %d due %d", dl.id, v.Task.Seq, v.Task.DueMs-epoch.UnixMilli(), t.seq, t.due)
+	}
+	m.tasks[t.id] = &t
+	delete(m.dls, dl.id)
 }
 
-func (m *model) dequeue(t *mTask) {
-	if !t.gated() {
-		return
+func (m *model) pickDL(rt *rapid.T) *mDL {
+	if len(m.dls) == 0 {
+		rt.Skip("no dead letters")
 	}
-	g := m.group(t.group)
-	g.queue = slices.DeleteFunc(g.queue, func(x *mTask) bool { return x == t })
+	return m.dls[rapid.SampledFrom(slices.Sorted(maps.Keys(m.dls))).Draw(rt, "dead letter")]
+}
+
+func (m *model) replay(rt *rapid.T) {
+	dl := m.pickDL(rt)
+	v, err := m.h.s.Replay(context.Background(), acme, dl.id)
+	m.expectErr(rt, err, nil)
+	if dl.blocks {
+		m.group(dl.task.group).blocked = 0
+	}
+	m.revive(rt, dl, v, dl.blocks)
+	m.step(rt)
+}
+
+func (m *model) deleteDL(rt *rapid.T) {
+	dl := m.pickDL(rt)
+	m.expectErr(rt, m.h.s.DeleteDeadLetter(context.Background(), acme, dl.id), nil)
+	if dl.blocks {
+		m.group(dl.task.group).blocked = 0
+	}
+	delete(m.dls, dl.id)
+	m.step(rt)
+}
+
+// crash kills the scheduler or cuts its power, at rest or right after
+// acknowledging an attempt.
+func (m *model) crash(rt *rapid.T) {
+	switch rapid.IntRange(0, 2).Draw(rt, "crash") {
+	case 0:
+		m.restart(rt, false)
+	case 1:
+		m.restart(rt, true)
+	default:
+		m.ackThenPowerOff(rt)
+	}
+}
+
+// restart kills the scheduler, or cuts its power, at rest: everything it
+// acknowledged or applied was durable, so only the attempts under way are
+// lost, and they start again.
+func (m *model) restart(rt *rapid.T, powerLoss bool) {
+	if powerLoss {
+		m.h.powerLoss()
+	} else {
+		m.h.crash()
+		m.h.open()
+	}
+	m.restarted()
+	m.step(rt)
+}
+
+// restarted forgets what was under way: attempts start again from the
+// durable state, a retrying head holds its group again once it is due.
+func (m *model) restarted() {
+	clear(m.attempts)
+	for _, t := range m.tasks {
+		t.state = mWaiting
+	}
+	for _, g := range m.groups {
+		g.running = nil
+	}
+}
+
+// ackThenPowerOff acknowledges an attempt and cuts the power before,
+// or just after, its outcome is durable. Whichever happened, the group's
+// next task must not have started unless the outcome survived: if it had,
+// the receiver would see the group's next task before a repeat of the
+// acknowledged one.
+func (m *model) ackThenPowerOff(rt *rapid.T) {
+	a, t := m.pickAttempt(rt)
+	before := *t
+	a.done(nil)
+	for range rapid.IntRange(0, 3).Draw(rt, "round trips before the power goes") {
+		m.h.roundTrip()
+	}
+	m.h.del.cut.Store(true)
+	startedSince := m.h.del.drain()
+	m.h.powerLoss()
+
+	stored, err := m.h.s.Get(context.Background(), acme, t.id)
+	survived := errors.Is(err, ErrNotFound) || (err == nil && stored.Task.DueMs-epoch.UnixMilli() != before.due)
+	if !survived && err != nil {
+		rt.Fatalf("task %d after the power loss: %v", t.id, err)
+	}
+	for _, b := range startedSince {
+		if other := m.tasks[b.Task.Id]; !survived && other != nil && other != t && t.gated() && other.group == t.group {
+			rt.Fatalf("task %d of group %q started while the outcome of task %d was not durable", other.id, t.group, t.id)
+		}
+	}
+	m.restarted()
+	if survived {
+		m.finish(t)
+	}
+	m.step(rt)
 }
 
 func (m *model) expectErr(rt *rapid.T, got, want error) {
@@ -258,121 +403,135 @@ func (m *model) expectErr(rt *rapid.T, got, want error) {
 }
 
 // step runs the model to rest and checks that the scheduler started
-// exactly the attempts the model did.
+// exactly the attempts the model did, and holds the same dead letters.
 func (m *model) step(rt *rapid.T) {
 	rt.Helper()
-
 	m.expected = map[string]bool{}
-	m.fire()
-	for m.runHeads() {
+	for m.run() {
 	}
 	m.h.settle()
 	got := map[string]bool{}
-	for {
-		select {
-		case a := <-m.h.del.attempts:
-			key := fmt.Sprintf("%d#%d", a.Task.Id, a.Attempt)
-			if got[key] {
-				rt.Fatalf("attempt %s started twice", key)
-			}
-			got[key] = true
-			m.attempts[a.Task.Id] = a
-			continue
-		default:
+	for _, a := range m.h.del.drain() {
+		key := fmt.Sprintf("%d#%d", a.Task.Id, a.Attempt)
+		if got[key] {
+			rt.Fatalf("attempt %s started twice", key)
 		}
-		break
+		got[key] = true
+		m.attempts[a.Task.Id] = a
 	}
 	if !maps.Equal(got, m.expected) {
 		rt.Fatalf("at %dms the scheduler started %v, the model %v\n%s", m.now,
 			slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(m.expected)), m.dump())
 	}
+	m.checkDeadLetters(rt)
 }
 
-// dump describes the model and the scheduler's fired tasks for a failure
-// report.
-func (m *model) dump() string {
-	s := "model:\n"
-	for _, id := range slices.Sorted(maps.Keys(m.tasks)) {
-		t := m.tasks[id]
-		s += fmt.Sprintf("  task %d group %q due %d state %d attempts %d next %d moved %v mode %v\n",
-			id, t.group, t.due, t.state, t.attempts, t.nextAttempt, t.moved, t.mode)
-	}
-	for name, g := range m.groups {
-		var q []uint64
-		for _, t := range g.queue {
-			q = append(q, t.id)
-		}
-		s += fmt.Sprintf("  group %q blocked %v queue %v\n", name, g.blocked, q)
-	}
-	s += "scheduler:\n"
-	for _, p := range m.h.s.parts {
-		_, _ = m.h.s.call(context.Background(), p, func(done func(result)) {
-			for id, f := range p.flights {
-				s += fmt.Sprintf("  flight %d state %d started %v stale %v waiting %v\n", id, f.state, f.started, f.stale, f.waiting)
-			}
-			next, ok := p.wheel.NextExpiry()
-			s += fmt.Sprintf("  partition %d now %d wheel %d next %d/%v nextLoad %d loadedUntil %d timers %v\n", p.index,
-				p.now().Sub(epoch).Milliseconds(), p.wheel.Now().Sub(epoch).Milliseconds(), next.Sub(epoch).Milliseconds(), ok,
-				p.nextLoad.Sub(epoch).Milliseconds(), p.loadedUntil-epoch.UnixMilli(), slices.Collect(maps.Keys(p.timers)))
-			for k, f := range p.blocked {
-				s += fmt.Sprintf("  blocked %q flight %d started %v\n", k, f.id, f.started)
-			}
-			done(result{})
-		})
-	}
-	c := &m.h.s.counters
-
-	return s + fmt.Sprintf("  counters submitted %d started %d completed %d\n  engine %+v", c.submitted.Load(), c.started.Load(), c.completed.Load(), m.h.s.Stats().Engine)
-}
-
-// fire moves due tasks into their group queues in (due, id) order, and
-// starts ungated ones and due retries of ungated ones.
-func (m *model) fire() {
-	var due []*mTask
-	for _, t := range m.tasks {
-		if t.state == mScheduled && t.due <= m.now {
-			due = append(due, t)
-		}
-		if t.state == mRetrying && !t.gated() && t.nextAttempt <= m.now {
-			m.deliver(t)
-		}
-	}
-	slices.SortFunc(due, func(a, b *mTask) int { return cmp.Or(cmp.Compare(a.due, b.due), cmp.Compare(a.id, b.id)) })
-	for _, t := range due {
-		if t.gated() {
-			t.state = mQueued
-			m.group(t.group).queue = append(m.group(t.group).queue, t)
-		} else {
-			m.deliver(t)
-		}
-	}
-}
-
-// runHeads lets each open group's head go on; it reports whether anything
-// changed.
-func (m *model) runHeads() bool {
+// run starts what the model says can start now; it reports whether
+// anything changed.
+func (m *model) run() bool {
 	changed := false
-	for _, g := range m.groups {
-		if g.blocked || len(g.queue) == 0 {
+	byGroup := map[string][]*mTask{}
+	for _, t := range m.tasks {
+		switch {
+		case t.gated():
+			byGroup[t.group] = append(byGroup[t.group], t)
+		case t.state == mWaiting && t.wake() <= m.now:
+			m.deliver(t)
+			changed = true
+		}
+	}
+	for name, tasks := range byGroup {
+		g := m.group(name)
+		if g.blocked != 0 {
 			continue
 		}
-		h := g.queue[0]
-		switch {
-		case h.state == mQueued && h.moved && h.due > m.now:
-			g.queue = g.queue[1:]
-			h.state, h.moved = mScheduled, false
-			changed = true
-		case h.state == mQueued:
-			m.deliver(h)
-			changed = true
-		case h.state == mRetrying && h.nextAttempt <= m.now:
-			m.deliver(h)
+		if h := g.running; h != nil {
+			if h.state == mRetrying && h.nextAttempt <= m.now {
+				m.deliver(h)
+				changed = true
+			}
+			continue
 		}
+		head := slices.MinFunc(tasks, func(a, b *mTask) int { return cmp.Or(cmp.Compare(a.due, b.due), cmp.Compare(a.seq, b.seq)) })
+		if head.due > m.now {
+			continue
+		}
+		g.running = head
+		changed = true
+		if head.nextAttempt > m.now {
+			head.state = mRetrying // a retry pending from before a restart
+			continue
+		}
+		m.deliver(head)
 	}
 	return changed
 }
 
 func (m *model) deliver(t *mTask) {
-	t.state, t.moved = mDelivering, false
+	t.state = mDelivering
 	m.expected[fmt.Sprintf("%d#%d", t.id, t.attempts+1)] = true
+}
+
+// checkDeadLetters learns the ids of this step's dead letters and checks
+// that the scheduler holds exactly the model's, blocking or not.
+func (m *model) checkDeadLetters(rt *rapid.T) {
+	rt.Helper()
+	list, _, err := m.h.s.DeadLetters(context.Background(), acme, "acme", 0, 1000)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	for _, d := range list {
+		if m.dls[d.Id] != nil {
+			continue
+		}
+		i := slices.IndexFunc(m.newDLs, func(n *mDL) bool {
+			return n.task.id == d.Task.Id && n.task.due == d.Task.DueMs-epoch.UnixMilli()
+		})
+		if i < 0 {
+			rt.Fatalf("unexpected dead letter %d of task %d", d.Id, d.Task.Id)
+		}
+		dl := m.newDLs[i]
+		m.newDLs = slices.Delete(m.newDLs, i, i+1)
+		dl.id = d.Id
+		m.dls[d.Id] = dl
+		if dl.blocks {
+			m.group(dl.task.group).blocked = d.Id
+		}
+	}
+	if len(m.newDLs) > 0 || len(list) != len(m.dls) {
+		rt.Fatalf("dead letters: scheduler %d, model %d (+%d expected)", len(list), len(m.dls), len(m.newDLs))
+	}
+	for _, d := range list {
+		if d.BlocksGroup != m.dls[d.Id].blocks {
+			rt.Fatalf("dead letter %d blocks its group: %v, model %v", d.Id, d.BlocksGroup, m.dls[d.Id].blocks)
+		}
+	}
+}
+
+// dump describes the model and the scheduler for a failure report.
+func (m *model) dump() string {
+	s := "model:\n"
+	for _, id := range slices.Sorted(maps.Keys(m.tasks)) {
+		t := m.tasks[id]
+		s += fmt.Sprintf("  task %d seq %d group %q due %d state %d attempts %d next %d mode %v\n",
+			id, t.seq, t.group, t.due, t.state, t.attempts, t.nextAttempt, t.mode)
+	}
+	for name, g := range m.groups {
+		s += fmt.Sprintf("  group %q blocked %d running %v\n", name, g.blocked, g.running != nil)
+	}
+	s += "scheduler:\n"
+	for _, p := range m.h.s.parts {
+		_, _ = m.h.s.call(context.Background(), p, func(done func(result)) {
+			for id, f := range p.flights {
+				s += fmt.Sprintf("  flight %d state %d\n", id, f.state)
+			}
+			for k, g := range p.runs {
+				s += fmt.Sprintf("  group %q state %d wake %d\n", k, g.state, g.wakeAt-epoch.UnixMilli())
+			}
+			s += fmt.Sprintf("  partition %d now %d ready %d busy %d loadedUntil %d timers %v\n", p.index,
+				p.wallMs()-epoch.UnixMilli(), len(p.ready), p.busy, p.loadedUntil-epoch.UnixMilli(), slices.Collect(maps.Keys(p.timers)))
+			done(result{})
+		})
+	}
+	return s
 }

@@ -9,7 +9,7 @@ import (
 
 // register decides a new task on shard and answers after it is durable.
 func (p *partition) register(req *RegisterRequest, shard uint16, done func(result)) {
-	now := p.now().UnixMilli()
+	now := p.wallMs()
 	ik := ""
 	if req.IdempotencyKey != "" {
 		ik = req.Client + "\x00" + req.IdempotencyKey
@@ -17,13 +17,19 @@ func (p *partition) register(req *RegisterRequest, shard uint16, done func(resul
 			w.waiters = append(w.waiters, done)
 			return
 		}
-		if t, ok, err := p.byIdempotency(shard, req.Client, req.IdempotencyKey); err != nil || ok {
-			done(result{view: p.view(t), err: err})
+		if v, ok, err := p.byIdempotency(shard, req.Client, req.IdempotencyKey); err != nil || ok {
+			done(result{view: v, err: err})
 			return
 		}
 	}
+	id, err := p.allocID(shard)
+	if err != nil {
+		done(result{err: err})
+		return
+	}
 	t := &storepb.Task{
-		Id:             p.allocID(shard),
+		Id:             id,
+		Seq:            id,
 		Client:         req.Client,
 		Group:          req.Group,
 		Payload:        req.Payload,
@@ -39,55 +45,83 @@ func (p *partition) register(req *RegisterRequest, shard uint16, done func(resul
 	if t.Mode == storepb.DispatchMode_DISPATCH_MODE_UNSPECIFIED {
 		t.Mode = p.s.cfg.DefaultMode
 	}
-	releaseGroup := func() {}
-	if req.Group != "" {
-		g, release, err := p.group(req.Client, req.Group)
-		if err != nil {
-			done(result{err: err})
-			return
-		}
-		t.Seq = g.rec.NextSeq
-		g.rec.NextSeq++
-		p.open.b.PutGroup(g.rec)
-		releaseGroup = release
+	if err := p.groupHasRoom(t); err != nil {
+		done(result{err: err})
+		return
 	}
-	p.open.b.PutTask(t)
+	// The task record holds every string of the registration: once it is
+	// in the batch, the group record and idempotency key encode too.
+	if err := p.open.b.PutTask(t); err != nil {
+		done(result{err: err})
+		return
+	}
+	releaseRec, err := p.countTask(t, +1)
+	if err != nil { // a storage failure: the task is in the batch
+		p.s.fail(err)
+		done(result{err: err})
+		return
+	}
 	var w *idemWait
 	if ik != "" {
-		p.open.b.PutIdempotency(shard, req.Client, req.IdempotencyKey, t.Id)
+		_ = p.open.b.PutIdempotency(shard, req.Client, req.IdempotencyKey, t.Id, now)
+		p.idemKeys[shard]++
 		w = &idemWait{task: t}
 		p.idem[ik] = w
 	}
-	release := p.decide(t.Id, t)
-	p.thenAck(func(err error) {
-		release()
-		releaseGroup()
+	undo := p.decide(t.Id, t)
+	p.then(func(err error) {
+		undo()
+		releaseRec()
 		if w != nil {
 			delete(p.idem, ik)
 		}
 		if err == nil {
 			p.s.counters.registered.Add(1)
-			p.schedule(t)
+			p.applyTask(t)
 		}
-		done(result{view: TaskView{Task: t, Status: StatusScheduled}, created: true, err: err})
+		done(result{view: p.view(t), created: true, err: err})
 		if w != nil {
 			for _, waiter := range w.waiters {
-				waiter(result{view: TaskView{Task: t, Status: StatusScheduled}, err: err})
+				waiter(result{view: p.view(t), err: err})
 			}
 		}
 	})
 }
 
-// byIdempotency finds the live task an idempotency key points at.
-func (p *partition) byIdempotency(shard uint16, client, key string) (*storepb.Task, bool, error) {
-	id, err := p.s.cfg.Store.Idempotency(shard, client, key)
+// groupHasRoom refuses a task its group has no room for.
+func (p *partition) groupHasRoom(t *storepb.Task) error {
+	if t.Group == "" {
+		return nil
+	}
+	g, release, err := p.groupRecord(t.Client, t.Group)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if g.rec.Tasks >= uint64(p.s.cfg.GroupLimit(t.Client)) {
+		return ErrGroupFull
+	}
+	return nil
+}
+
+// byIdempotency finds what an idempotency key created: the task as it is
+// now, or, once it has finished, a view saying so.
+func (p *partition) byIdempotency(shard uint16, client, key string) (TaskView, bool, error) {
+	id, _, err := p.s.cfg.Store.Idempotency(shard, client, key)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, false, nil
+		return TaskView{}, false, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return TaskView{}, false, err
 	}
-	return p.current(id)
+	t, ok, err := p.current(id)
+	if err != nil {
+		return TaskView{}, false, err
+	}
+	if !ok {
+		return TaskView{Task: &storepb.Task{Id: id, Client: client, IdempotencyKey: key}, Status: StatusFinished}, true, nil
+	}
+	return p.view(t), true, nil
 }
 
 func dueMs(req *RegisterRequest, now int64) int64 {
@@ -114,20 +148,26 @@ func (p *partition) view(t *storepb.Task) TaskView {
 	if t == nil {
 		return TaskView{}
 	}
-	v := TaskView{Task: t, Status: StatusScheduled}
+	v := TaskView{Task: t, Status: statusOf(t, p.wallMs())}
 	if f := p.flights[t.Id]; f != nil {
-		switch f.state {
-		case flightQueued:
-			v.Status = StatusQueued
-		case flightRetrying:
+		if f.state == flightRetrying {
 			v.Status = StatusRetrying
-		default:
+		} else {
 			v.Status = StatusDelivering
 		}
-	} else if t.NextAttemptMs > 0 {
-		v.Status = StatusRetrying
 	}
 	return v
+}
+
+// statusOf is a task's status as its record tells it.
+func statusOf(t *storepb.Task, nowMs int64) Status {
+	switch {
+	case t.NextAttemptMs > 0:
+		return StatusRetrying
+	case t.DueMs <= nowMs:
+		return StatusQueued
+	}
+	return StatusScheduled
 }
 
 func (p *partition) get(c Caller, id uint64, done func(result)) {
@@ -165,19 +205,16 @@ func (p *partition) update(c Caller, req *UpdateRequest, done func(result)) {
 		upd.DueMs = req.At.UnixMilli()
 		upd.Attempts, upd.NextAttemptMs, upd.LastError = 0, 0, ""
 	}
-	upd.UpdatedMs = p.now().UnixMilli()
-	// The timer stays: if the task comes due before the change is
-	// durable it still takes its place in its group, then waits there.
-	if f := p.flights[upd.Id]; f != nil {
-		f.stale = true
+	upd.UpdatedMs = p.wallMs()
+	if err := p.open.b.ReplaceTask(t, upd); err != nil {
+		done(result{err: err})
+		return
 	}
-	p.open.b.ReplaceTask(t, upd)
-	release := p.decide(upd.Id, upd)
-	p.thenAck(func(err error) {
-		release()
+	undo := p.decide(upd.Id, upd)
+	p.then(func(err error) {
+		undo()
 		if err == nil {
-			p.applyChange(upd)
-			p.resume(upd.Id)
+			p.changed(upd, req.At != nil)
 		}
 		done(result{view: p.view(upd), err: err})
 	})
@@ -192,43 +229,51 @@ func (p *partition) cancel(c Caller, id uint64, done func(result)) {
 		done(result{err: err})
 		return
 	}
-	p.unschedule(id)
-	if f := p.flights[id]; f != nil {
-		f.stale = true
+	if err := p.drop(t); err != nil {
+		done(result{err: err})
+		return
 	}
-	p.open.b.DeleteTask(t)
-	if t.IdempotencyKey != "" {
-		p.open.b.DeleteIdempotency(store.ShardOf(id), t.Client, t.IdempotencyKey)
-	}
-	release := p.decide(id, nil)
-	p.thenAck(func(err error) {
-		release()
-		if err == nil {
-			if f := p.flights[id]; f != nil && f.state == flightRetrying {
-				p.release(f, true)
-			}
-			p.resume(id)
-		}
-		done(result{view: TaskView{Task: t}, err: err})
-	})
+	p.then(func(err error) { done(result{view: TaskView{Task: t}, err: err}) })
 }
 
-// applyChange puts an updated task back in line. One not yet fired is
-// armed for its (maybe new) due time; a queued one is left to its start,
-// which reads it again; a retrying one restarts from its new occurrence or
-// keeps waiting for its retry.
-func (p *partition) applyChange(t *storepb.Task) {
-	f := p.flights[t.Id]
-	switch {
-	case f == nil:
-		p.unschedule(t.Id)
-		p.schedule(t)
-	case f.state != flightRetrying:
-	case t.NextAttemptMs == 0:
-		p.release(f, true)
-		p.schedule(t)
-	default:
-		f.task = t
-		p.arm(t.Id, t.NextAttemptMs)
+// drop journals the deletion of a task that is not under way; applied,
+// its group goes on if it was holding it.
+func (p *partition) drop(t *storepb.Task) error {
+	if err := p.open.b.DeleteTask(t); err != nil {
+		return err
+	}
+	releaseRec, err := p.countTask(t, -1)
+	if err != nil {
+		p.s.fail(err)
+		return err
+	}
+	p.unschedule(t.Id) // suppress it at once; the deletion is not durable yet
+	undo := p.decide(t.Id, nil)
+	p.then(func(err error) {
+		undo()
+		releaseRec()
+		if err == nil {
+			p.changed(t, true)
+		}
+	})
+	return nil
+}
+
+// changed puts a task back in line after an update or cancel was applied.
+// A group's retrying head given a new occurrence (or deleted) gives up its
+// place: the group looks at its order again, and the head goes first only
+// if it still sorts first.
+func (p *partition) changed(t *storepb.Task, newOccurrence bool) {
+	if f := p.flights[t.Id]; f != nil && f.state == flightRetrying {
+		if !newOccurrence {
+			return // the retry goes on, and reads the new record
+		}
+		p.settle(f, nil)
+	}
+	if _, ok := p.pending[t.Id]; ok {
+		return // a later decision puts it in line
+	}
+	if cur, ok, err := p.current(t.Id); err == nil && ok {
+		p.applyTask(cur)
 	}
 }

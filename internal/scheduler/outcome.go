@@ -1,19 +1,29 @@
 package scheduler
 
 import (
+	"errors"
 	"time"
 
+	"github.com/boomerangd/boomerang/internal/sanitize"
 	"github.com/boomerangd/boomerang/internal/store"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
-// delivered records the outcome of an attempt. The group gate stays shut
+// MaxErrorLen bounds the error text kept with a task or dead letter.
+const MaxErrorLen = 512
+
+// delivered records the outcome of an attempt. Its group does not go on
 // until the outcome is durable.
 func (p *partition) delivered(f *flight, derr error) {
 	if f.state != flightDelivering {
 		return
 	}
+	p.busy--
 	p.s.deliveries.Add(-1)
+	if errors.Is(derr, ErrNotAttempted) {
+		p.refused(f)
+		return
+	}
 	if derr == nil {
 		p.s.counters.delivered.Add(1)
 	} else {
@@ -21,35 +31,61 @@ func (p *partition) delivered(f *flight, derr error) {
 	}
 	f.state = flightSettling
 	t := f.task
-	now := p.now()
-	if derr == nil {
-		p.succeeded(f, t, now)
-		return
+	now := p.wall()
+	var err error
+	switch {
+	case derr == nil:
+		err = p.succeeded(f, t, now)
+	default:
+		msg := sanitize.Text(derr.Error(), MaxErrorLen)
+		attempts := t.Attempts + 1
+		if delay, again := p.s.cfg.Retry.Next(t, attempts, derr); again {
+			err = p.retrying(f, t, attempts, msg, now.Add(delay))
+		} else {
+			err = p.deadLetter(f, t, attempts, msg, now)
+		}
 	}
-	attempts := t.Attempts + 1
-	if delay, again := p.s.cfg.Retry.Next(t, attempts, derr); again {
-		upd := clone(t)
-		upd.Attempts, upd.LastError = attempts, derr.Error()
-		upd.NextAttemptMs = now.Add(delay).UnixMilli()
-		upd.UpdatedMs = now.UnixMilli()
-		p.commitOutcome(f, t, upd, func() {
-			f.state, f.task = flightRetrying, upd
-			p.arm(f.id, upd.NextAttemptMs)
-		})
-		return
+	if err != nil {
+		p.unrecorded(f, err)
 	}
-	p.deadLetter(f, t, attempts, derr, now)
 }
 
-func (p *partition) succeeded(f *flight, t *storepb.Task, now time.Time) {
+// refused puts back an attempt that never reached its endpoint: nothing
+// changed, so nothing is written, and no attempt is counted.
+func (p *partition) refused(f *flight) {
+	at := p.wall().Add(p.s.cfg.RefusalDelay).UnixMilli()
+	f.task = nil
+	if f.run == nil {
+		delete(p.flights, f.id)
+	} else {
+		f.state = flightRetrying
+	}
+	p.arm(f.id, at)
+}
+
+// unrecorded handles an outcome whose record the store refused. It cannot
+// come from what the receiver said (that is sanitized), so it is a bug;
+// the attempt is treated as not made, so the task keeps its place and
+// every other task goes on.
+func (p *partition) unrecorded(f *flight, err error) {
+	p.s.cfg.Logger.Error("delivery outcome could not be recorded; the task will be delivered again",
+		"task", f.id, "err", err)
+	p.s.counters.unrecorded.Add(1)
+	p.refused(f)
+}
+
+func (p *partition) succeeded(f *flight, t *storepb.Task, now time.Time) error {
 	next := nextOccurrence(t, now)
-	p.commitOutcome(f, t, next, func() {
-		p.finished(Finished{Task: t, Delivered: true})
-		p.release(f, true)
-		if next != nil {
-			p.schedule(next)
+	if err := p.commitOutcome(t, next); err != nil {
+		return err
+	}
+	p.then(func(err error) {
+		if err == nil {
+			p.finished(Finished{Task: t, Delivered: true})
+			p.settle(f, next)
 		}
 	})
+	return nil
 }
 
 // finished tells Config.OnFinished of a final outcome.
@@ -57,6 +93,31 @@ func (p *partition) finished(f Finished) {
 	if p.s.cfg.OnFinished != nil {
 		p.s.cfg.OnFinished(f)
 	}
+}
+
+// retrying records a failed attempt with attempts left. A group's head
+// keeps holding its group while it waits; any other task waits in the
+// wheel (or the store) like a scheduled one.
+func (p *partition) retrying(f *flight, t *storepb.Task, attempts uint32, msg string, at time.Time) error {
+	upd := clone(t)
+	upd.Attempts, upd.LastError = attempts, msg
+	upd.NextAttemptMs = at.UnixMilli()
+	upd.UpdatedMs = p.wallMs()
+	if err := p.commitOutcome(t, upd); err != nil {
+		return err
+	}
+	p.then(func(err error) {
+		if err != nil {
+			return
+		}
+		if f.run == nil {
+			p.settle(f, upd)
+			return
+		}
+		f.state, f.task = flightRetrying, nil
+		p.arm(f.id, upd.NextAttemptMs)
+	})
+	return nil
 }
 
 // nextOccurrence is a recurring task's next occurrence after a delivered or
@@ -80,65 +141,86 @@ func nextOccurrence(t *storepb.Task, now time.Time) *storepb.Task {
 	return n
 }
 
-// commitOutcome journals the change from t to next (nil: delete t) and
-// runs apply once it is durable.
-func (p *partition) commitOutcome(f *flight, t, next *storepb.Task, apply func()) {
+// commitOutcome journals the change from t to next (nil: delete t, and
+// count it out of its group). The task keeps its idempotency key, which
+// expires on its own.
+func (p *partition) commitOutcome(t, next *storepb.Task) error {
+	var release func()
 	if next == nil {
-		p.open.b.DeleteTask(t)
-		if t.IdempotencyKey != "" {
-			p.open.b.DeleteIdempotency(store.ShardOf(t.Id), t.Client, t.IdempotencyKey)
+		if err := p.open.b.DeleteTask(t); err != nil {
+			return err
+		}
+		var err error
+		if release, err = p.countTask(t, -1); err != nil {
+			return err
 		}
 	} else {
-		p.open.b.ReplaceTask(t, next)
-	}
-	release := p.decide(t.Id, next)
-	p.then(func(err error) {
-		release()
-		if err == nil {
-			apply()
+		if err := p.open.b.ReplaceTask(t, next); err != nil {
+			return err
 		}
+		release = func() {}
+	}
+	undo := p.decide(t.Id, next)
+	p.then(func(error) {
+		undo()
+		release()
 	})
+	return nil
 }
 
 // deadLetter moves a failed occurrence to the dead letter queue. A
 // recurring task goes on to its next occurrence; a BLOCK_ON_ERROR group is
 // blocked with the dead letter as its head.
-func (p *partition) deadLetter(f *flight, t *storepb.Task, attempts uint32, derr error, now time.Time) {
+func (p *partition) deadLetter(f *flight, t *storepb.Task, attempts uint32, msg string, now time.Time) error {
+	id, err := p.allocID(store.ShardOf(t.Id))
+	if err != nil {
+		return err
+	}
 	occurrence := clone(t)
-	occurrence.Attempts, occurrence.LastError, occurrence.NextAttemptMs = attempts, derr.Error(), 0
+	occurrence.Attempts, occurrence.LastError, occurrence.NextAttemptMs = attempts, msg, 0
 	dl := &storepb.DeadLetter{
-		Id:          p.allocID(store.ShardOf(t.Id)),
+		Id:          id,
 		Task:        occurrence,
-		LastError:   derr.Error(),
+		LastError:   msg,
 		Attempts:    attempts,
 		FailedMs:    now.UnixMilli(),
-		BlocksGroup: f.group != "" && t.Mode == storepb.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR,
+		BlocksGroup: f.run != nil && t.Mode == storepb.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR,
 	}
-	p.open.b.PutDeadLetter(dl)
-	p.decideDL(dl.Id, dl)
-	var releaseGroup func()
+	if err := p.open.b.PutDeadLetter(dl); err != nil {
+		return err
+	}
+	p.decideDL(dl.Id, nil, dl)
+	release := func() {}
 	if dl.BlocksGroup {
-		g, release, err := p.group(t.Client, t.Group)
+		g, rel, err := p.groupRecord(t.Client, t.Group)
 		if err != nil {
-			p.s.fail(err)
-			return
+			return err
 		}
 		g.rec.BlockedTask, g.rec.BlockedSinceMs = dl.Id, now.UnixMilli()
-		p.open.b.PutGroup(g.rec)
-		releaseGroup = release
+		p.saveGroup(g)
+		release = rel
 	}
 	next := nextOccurrence(t, now)
-	p.commitOutcome(f, t, next, func() {
-		p.s.counters.deadLetters.Add(1)
+	if err := p.commitOutcome(t, next); err != nil {
+		return err
+	}
+	p.then(func(err error) {
+		release()
+		if err != nil {
+			return
+		}
 		p.finished(Finished{Task: occurrence, DeadLetter: dl.Id, Error: dl.LastError})
 		if dl.BlocksGroup {
-			releaseGroup()
-			p.block(f, dl)
-		} else {
-			p.release(f, true)
+			p.block(f)
 		}
-		if next != nil {
-			p.schedule(next)
-		}
+		p.settle(f, next)
 	})
+	return nil
+}
+
+// block marks a dead-lettered head's group blocked: settle then leaves it.
+func (p *partition) block(f *flight) {
+	f.run.state = runBlocked
+	p.blocked++
+	f.run = nil
 }

@@ -2,96 +2,104 @@ package scheduler
 
 import (
 	"container/list"
-	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/boomerangd/boomerang/dispatch"
 	"github.com/boomerangd/boomerang/internal/store"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 	"github.com/boomerangd/boomerang/internal/wheel"
 )
 
 // partition is one loop goroutine and everything it alone owns: its
-// shards' id counters, their part of the wheel, the tasks fired from them,
-// their undurable decisions and the open journal batch.
+// shards' id counters, their part of the wheel, their running groups and
+// started tasks, their undurable decisions and the open journal batch.
 type partition struct {
 	s      *Scheduler
 	index  int
 	shards []uint16
 	inbox  inbox
 
-	wheel  *wheel.Wheel[uint64]
-	timers map[uint64]wheel.Timer // tasks in the wheel, by id: due or retry timers
+	// The wheel runs on the partition's clock (see wall), in which due
+	// times are Unix ms.
+	wheel   *wheel.Wheel[timer]
+	started time.Time              // the clock at creation: monotonic origin
+	monoAt  time.Duration          // monotonic time of the last wall reading
+	wallNs  int64                  // the last wall reading, Unix ns; never goes back
+	timers  map[uint64]wheel.Timer // ungrouped tasks' due timers and every retry timer, by task id
 
-	// flights are fired tasks until their outcome is durable: queued in
-	// the group gate, delivering, or waiting for a retry.
-	flights map[uint64]*flight
-	// blocked holds, per blocked group, the engine task that keeps the
-	// group gate shut.
-	blocked map[string]*flight
-	// backlog holds fired tasks the engine refused (ring full), in order.
-	backlog []*flight
+	flights map[uint64]*flight   // started tasks until they settle: delivering, settling, retrying
+	runs    map[string]*groupRun // groups with something to do, by store.GroupRef
+	ready   []readyItem          // due work waiting for a delivery slot, in order
+	slots   int                  // delivery slots: attempts this partition may have under way
+	busy    int                  // attempts under way
+	blocked int                  // groups in runBlocked
 
 	// pending overlays decisions that are in the journal but not yet
 	// applied: the task as decided, or nil once deleted.
 	pending map[uint64]*pendingTask
+	// waiters run once the pending decision on a task is applied.
+	waiters map[uint64]func()
 	// pendingDLs overlays undurable changes to dead letters the same way.
 	pendingDLs map[uint64]*pendingDL
-	groups     map[string]*groupState // group records in use, blocked, or idle in idleGroups
-	idleGroups list.List              // keys of cached groups no decision holds, most recent first
-	idem       map[string]*idemWait   // registrations by idempotency key, in the journal
+	recs       map[string]*groupRec // group records in use, blocked, or idle in idleRecs
+	idleRecs   list.List            // keys of cached records no decision holds, most recent first
+	idem       map[string]*idemWait // registrations by idempotency key, in the journal
+	idemKeys   map[uint16]int       // idempotency keys remembered, per shard
 
-	nextID      map[uint16]uint64 // per-shard id counters (low 48 bits)
-	loadedUntil int64             // tasks due before this (Unix ms) are in the wheel
-	nextLoad    time.Time
+	ids         map[uint16]*idRange // per-shard id counters
+	loadedUntil int64               // tasks due before this (Unix ms) are in the wheel
+	nextLoad    time.Time           // monotonic
+	nextSweep   time.Time           // monotonic
 
 	open      *journalBatch
 	inJournal int // batches handed to the journal and not yet back
 	journalCh chan *journalBatch
 
 	fired    []firedTimer
-	toRead   []uint64                 // ids of fired tasks to read together
-	read     map[uint64]*storepb.Task // their records (nil: none), during advance
-	unread   int                      // messages of the current batch not yet run
+	unread   int // messages of the current batch not yet run
 	gauges   gauges
 	stopping bool
 	done     chan struct{}
 }
 
-type firedTimer struct {
-	due int64
+// timer is what the wheel holds: a task's due or retry timer (id), or a
+// group's wake-up (run).
+type timer struct {
 	id  uint64
+	run *groupRun
 }
 
-// flightState is where a fired task is.
+type firedTimer struct {
+	at time.Time // wheel time
+	timer
+}
+
+// readyItem is due work waiting for a delivery slot: an ungrouped task by
+// id, or a group whose head is due.
+type readyItem struct {
+	id  uint64
+	run *groupRun
+}
+
+// flightState is where a started task is.
 type flightState uint8
 
 const (
-	flightQueued flightState = iota
-	flightDelivering
-	flightSettling // outcome decided, waiting for the journal
+	flightDelivering flightState = iota
+	flightSettling               // outcome decided, waiting for the journal
 	flightRetrying
-	flightBlocked // holds its group's gate after a BLOCK_ON_ERROR failure
 )
 
+// flight is a started task until its occurrence settles. A grouped
+// task's flight is its group's head and holds the group.
 type flight struct {
-	p       *partition
-	id      uint64
-	key     dispatch.Key
-	mode    dispatch.Mode
-	group   string // engine key of a gated group, "" otherwise
-	task    *storepb.Task
-	state   flightState
-	stale   bool // the task changed while queued: read it again at start
-	waiting bool // let through (or due for retry) while a change was undurable
-	engine  dispatch.Task[*flight]
-
-	// A blocked head restored at recovery is submitted before its group's
-	// first task; started reports whether the engine has run it since.
-	started bool
-	skipped bool
+	id    uint64
+	run   *groupRun // nil for a task of no ordered group
+	state flightState
+	// task is the record delivered, while delivering or settling; nil
+	// while retrying (read again for the next attempt).
+	task *storepb.Task
 }
 
 type pendingTask struct {
@@ -104,12 +112,6 @@ type pendingDL struct {
 	refs int
 }
 
-type groupState struct {
-	rec  *storepb.Group
-	refs int
-	idle *list.Element // in idleGroups while no decision holds it
-}
-
 type idemWait struct {
 	task    *storepb.Task
 	waiters []func(result)
@@ -119,12 +121,14 @@ type idemWait struct {
 type result struct {
 	view    TaskView
 	created bool
+	count   int
 	err     error
 }
 
 func newPartition(s *Scheduler, index int) (*partition, error) {
-	now := s.cfg.Clock.Now()
-	w, err := wheel.New[uint64](wheel.Config{Tick: s.cfg.Tick}, now)
+	started := s.cfg.Clock.Now()
+	wallNs := started.Add(s.cfg.wallSkew()).UnixNano()
+	w, err := wheel.New[timer](wheel.Config{Tick: s.cfg.Tick}, time.Unix(0, wallNs))
 	if err != nil {
 		return nil, err
 	}
@@ -132,15 +136,19 @@ func newPartition(s *Scheduler, index int) (*partition, error) {
 		s:          s,
 		index:      index,
 		wheel:      w,
+		started:    started,
+		wallNs:     wallNs,
 		timers:     make(map[uint64]wheel.Timer),
 		flights:    make(map[uint64]*flight),
-		blocked:    make(map[string]*flight),
+		runs:       make(map[string]*groupRun),
+		slots:      max(1, s.cfg.MaxDelivering/s.cfg.Partitions),
 		pending:    make(map[uint64]*pendingTask),
+		waiters:    make(map[uint64]func()),
 		pendingDLs: make(map[uint64]*pendingDL),
-		read:       make(map[uint64]*storepb.Task),
-		groups:     make(map[string]*groupState),
+		recs:       make(map[string]*groupRec),
 		idem:       make(map[string]*idemWait),
-		nextID:     make(map[uint16]uint64),
+		idemKeys:   make(map[uint16]int),
+		ids:        make(map[uint16]*idRange),
 		journalCh:  make(chan *journalBatch, journalDepth),
 		done:       make(chan struct{}),
 	}
@@ -152,7 +160,31 @@ func newPartition(s *Scheduler, index int) (*partition, error) {
 	return p, nil
 }
 
-func (p *partition) now() time.Time { return p.s.cfg.Clock.Now() }
+// mono is the monotonic clock, for the loader's and sweeps' intervals.
+func (p *partition) mono() time.Time { return p.s.cfg.Clock.Now() }
+
+// wall is the partition's clock, in which due times are read: the system
+// clock, except that it never goes back. When the system clock steps
+// forward it follows at once, so tasks due by then fire; when it steps
+// back, it goes on from where it was at the pace of monotonic time, so
+// nothing stalls, and stays that far ahead of the system clock until the
+// system clock catches up or the server restarts.
+func (p *partition) wall() time.Time {
+	// One reading gives both: Sub uses its monotonic part, UnixNano its
+	// wall part.
+	now := p.s.cfg.Clock.Now()
+	mono := now.Sub(p.started)
+	sys := now.Add(p.s.cfg.wallSkew()).UnixNano()
+	p.wallNs = max(p.wallNs+int64(mono-p.monoAt), sys)
+	p.monoAt = mono
+	return time.Unix(0, p.wallNs)
+}
+
+// wallMs is wall as Unix ms.
+func (p *partition) wallMs() int64 { return p.wall().UnixMilli() }
+
+// wheelTime is where a due time falls on the wheel, which runs on wall.
+func wheelTime(atMs int64) time.Time { return time.UnixMilli(atMs) }
 
 // run is the partition loop.
 func (p *partition) run(stop, abort <-chan struct{}) {
@@ -181,12 +213,13 @@ func (p *partition) run(stop, abort <-chan struct{}) {
 		if p.s.failed() != nil {
 			return
 		}
-		p.flush()
 		if !p.stopping {
-			p.submitBacklog()
 			p.advance()
+			p.pump()
 			p.load()
+			p.sweep()
 		}
+		p.flush()
 		if p.stopping && p.drained() {
 			return
 		}
@@ -196,21 +229,19 @@ func (p *partition) run(stop, abort <-chan struct{}) {
 	}
 }
 
-// sleep waits for a message, the next timer or load, or stop. It reports
-// false when the loop must exit at once.
+// sleep waits for a message, the next timer, load or sweep, or stop. It
+// reports false when the loop must exit at once.
 func (p *partition) sleep(timer clockwork.Timer, stop, abort <-chan struct{}) bool {
-	wake := p.nextLoad
-	if next, ok := p.wheel.NextExpiry(); ok && next.Before(wake) {
-		wake = next
-	}
-	if len(p.backlog) > 0 {
-		wake = p.now().Add(p.s.cfg.Tick)
+	now := p.mono()
+	wait := min(p.nextLoad.Sub(now), p.nextSweep.Sub(now))
+	if next, ok := p.wheel.NextExpiry(); ok {
+		wait = min(wait, next.Sub(p.wall()))
 	}
 	if p.stopping {
-		wake = p.now().Add(time.Hour)
+		wait = time.Hour
 		stop = nil // seen; now wait only for the attempts under way
 	}
-	timer.Reset(max(wake.Sub(p.now()), 0))
+	timer.Reset(max(wait, 0))
 	select {
 	case <-p.inbox.signal:
 	case <-timer.Chan():
@@ -234,81 +265,4 @@ func (p *partition) drained() bool {
 		}
 	}
 	return true
-}
-
-// inbox is the partition's queue of work from other goroutines: API
-// requests (bounded) and internal events (journal, engine and delivery
-// callbacks, never refused).
-type inbox struct {
-	mu       sync.Mutex
-	msgs     []func()
-	spare    []func()
-	requests int
-	limit    int
-	closed   bool
-	signal   chan struct{}
-}
-
-// init makes a closed inbox: requests are refused until open.
-func (in *inbox) init(limit int) {
-	in.limit = limit
-	in.closed = true
-	in.signal = make(chan struct{}, 1)
-}
-
-func (in *inbox) open() {
-	in.mu.Lock()
-	in.closed = false
-	in.mu.Unlock()
-}
-
-// request queues an API request, refusing it when the inbox is full or
-// closed.
-func (in *inbox) request(m func()) error {
-	in.mu.Lock()
-	switch {
-	case in.closed:
-		in.mu.Unlock()
-		return ErrClosed
-	case in.requests >= in.limit:
-		in.mu.Unlock()
-		return ErrBusy
-	}
-	in.requests++
-	in.msgs = append(in.msgs, m)
-	in.mu.Unlock()
-	in.notify()
-	return nil
-}
-
-// post queues an internal event.
-func (in *inbox) post(m func()) {
-	in.mu.Lock()
-	in.msgs = append(in.msgs, m)
-	in.mu.Unlock()
-	in.notify()
-}
-
-func (in *inbox) notify() {
-	select {
-	case in.signal <- struct{}{}:
-	default:
-	}
-}
-
-func (in *inbox) take() []func() {
-	in.mu.Lock()
-	msgs := in.msgs
-	clear(in.spare) // drop the closures run last time
-	in.msgs = in.spare[:0]
-	in.spare = msgs
-	in.requests = 0
-	in.mu.Unlock()
-	return msgs
-}
-
-func (in *inbox) close() {
-	in.mu.Lock()
-	in.closed = true
-	in.mu.Unlock()
 }

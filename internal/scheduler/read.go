@@ -12,8 +12,8 @@ import (
 // acknowledged change.
 
 // List returns tasks matching q in id order and the cursor of the next
-// page (0 when there is none). Status is SCHEDULED or RETRYING as stored;
-// ask Get for the live status of one task.
+// page (0 when there is none). Status is what the records say (SCHEDULED,
+// QUEUED once due, RETRYING); ask Get for the live status of one task.
 func (s *Scheduler) List(ctx context.Context, c Caller, q ListQuery) ([]TaskView, uint64, error) {
 	if err := s.readable(ctx, c, q.Client); err != nil {
 		return nil, 0, err
@@ -39,11 +39,9 @@ func (s *Scheduler) List(ctx context.Context, c Caller, q ListQuery) ([]TaskView
 		return nil, 0, err
 	}
 	views := make([]TaskView, len(tasks))
+	nowMs := s.cfg.Clock.Now().Add(s.cfg.wallSkew()).UnixMilli()
 	for i, t := range tasks {
-		views[i] = TaskView{Task: t, Status: StatusScheduled}
-		if t.NextAttemptMs > 0 {
-			views[i].Status = StatusRetrying
-		}
+		views[i] = TaskView{Task: t, Status: statusOf(t, nowMs)}
 	}
 	return views, next, nil
 }

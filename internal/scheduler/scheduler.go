@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/boomerangd/boomerang/dispatch"
 	"github.com/boomerangd/boomerang/internal/store"
 )
 
@@ -14,15 +13,16 @@ import (
 // it (which recovers from the store) and Stop it when done. Its methods
 // are safe for concurrent use.
 type Scheduler struct {
-	cfg    Config
-	parts  []*partition
-	engine *dispatch.Engine[*flight]
-	rr     atomic.Uint32
+	cfg   Config
+	parts []*partition
+	rr    atomic.Uint32
 
-	deliveries atomic.Int64 // attempts under way
-	counters   counters
-	failure    atomic.Pointer[error]
+	deliveries  atomic.Int64 // attempts under way
+	counters    counters
+	deadLetters *deadLetterCounts
+	failure     atomic.Pointer[error]
 
+	started                        atomic.Bool
 	startOnce, stopOnce, abortOnce sync.Once
 	stop                           chan struct{} // closed: stop firing, drain attempts
 	abort                          chan struct{} // closed: exit now
@@ -36,7 +36,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Scheduler{cfg: cfg, stop: make(chan struct{}), abort: make(chan struct{})}
+	s := &Scheduler{cfg: cfg, stop: make(chan struct{}), abort: make(chan struct{}), deadLetters: newDeadLetterCounts(cfg.DeadLetterPolicy)}
 	for i := range cfg.Partitions {
 		p, err := newPartition(s, i)
 		if err != nil {
@@ -56,22 +56,10 @@ func (s *Scheduler) Start(ctx context.Context) error {
 }
 
 func (s *Scheduler) start(ctx context.Context) error {
-	engine, err := dispatch.New(dispatch.Config[*flight]{
-		Handler:    handle,
-		Partitions: s.cfg.Partitions,
-		Workers:    1, // the handler only posts to a loop
-		RingSize:   s.cfg.engineRing,
-		MaxPending: -1, // the wheel and the store bound what can be due
-		MaxQueued:  1 << 22,
-	})
-	if err != nil {
-		return err
-	}
-	s.engine = engine
-	now := s.cfg.Clock.Now()
+	var err error
 	errs := make(chan error, len(s.parts))
 	for _, p := range s.parts {
-		go func() { errs <- p.recover(now) }()
+		go func() { errs <- p.recover() }()
 	}
 	for range s.parts {
 		if e := <-errs; e != nil && err == nil {
@@ -85,16 +73,14 @@ func (s *Scheduler) start(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	if err != nil {
-		_ = engine.Close(closedContext())
 		return err
 	}
+	s.started.Store(true)
 	for _, p := range s.parts {
 		p.inbox.open()
 		go p.run(s.stop, s.abort)
 	}
-	if s.cfg.DeadLetterPolicy != nil {
-		s.sweeper.Go(func() { s.sweep(s.stop) })
-	}
+	s.sweeper.Go(func() { s.sweep(s.stop) })
 	return nil
 }
 
@@ -111,7 +97,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		}
 		close(s.stop)
 	})
-	if s.engine == nil {
+	if !s.started.Load() {
 		return nil
 	}
 	s.sweeper.Wait()
@@ -125,38 +111,10 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 			for _, p := range s.parts {
 				<-p.done
 			}
-			_ = s.engine.Close(closedContext())
 			return ctx.Err()
 		}
 	}
-	// Everything the engine still holds is durable and fires again after
-	// a restart, so it is abandoned rather than drained.
-	_ = s.engine.Close(closedContext())
 	return s.err()
-}
-
-// countDeadLetters sets the dead letter gauge from the store at start.
-func (s *Scheduler) countDeadLetters() error {
-	var n int64
-	for after := uint64(0); ; {
-		page, next, err := s.cfg.Store.ListDeadLetters("", after, store.MaxLimit)
-		if err != nil {
-			return fmt.Errorf("scheduler: counting dead letters: %w", err)
-		}
-		n += int64(len(page))
-		if next == 0 {
-			break
-		}
-		after = next
-	}
-	s.counters.deadLetters.Store(n)
-	return nil
-}
-
-func closedContext() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
 }
 
 // fail stops the scheduler after a storage error: the store holds exactly
@@ -164,7 +122,7 @@ func closedContext() context.Context {
 // that could not be written.
 func (s *Scheduler) fail(err error) {
 	if s.failure.CompareAndSwap(nil, &err) {
-		s.cfg.Logger.Error("scheduler stopped after a storage failure", "err", err)
+		s.cfg.Logger.Error("scheduler stopped after a storage failure; restart the server once the disk is fixed", "err", err)
 		s.stopOnce.Do(func() {
 			for _, p := range s.parts {
 				p.inbox.close()
@@ -173,6 +131,10 @@ func (s *Scheduler) fail(err error) {
 		})
 	}
 }
+
+// Err returns the storage failure that stopped the scheduler, or nil
+// while it can serve.
+func (s *Scheduler) Err() error { return s.failed() }
 
 func (s *Scheduler) failed() error {
 	if e := s.failure.Load(); e != nil {

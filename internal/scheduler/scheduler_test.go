@@ -3,9 +3,11 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/boomerangd/boomerang/internal/store"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
@@ -236,10 +238,69 @@ func TestIdempotencyKeyReturnsTheFirstTask(t *testing.T) {
 	}
 	h.advance(time.Minute)
 	h.ack(h.expect("once", 1))
-	// Once the task is gone the key is free again.
-	_, created, err = h.s.Register(context.Background(), req)
-	if err != nil || !created {
-		t.Fatalf("after the task finished: created %v err %v", created, err)
+	// The key outlives its task: a client retrying a registration whose
+	// response it lost gets the finished task, not a second one.
+	done, created, err := h.s.Register(context.Background(), req)
+	if err != nil || created || done.Task.Id != first.Task.Id || done.Status != StatusFinished {
+		t.Fatalf("after the task finished: created %v err %v view %+v", created, err, done)
+	}
+	h.restart()
+	if done, created, err = h.s.Register(context.Background(), req); err != nil || created || done.Task.Id != first.Task.Id {
+		t.Fatalf("after a restart: created %v err %v view %+v", created, err, done)
+	}
+}
+
+// An idempotency key is forgotten after its retention, and the oldest
+// keys beyond the count bound go first.
+func TestIdempotencyKeysExpire(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.IdempotencyRetention = time.Hour
+		c.MaxIdempotencyKeys = 2 * store.Shards // two per shard
+	})
+	reg := func(key string) (TaskView, bool) {
+		v, created, err := h.s.Register(context.Background(), RegisterRequest{Client: "acme", Delay: 10 * 24 * time.Hour, IdempotencyKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v, created
+	}
+	first, _ := reg("k")
+	h.advance(59 * time.Minute)
+	if v, created := reg("k"); created || v.Task.Id != first.Task.Id {
+		t.Fatalf("within retention: created %v", created)
+	}
+	h.advance(2 * time.Minute) // past retention, and the next sweep
+	if v, created := reg("k"); !created || v.Task.Id == first.Task.Id {
+		t.Fatalf("after retention: created %v, id %d (first %d)", created, v.Task.Id, first.Task.Id)
+	}
+	// Keys on one shard beyond its share: the oldest is forgotten first.
+	keys := sameShardKeys("acme", 3)
+	var ids []uint64
+	for _, k := range keys {
+		v, _ := reg(k)
+		ids = append(ids, v.Task.Id)
+		h.advance(time.Millisecond)
+	}
+	h.clock.Advance(DefaultSweep)
+	h.settle()
+	if _, created := reg(keys[0]); !created {
+		t.Fatal("the oldest key beyond the bound was kept")
+	}
+	if v, created := reg(keys[2]); created || v.Task.Id != ids[2] {
+		t.Fatal("the newest key was forgotten")
+	}
+}
+
+// sameShardKeys returns n idempotency keys of client that live on one
+// shard.
+func sameShardKeys(client string, n int) []string {
+	byShard := map[uint16][]string{}
+	for i := 0; ; i++ {
+		k := fmt.Sprint("key-", i)
+		sh := store.GroupShard(client, "\x00"+k)
+		if byShard[sh] = append(byShard[sh], k); len(byShard[sh]) == n {
+			return byShard[sh]
+		}
 	}
 }
 
@@ -308,34 +369,27 @@ func TestInvalidRequestsNameTheField(t *testing.T) {
 	h.register(RegisterRequest{Payload: payload("ok"), Delay: time.Hour})
 }
 
-// Registrations and cancels are synced before they are acknowledged;
-// delivery outcomes, retries and dead-lettering are committed without an
-// fsync, so deliveries never wait for the disk.
-func TestOnlyAcknowledgedChangesAreSynced(t *testing.T) {
+// Every change is synced before it takes effect: registrations and
+// cancels before they are acknowledged, delivery outcomes, retries and
+// dead-lettering before the group's next task may start.
+func TestEveryChangeIsSynced(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.Retry = FixedRetry{Attempts: 2, Delay: time.Second} })
-	synced := func() uint64 { return h.st.Stats().SyncedCommits }
-	before := synced()
+	stats := h.st.Stats
+	before := stats()
 	ok := h.register(RegisterRequest{Payload: payload("ok"), Group: "g"})
 	bad := h.register(RegisterRequest{Payload: payload("bad"), Group: "g"})
 	gone := h.register(RegisterRequest{Payload: payload("gone"), Delay: time.Hour})
 	if err := h.s.Cancel(context.Background(), Caller{Client: "acme"}, gone.Task.Id); err != nil {
 		t.Fatal(err)
 	}
-	afterAcks := synced()
-	if afterAcks < before+2 { // batches may hold several requests
-		t.Fatalf("%d synced commits for 3 registrations and a cancel", afterAcks-before)
-	}
-	commits := h.st.Stats().Commits
 	h.settle()
 	h.ack(h.expect("ok", 1))
 	h.fail(h.expect("bad", 1), errRefused)
 	h.advance(time.Second)
 	h.fail(h.expect("bad", 2), errRefused)
-	if got := synced(); got != afterAcks {
-		t.Fatalf("%d synced commits for delivery outcomes, want none", got-afterAcks)
-	}
-	if h.st.Stats().Commits < commits+3 {
-		t.Fatal("delivery outcomes were not committed")
+	after := stats()
+	if commits, synced := after.Commits-before.Commits, after.SyncedCommits-before.SyncedCommits; commits != synced || commits < 5 {
+		t.Fatalf("%d commits, %d of them synced: want every one synced", commits, synced)
 	}
 	if _, err := h.s.Get(context.Background(), Caller{Client: "acme"}, ok.Task.Id); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("delivered task: %v, want ErrNotFound", err)

@@ -1,8 +1,8 @@
 package scheduler
 
 import (
+	"container/list"
 	"errors"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -24,7 +24,8 @@ func (p *partition) current(id uint64) (*storepb.Task, bool, error) {
 }
 
 // decide records t (nil: deleted) as the task's state until the journal
-// makes it durable; the returned func releases the overlay entry.
+// makes it durable; the returned func releases the overlay entry, and
+// once no decision on the task is pending runs whatever waited for that.
 func (p *partition) decide(id uint64, t *storepb.Task) func() {
 	pt := p.pending[id]
 	if pt == nil {
@@ -34,11 +35,19 @@ func (p *partition) decide(id uint64, t *storepb.Task) func() {
 	pt.task = t
 	pt.refs++
 	return func() {
-		if pt.refs--; pt.refs == 0 {
-			delete(p.pending, id)
+		if pt.refs--; pt.refs > 0 {
+			return
+		}
+		delete(p.pending, id)
+		if w := p.waiters[id]; w != nil {
+			delete(p.waiters, id)
+			w()
 		}
 	}
 }
+
+// waitFor runs fn once the pending decision on task id is applied.
+func (p *partition) waitFor(id uint64, fn func()) { p.waiters[id] = fn }
 
 // currentDL returns a dead letter as the loop last decided it.
 func (p *partition) currentDL(id uint64) (*storepb.DeadLetter, bool, error) {
@@ -52,9 +61,9 @@ func (p *partition) currentDL(id uint64) (*storepb.DeadLetter, bool, error) {
 	return dl, err == nil, err
 }
 
-// decideDL is decide for dead letters. Removing one counts down the
-// dead letter gauge once the change is durable.
-func (p *partition) decideDL(id uint64, dl *storepb.DeadLetter) {
+// decideDL is decide for dead letters; applied, it keeps the per-client
+// dead letter counts.
+func (p *partition) decideDL(id uint64, old, dl *storepb.DeadLetter) {
 	pd := p.pendingDLs[id]
 	if pd == nil {
 		pd = &pendingDL{}
@@ -63,8 +72,8 @@ func (p *partition) decideDL(id uint64, dl *storepb.DeadLetter) {
 	pd.dl = dl
 	pd.refs++
 	p.then(func(err error) {
-		if err == nil && dl == nil {
-			p.s.counters.deadLetters.Add(-1)
+		if err == nil {
+			p.s.deadLetters.changed(old, dl)
 		}
 		if pd.refs--; pd.refs == 0 {
 			delete(p.pendingDLs, id)
@@ -72,20 +81,61 @@ func (p *partition) decideDL(id uint64, dl *storepb.DeadLetter) {
 	})
 }
 
-// groupKey names a client's group inside the loop and the engine.
-func groupKey(client, group string) string { return client + "\x00" + group }
+// idRange is a shard's id counter. Ids up to durable are covered by a
+// reservation that is synced, so a power loss can never bring an issued
+// id back: recovery resumes above the last durable reservation.
+type idRange struct {
+	next      uint64 // last counter issued
+	durable   uint64 // synced reservation
+	reserving uint64 // reservation in the journal, 0 if none
+}
 
-// group returns the group record for decisions, loading it on first use;
-// the returned func releases it once those decisions are applied. The loop
-// is the only writer of its groups, so its copy is authoritative: records
-// held by decisions or blocked stay cached, and up to Config.GroupCache idle
-// ones are kept, least recently used first out, so a busy group is not
-// read back from the store for every task.
-func (p *partition) group(client, group string) (*groupState, func(), error) {
-	k := groupKey(client, group)
-	g := p.groups[k]
+// idBlock is how many ids one reservation covers. A new one is written
+// when half of the last is used, so it is durable long before it is
+// needed.
+const idBlock = 1 << 20
+
+// allocID issues the next task or dead letter id on shard.
+func (p *partition) allocID(shard uint16) (uint64, error) {
+	r := p.ids[shard]
+	if r.next >= r.durable {
+		return 0, ErrBusy // a whole block issued within one sync: never in practice
+	}
+	r.next++
+	if r.reserving == 0 && r.durable-r.next < idBlock/2 {
+		r.reserving = r.durable + idBlock
+		reserved := r.reserving
+		if err := p.open.b.PutShardMeta(shard, &storepb.ShardMeta{LastId: reserved}); err != nil {
+			return 0, err
+		}
+		p.then(func(err error) {
+			if err == nil {
+				r.durable = reserved
+			}
+			r.reserving = 0
+		})
+	}
+	return store.MakeID(shard, r.next), nil
+}
+
+// groupRec is a group's durable record as the loop last decided it.
+type groupRec struct {
+	rec  *storepb.Group
+	refs int
+	idle *list.Element // in idleRecs while no decision holds it
+}
+
+// groupRecord returns a group's record for decisions, loading it on first
+// use (a group without one has no tasks and is not blocked); the returned
+// func releases it once those decisions are applied. The loop is the only
+// writer of its groups, so its copy is authoritative: records held by
+// decisions stay cached, and up to Config.GroupCache idle ones are kept,
+// least recently used first out.
+func (p *partition) groupRecord(client, group string) (*groupRec, func(), error) {
+	k := store.GroupRef(client, group)
+	g := p.recs[k]
 	if g != nil && g.idle != nil {
-		p.idleGroups.Remove(g.idle)
+		p.idleRecs.Remove(g.idle)
 		g.idle = nil
 	}
 	if g == nil {
@@ -93,58 +143,72 @@ func (p *partition) group(client, group string) (*groupState, func(), error) {
 		rec, err := p.s.cfg.Store.Group(shard, client, group)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			rec = &storepb.Group{Shard: uint32(shard), Client: client, Group: group, NextSeq: 1}
+			rec = &storepb.Group{Shard: uint32(shard), Client: client, Group: group}
 		case err != nil:
 			return nil, nil, err
 		}
-		g = &groupState{rec: rec}
-		p.groups[k] = g
+		g = &groupRec{rec: rec}
+		p.recs[k] = g
 	}
 	g.refs++
 	return g, func() {
-		if g.refs--; g.refs == 0 && g.rec.BlockedTask == 0 {
-			p.idleGroup(k, g)
+		if g.refs--; g.refs == 0 {
+			p.idleRecord(k, g)
 		}
 	}, nil
 }
 
-// idleGroup keeps a released group record in the idle cache, dropping the
+// idleRecord keeps a released record in the idle cache, dropping the
 // least recently used one beyond Config.GroupCache.
-func (p *partition) idleGroup(k string, g *groupState) {
-	g.idle = p.idleGroups.PushFront(k)
-	if p.idleGroups.Len() <= p.s.cfg.GroupCache {
+func (p *partition) idleRecord(k string, g *groupRec) {
+	g.idle = p.idleRecs.PushFront(k)
+	if p.idleRecs.Len() <= p.s.cfg.GroupCache {
 		return
 	}
-	oldest := p.idleGroups.Back()
-	p.idleGroups.Remove(oldest)
+	oldest := p.idleRecs.Back()
+	p.idleRecs.Remove(oldest)
 	old := oldest.Value.(string)
-	p.groups[old].idle = nil
-	delete(p.groups, old)
+	p.recs[old].idle = nil
+	delete(p.recs, old)
 }
 
-// allocID issues the next task or dead letter id on shard. The counter is
-// written with the batch that uses it.
-func (p *partition) allocID(shard uint16) uint64 {
-	p.nextID[shard]++
-	p.open.shards[shard] = true
-	return store.MakeID(shard, p.nextID[shard])
-}
-
-// schedule puts a task's current occurrence in the wheel if it is due
-// before the loaded horizon; later ones wait for the loader. It is armed
-// at its due time even when a retry is pending, so that after a restart a
-// retrying task enters its group gate in order and holds its place while
-// it waits for the retry.
-func (p *partition) schedule(t *storepb.Task) {
-	if t.DueMs < p.loadedUntil {
-		p.arm(t.Id, t.DueMs)
+// saveGroup writes g's record, or deletes it when the group has no tasks
+// and is not blocked: nothing is left to remember.
+func (p *partition) saveGroup(g *groupRec) {
+	r := g.rec
+	if r.Tasks == 0 && r.BlockedTask == 0 {
+		_ = p.open.b.DeleteGroup(uint16(r.Shard), r.Client, r.Group)
+		return
 	}
+	// The record's strings are those of a task record already written in
+	// this decision, so it encodes.
+	_ = p.open.b.PutGroup(r)
 }
 
-// arm sets the task's one wheel timer to fire at atMs.
+// countTask adds delta to the tasks of t's group, if it has one, and
+// writes its record; the returned func releases it once applied.
+func (p *partition) countTask(t *storepb.Task, delta int) (func(), error) {
+	if t.Group == "" {
+		return func() {}, nil
+	}
+	g, release, err := p.groupRecord(t.Client, t.Group)
+	if err != nil {
+		return nil, err
+	}
+	if delta < 0 && g.rec.Tasks < uint64(-delta) {
+		g.rec.Tasks = 0 // written without a count: never below zero
+	} else {
+		g.rec.Tasks = uint64(int64(g.rec.Tasks) + int64(delta))
+	}
+	p.saveGroup(g)
+	return release, nil
+}
+
+// arm sets the task's one timer (its due time, or a retry) to fire at
+// atMs, wall clock.
 func (p *partition) arm(id uint64, atMs int64) {
 	p.unschedule(id)
-	p.timers[id] = p.wheel.Add(time.UnixMilli(atMs), id)
+	p.timers[id] = p.wheel.Add(wheelTime(atMs), timer{id: id})
 }
 
 // unschedule removes the task's timer, if any.

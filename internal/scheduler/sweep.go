@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/boomerangd/boomerang/internal/store"
@@ -11,81 +13,245 @@ import (
 )
 
 // DeadLetterLimits is one client's dead letter policy: at most MaxEntries
-// entries (0: unbounded), each kept for Retention (0: until deleted).
+// entries (0: DefaultMaxDeadLetters), each kept for Retention (0: until
+// deleted). A group's blocked head is never removed by them and does not
+// count against MaxEntries.
 type DeadLetterLimits struct {
 	MaxEntries int
 	Retention  time.Duration
 }
 
-// sweep enforces every client's dead letter policy every
-// Config.SweepInterval until stop closes. It reads the queue from the
-// store and deletes through the partition loops like any caller, so it
-// never races a replay or a new dead letter.
-func (s *Scheduler) sweep(stop <-chan struct{}) {
-	ticker := s.cfg.Clock.NewTicker(s.cfg.SweepInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-stop:
+// deadLetterCounts counts dead letters per client as changes are applied,
+// so the sweeper knows at once who is over their maximum without reading
+// the queue.
+type deadLetterCounts struct {
+	mu       sync.Mutex
+	byClient map[string]int // dead letters not blocking a group
+	total    atomic.Int64
+	over     chan struct{} // a client went over its maximum
+	limits   func(string) DeadLetterLimits
+}
+
+func newDeadLetterCounts(limits func(string) DeadLetterLimits) *deadLetterCounts {
+	return &deadLetterCounts{byClient: make(map[string]int), over: make(chan struct{}, 1), limits: limits}
+}
+
+// changed records that a dead letter went from old to now (nil: absent).
+func (c *deadLetterCounts) changed(old, now *storepb.DeadLetter) {
+	delta := func(dl *storepb.DeadLetter, sign int) {
+		if dl == nil {
 			return
-		case <-ticker.Chan():
-			if err := s.sweepOnce(context.Background()); err != nil {
-				s.cfg.Logger.Warn("dead letter sweep failed", "err", err)
-			}
-			s.sweeps.Add(1)
+		}
+		c.total.Add(int64(sign))
+		if !dl.BlocksGroup {
+			c.add(dl.Task.Client, sign)
+		}
+	}
+	delta(old, -1)
+	delta(now, +1)
+}
+
+func (c *deadLetterCounts) add(client string, n int) {
+	c.mu.Lock()
+	c.byClient[client] += n
+	count := c.byClient[client]
+	if count <= 0 {
+		delete(c.byClient, client)
+	}
+	c.mu.Unlock()
+	if n > 0 && count > maxEntries(c.limits(client)) {
+		select {
+		case c.over <- struct{}{}:
+		default:
 		}
 	}
 }
 
-// sweepOnce deletes the dead letters that are past their client's
-// retention or beyond its maximum count, oldest first. A group's blocked
-// head is never deleted this way: that would unblock the group behind the
-// operator's back.
-func (s *Scheduler) sweepOnce(ctx context.Context) error {
-	byClient := map[string][]*storepb.DeadLetter{}
-	for after := uint64(0); ; {
-		page, next, err := s.cfg.Store.ListDeadLetters("", after, store.MaxLimit)
+// clients returns each client with dead letters and how many.
+func (c *deadLetterCounts) clients() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.byClient))
+	for k, v := range c.byClient {
+		out[k] = v
+	}
+	return out
+}
+
+func maxEntries(l DeadLetterLimits) int {
+	if l.MaxEntries > 0 {
+		return l.MaxEntries
+	}
+	return DefaultMaxDeadLetters
+}
+
+// countDeadLetters fills the counts from the dead letter index at start.
+func (s *Scheduler) countDeadLetters() error {
+	for shard := range uint16(store.Shards) {
+		err := s.cfg.Store.DeadLetterRefs(shard, "", func(r store.DeadLetterRef) bool {
+			s.deadLetters.total.Add(1)
+			if !r.BlocksGroup {
+				s.deadLetters.add(r.Client, 1)
+			}
+			return true
+		})
 		if err != nil {
 			return err
-		}
-		for _, dl := range page {
-			byClient[dl.Task.Client] = append(byClient[dl.Task.Client], dl)
-		}
-		if next == 0 {
-			break
-		}
-		after = next
-	}
-	admin := Caller{Admin: true}
-	now := s.cfg.Clock.Now()
-	for client, dls := range byClient {
-		limits := s.cfg.DeadLetterPolicy(client)
-		for _, dl := range expired(dls, limits, now) {
-			if err := s.DeleteDeadLetter(ctx, admin, dl.Id); err != nil && err != ErrNotFound {
-				return err
-			}
 		}
 	}
 	return nil
 }
 
-// expired picks the dead letters a policy removes: those older than the
-// retention, then the oldest beyond the maximum count. Blocked heads are
-// kept and do not count against the maximum.
-func expired(dls []*storepb.DeadLetter, limits DeadLetterLimits, now time.Time) []*storepb.DeadLetter {
-	dls = slices.DeleteFunc(slices.Clone(dls), func(dl *storepb.DeadLetter) bool { return dl.BlocksGroup })
-	slices.SortFunc(dls, func(a, b *storepb.DeadLetter) int {
-		return cmp.Or(cmp.Compare(a.FailedMs, b.FailedMs), cmp.Compare(a.Id, b.Id))
-	})
-	cut := 0
-	if limits.Retention > 0 {
-		oldest := now.Add(-limits.Retention).UnixMilli()
-		for cut < len(dls) && dls[cut].FailedMs < oldest {
-			cut++
+// sweep enforces the dead letter limits until stop closes: a client over
+// its maximum as soon as it gets there, retention every SweepInterval. It
+// reads only the dead letter index and deletes through the partition
+// loops like any caller, so it never races a replay or a new dead letter.
+func (s *Scheduler) sweep(stop <-chan struct{}) {
+	ticker := s.cfg.Clock.NewTicker(s.cfg.SweepInterval)
+	defer ticker.Stop()
+	for {
+		retention := false
+		select {
+		case <-stop:
+			return
+		case <-s.deadLetters.over:
+		case <-ticker.Chan():
+			retention = true
+		}
+		if err := s.sweepOnce(context.Background(), retention); err != nil {
+			s.cfg.Logger.Warn("dead letter sweep failed", "err", err)
+		}
+		s.sweeps.Add(1)
+	}
+}
+
+// sweepOnce deletes the dead letters beyond each client's maximum, oldest
+// first, and with retention also those past it.
+func (s *Scheduler) sweepOnce(ctx context.Context, retention bool) error {
+	now := s.cfg.Clock.Now().Add(s.cfg.wallSkew())
+	for client, n := range s.deadLetters.clients() {
+		limits := s.cfg.DeadLetterPolicy(client)
+		excess := n - maxEntries(limits)
+		cutoff := int64(0)
+		if retention && limits.Retention > 0 {
+			cutoff = now.Add(-limits.Retention).UnixMilli()
+		}
+		if excess <= 0 && cutoff == 0 {
+			continue
+		}
+		refs, err := s.expiredDeadLetters(client, excess, cutoff)
+		if err != nil {
+			return err
+		}
+		if _, err := s.dropDeadLetters(ctx, refs); err != nil {
+			return err
 		}
 	}
-	if limits.MaxEntries > 0 && len(dls)-cut > limits.MaxEntries {
-		cut = len(dls) - limits.MaxEntries
+	return nil
+}
+
+// expiredDeadLetters picks a client's dead letters that failed before
+// cutoffMs, then the oldest of the rest while more than excess remain,
+// never a blocked head. Each shard's index is in failure order, so only
+// the oldest entries of each are read.
+func (s *Scheduler) expiredDeadLetters(client string, excess int, cutoffMs int64) ([]store.DeadLetterRef, error) {
+	var expired, oldest []store.DeadLetterRef
+	for shard := range uint16(store.Shards) {
+		taken := 0
+		err := s.cfg.Store.DeadLetterRefs(shard, client, func(r store.DeadLetterRef) bool {
+			switch {
+			case r.BlocksGroup:
+			case r.FailedMs < cutoffMs:
+				expired = append(expired, r)
+			case taken < excess:
+				oldest = append(oldest, r)
+				taken++
+			default:
+				return false
+			}
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
-	return dls[:cut]
+	slices.SortFunc(oldest, func(a, b store.DeadLetterRef) int {
+		return cmp.Or(cmp.Compare(a.FailedMs, b.FailedMs), cmp.Compare(a.ID, b.ID))
+	})
+	if more := excess - len(expired); more > 0 {
+		expired = append(expired, oldest[:min(more, len(oldest))]...)
+	}
+	return expired, nil
+}
+
+// dropDeadLetters deletes dead letters that are not a group's blocked
+// head, a batch per partition at a time, and returns how many it deleted.
+func (s *Scheduler) dropDeadLetters(ctx context.Context, refs []store.DeadLetterRef) (int, error) {
+	n := 0
+	for p, ids := range s.byPartition(len(refs), func(i int) uint64 { return refs[i].ID }) {
+		for chunk := range slices.Chunk(ids, 1024) {
+			r, err := s.call(ctx, p, func(done func(result)) { p.dropDeadLetters(chunk, done) })
+			n += r.count
+			if err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// dropDeadLetters deletes the dead letters still there and not blocking
+// a group, in one batch.
+func (p *partition) dropDeadLetters(ids []uint64, done func(result)) {
+	n := 0
+	for _, id := range ids {
+		dl, ok, err := p.currentDL(id)
+		if err != nil {
+			done(result{err: err})
+			return
+		}
+		if !ok || dl.BlocksGroup {
+			continue
+		}
+		_ = p.open.b.DeleteDeadLetter(dl) // it was stored, so it encodes
+		p.decideDL(id, dl, nil)
+		n++
+	}
+	p.then(func(err error) { done(result{count: n, err: err}) })
+}
+
+// sweep forgets idempotency keys past their retention, and the oldest
+// beyond each shard's share of MaxIdempotencyKeys, a bounded number per
+// loop turn.
+func (p *partition) sweep() {
+	now := p.mono()
+	if now.Before(p.nextSweep) {
+		return
+	}
+	const budget = 4096
+	cutoff := p.wallMs() - p.s.cfg.IdempotencyRetention.Milliseconds()
+	perShard := max(1, p.s.cfg.MaxIdempotencyKeys/store.Shards)
+	left := budget
+	for _, sh := range p.shards {
+		err := p.s.cfg.Store.ScanIdempotency(sh, func(k store.IdempotencyKey) bool {
+			if left == 0 || (k.CreatedMs >= cutoff && p.idemKeys[sh] <= perShard) {
+				return false
+			}
+			_ = p.open.b.DeleteIdempotency(sh, k.Client, k.Key, k.CreatedMs)
+			p.idemKeys[sh]--
+			left--
+			return true
+		})
+		if err != nil {
+			p.s.fail(err)
+			return
+		}
+	}
+	if left < budget {
+		p.then(func(error) {})
+	}
+	p.nextSweep = now.Add(p.s.cfg.SweepInterval)
+	if left == 0 {
+		p.nextSweep = now // more to do: go on next turn
+	}
 }

@@ -51,8 +51,8 @@ func (s *Scheduler) validateRegister(req *RegisterRequest) error {
 		return invalid("due time", "must be after 1970-01-01T00:00:00Z")
 	case req.Interval < 0:
 		return invalid("interval", "must not be negative, got %v", req.Interval)
-	case req.Interval > 0 && req.Interval < max(s.cfg.Tick, time.Millisecond):
-		return invalid("interval", "must be at least %v, got %v", max(s.cfg.Tick, time.Millisecond), req.Interval)
+	case req.Interval > 0 && req.Interval < s.cfg.MinInterval:
+		return invalid("interval", "must be at least %v, got %v", s.cfg.MinInterval, req.Interval)
 	case req.Interval > MaxDelay:
 		return invalid("interval", "must be at most %v", MaxDelay)
 	}
@@ -94,8 +94,8 @@ func (s *Scheduler) validateUpdate(req *UpdateRequest) error {
 		return invalid("due time", "must be after 1970 and within %v from now", MaxDelay)
 	case req.Interval != nil && (*req.Interval < 0 || *req.Interval > MaxDelay):
 		return invalid("interval", "must be between 0 and %v", MaxDelay)
-	case req.Interval != nil && *req.Interval > 0 && *req.Interval < max(s.cfg.Tick, time.Millisecond):
-		return invalid("interval", "must be at least %v", max(s.cfg.Tick, time.Millisecond))
+	case req.Interval != nil && *req.Interval > 0 && *req.Interval < s.cfg.MinInterval:
+		return invalid("interval", "must be at least %v, got %v", s.cfg.MinInterval, *req.Interval)
 	}
 	return nil
 }

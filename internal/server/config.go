@@ -118,6 +118,14 @@ type Config struct {
 	// Default: GOMAXPROCS rounded up.
 	Partitions int
 
+	// Limits bound what tasks and clients may hold; zero fields take the
+	// scheduler's defaults.
+	Limits Limits
+
+	// StoreFS, if set, holds the store in memory instead of DataDir's
+	// disk: for tests of a failing disk.
+	StoreFS *store.MemFS
+
 	// Pools are the delivery engine's named dispatch pools, and
 	// DeliveryTimeout its per-attempt timeout for callbacks that set
 	// none. Default: only the default pool; delivery.DefaultTimeout.
@@ -147,6 +155,38 @@ type Config struct {
 	// every occurrence's final outcome once durable, on a scheduler loop,
 	// so it must not block.
 	OnFinished func(scheduler.Finished)
+}
+
+// Limits bound what one client's tasks may hold, so that no client can
+// grow the server without bound. Zero fields take the defaults.
+type Limits struct {
+	// GroupTasks is how many tasks one group may hold, for a client
+	// whose record sets no limit; beyond it registrations fail with
+	// GROUP_FULL. Default scheduler.DefaultGroupLimit (100,000).
+	GroupTasks int
+	// MinInterval is the shortest repeat interval. Default
+	// scheduler.DefaultMinInterval (1 s).
+	MinInterval time.Duration
+	// DeadLetters is a client's dead letter maximum when its record sets
+	// none; the oldest beyond it are deleted. Default
+	// scheduler.DefaultMaxDeadLetters (100,000).
+	DeadLetters int
+	// IdempotencyRetention is how long an idempotency key is remembered.
+	// Default scheduler.DefaultIdempotencyRetention (24 h).
+	IdempotencyRetention time.Duration
+	// IdempotencyKeys bounds the keys remembered, oldest forgotten first.
+	// Default scheduler.DefaultMaxIdempotencyKeys (1,000,000).
+	IdempotencyKeys int
+}
+
+func (l Limits) validate() error {
+	switch {
+	case l.GroupTasks < 0 || l.DeadLetters < 0 || l.IdempotencyKeys < 0:
+		return errors.New("server: Limits must not be negative")
+	case l.MinInterval < 0 || l.IdempotencyRetention < 0:
+		return errors.New("server: Limits durations must not be negative")
+	}
+	return nil
 }
 
 func (c *Config) ensureDefaults() {
@@ -201,6 +241,9 @@ func (c *Config) ensureDefaults() {
 }
 
 func (c *Config) validate() error {
+	if err := c.Limits.validate(); err != nil {
+		return err
+	}
 	for name, addr := range map[string]string{"TCPAddr": c.TCPAddr, "HTTPAddr": c.HTTPAddr} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			return fmt.Errorf("server: Config.%s %q must be host:port: %v", name, addr, err)

@@ -137,6 +137,14 @@ func (h *connectHandler) SkipGroup(ctx context.Context, req *connect.Request[boo
 	return serve(ctx, h, "SkipGroup", req, h.svc.SkipGroup)
 }
 
+func (h *connectHandler) CancelTasks(ctx context.Context, req *connect.Request[boomerangv1.CancelTasksRequest]) (*connect.Response[boomerangv1.CancelTasksResponse], error) {
+	return serve(ctx, h, "CancelTasks", req, h.svc.CancelTasks)
+}
+
+func (h *connectHandler) PurgeDeadLetters(ctx context.Context, req *connect.Request[boomerangv1.PurgeDeadLettersRequest]) (*connect.Response[boomerangv1.PurgeDeadLettersResponse], error) {
+	return serve(ctx, h, "PurgeDeadLetters", req, h.svc.PurgeDeadLetters)
+}
+
 func (h *connectHandler) GetServerInfo(ctx context.Context, req *connect.Request[boomerangv1.GetServerInfoRequest]) (*connect.Response[boomerangv1.GetServerInfoResponse], error) {
 	return serve(ctx, h, "GetServerInfo", req, h.svc.GetServerInfo)
 }

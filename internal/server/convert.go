@@ -15,6 +15,7 @@ var taskStatuses = map[scheduler.Status]boomerangv1.TaskStatus{
 	scheduler.StatusQueued:     boomerangv1.TaskStatus_TASK_STATUS_QUEUED,
 	scheduler.StatusDelivering: boomerangv1.TaskStatus_TASK_STATUS_DELIVERING,
 	scheduler.StatusRetrying:   boomerangv1.TaskStatus_TASK_STATUS_RETRYING,
+	scheduler.StatusFinished:   boomerangv1.TaskStatus_TASK_STATUS_FINISHED,
 }
 
 func taskToWire(v scheduler.TaskView) *boomerangv1.Task {
@@ -59,7 +60,7 @@ func groupToWire(g *storepb.Group) *boomerangv1.Group {
 	return &boomerangv1.Group{
 		Client:              g.Client,
 		Group:               g.Group,
-		NextSeq:             g.NextSeq,
+		Tasks:               g.Tasks,
 		Blocked:             g.BlockedTask != 0,
 		BlockedDeadLetterId: g.BlockedTask, // the blocked head is a dead letter id
 		BlockedSinceMs:      g.BlockedSinceMs,
@@ -75,6 +76,7 @@ func clientToWire(c *storepb.Client) *boomerangv1.ClientConfig {
 		DefaultMode: boomerangv1.DispatchMode(c.DefaultMode),
 		CreatedMs:   c.CreatedMs,
 	}
+	cc.GroupLimit = c.GroupLimit
 	if c.DlqMaxEntries != 0 || c.DlqRetentionMs != 0 {
 		cc.DeadLetters = &boomerangv1.DeadLetterPolicy{MaxEntries: c.DlqMaxEntries, RetentionMs: c.DlqRetentionMs}
 	}

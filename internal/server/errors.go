@@ -9,7 +9,6 @@ import (
 	"connectrpc.com/connect"
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
-	"github.com/boomerangd/boomerang/dispatch"
 	"github.com/boomerangd/boomerang/internal/auth"
 	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/store"
@@ -66,7 +65,7 @@ var statusRules = []struct {
 	{auth.ErrLastAdmin, boomerangv1.Status_STATUS_CONFLICT, "cannot deregister the last admin"},
 	{auth.ErrHasTasks, boomerangv1.Status_STATUS_CONFLICT, ""},
 
-	{dispatch.ErrGroupFull, boomerangv1.Status_STATUS_GROUP_FULL, "the group has too many waiting tasks; retry later"},
+	{scheduler.ErrGroupFull, boomerangv1.Status_STATUS_GROUP_FULL, "the group holds its limit of tasks; retry once some are delivered"},
 
 	// A store failure stops the scheduler, which then reports ErrClosed
 	// wrapping it: that is a fault, not a shutdown.
@@ -75,7 +74,6 @@ var statusRules = []struct {
 	{store.ErrInvalid, boomerangv1.Status_STATUS_INTERNAL, "a record could not be stored; the request may or may not have taken effect"},
 
 	{scheduler.ErrBusy, boomerangv1.Status_STATUS_BUSY, "server busy; retry later"},
-	{dispatch.ErrBusy, boomerangv1.Status_STATUS_BUSY, "server busy; retry later"},
 	{ErrTooManyConnections, boomerangv1.Status_STATUS_BUSY, "too many connections; retry later"},
 	{scheduler.ErrClosed, boomerangv1.Status_STATUS_BUSY, "server is shutting down; retry later"},
 	{store.ErrClosed, boomerangv1.Status_STATUS_BUSY, "server is shutting down; retry later"},

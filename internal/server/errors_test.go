@@ -10,7 +10,6 @@ import (
 	"connectrpc.com/connect"
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
-	"github.com/boomerangd/boomerang/dispatch"
 	"github.com/boomerangd/boomerang/internal/auth"
 	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/store"
@@ -41,7 +40,7 @@ func TestErrorTable(t *testing.T) {
 		{auth.ErrExists, boomerangv1.Status_STATUS_CONFLICT, "client already exists", ""},
 		{auth.ErrLastAdmin, boomerangv1.Status_STATUS_CONFLICT, "cannot deregister the last admin", ""},
 		{&auth.HasTasksError{Client: "a", Count: 3}, boomerangv1.Status_STATUS_CONFLICT, `client "a" still has 3 tasks; cancel them first`, ""},
-		{dispatch.ErrGroupFull, boomerangv1.Status_STATUS_GROUP_FULL, "the group has too many waiting tasks; retry later", ""},
+		{scheduler.ErrGroupFull, boomerangv1.Status_STATUS_GROUP_FULL, "the group holds its limit of tasks; retry once some are delivered", ""},
 		{scheduler.ErrBusy, boomerangv1.Status_STATUS_BUSY, "server busy; retry later", ""},
 		{scheduler.ErrClosed, boomerangv1.Status_STATUS_BUSY, "server is shutting down; retry later", ""},
 		{fmt.Errorf("%w: %w", scheduler.ErrClosed, store.ErrFailed), boomerangv1.Status_STATUS_INTERNAL, "storage failure; the request may or may not have taken effect", ""},

@@ -129,6 +129,14 @@ func (s *Service) handleAuthenticated(ctx context.Context, p auth.Principal, req
 		var r *boomerangv1.SkipGroupResponse
 		r, err = s.SkipGroup(ctx, p, b.SkipGroup)
 		resp.Body = &boomerangv1.Response_SkipGroup{SkipGroup: r}
+	case *boomerangv1.Request_CancelTasks:
+		var r *boomerangv1.CancelTasksResponse
+		r, err = s.CancelTasks(ctx, p, b.CancelTasks)
+		resp.Body = &boomerangv1.Response_CancelTasks{CancelTasks: r}
+	case *boomerangv1.Request_PurgeDeadLetters:
+		var r *boomerangv1.PurgeDeadLettersResponse
+		r, err = s.PurgeDeadLetters(ctx, p, b.PurgeDeadLetters)
+		resp.Body = &boomerangv1.Response_PurgeDeadLetters{PurgeDeadLetters: r}
 	case *boomerangv1.Request_GetServerInfo:
 		var r *boomerangv1.GetServerInfoResponse
 		r, err = s.GetServerInfo(ctx, p, b.GetServerInfo)

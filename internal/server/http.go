@@ -20,9 +20,7 @@ func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 	path, handler := newConnectHandler(s.svc, s.m, s.cfg.MaxFrameBytes)
 	mux.Handle(path, handler)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte("ok\n"))
-	})
+	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.HandleFunc("GET /readyz", s.serveReady)
 	if s.cfg.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -45,11 +43,28 @@ func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 	}
 }
 
+// serveHealth answers 200 while the process can serve, and 503 once a
+// storage failure has stopped the scheduler: only a restart, which
+// recovers from disk, can help then.
+func (s *Server) serveHealth(w http.ResponseWriter, _ *http.Request) {
+	if s.sched != nil {
+		if err := s.sched.Err(); err != nil {
+			http.Error(w, "unhealthy: the scheduler stopped after a storage failure: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}
+
 // serveReady answers 200 while the store is open, the scheduler runs and
-// the server is not stopping; 503 otherwise.
+// the server is not stopping; 503 with the reason otherwise.
 func (s *Server) serveReady(w http.ResponseWriter, _ *http.Request) {
 	if !s.ready.Load() {
 		http.Error(w, "not ready: starting or stopping", http.StatusServiceUnavailable)
+		return
+	}
+	if err := s.sched.Err(); err != nil {
+		http.Error(w, "not ready: the scheduler stopped after a storage failure: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	_, _ = w.Write([]byte("ready\n"))

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
+	"github.com/boomerangd/boomerang/internal/store"
 )
 
 func get(t *testing.T, url string) (int, string) {
@@ -50,7 +51,6 @@ func TestHealthAndMetrics(t *testing.T) {
 		`boomerang_requests_total{operation="GetTask",status="NOT_FOUND"} 1`,
 		`boomerang_request_duration_seconds_count{operation="RegisterTask"} 1`,
 		"boomerang_tasks_registered_total 1",
-		"boomerang_tasks_fired_total 0",
 		"boomerang_deliveries_started_total 0",
 		"boomerang_deliveries_succeeded_total 0",
 		"boomerang_deliveries_failed_total 0",
@@ -58,7 +58,10 @@ func TestHealthAndMetrics(t *testing.T) {
 		"boomerang_wheel_timers",
 		"boomerang_blocked_groups 0",
 		"boomerang_inbox_depth",
-		"boomerang_engine_queued 0",
+		"boomerang_deliveries_waiting 0",
+		"boomerang_active_groups",
+		"boomerang_scheduler_failed 0",
+		"boomerang_outcomes_unrecorded_total 0",
 		"boomerang_tcp_connections 1",
 		"boomerang_sessions 1",
 		"boomerang_store_commits_total", "boomerang_store_synced_commits_total",
@@ -126,4 +129,34 @@ func TestPprofIsOptIn(t *testing.T) {
 	if code, body := get(t, "http://"+on.HTTPAddr()+"/debug/pprof/"); code != http.StatusOK || !strings.Contains(body, "goroutine") {
 		t.Fatalf("/debug/pprof/ with Pprof: %d %.80q", code, body)
 	}
+}
+
+// A storage failure that stops the scheduler shows at once: /readyz and
+// /healthz answer 503 with the reason, and the metric says so.
+func TestStorageFailureIsVisible(t *testing.T) {
+	t.Parallel()
+	fs := store.NewMemFS()
+	ts := startServer(t, func(c *Config) { c.DataDir, c.StoreFS = "/data", fs })
+	ts.addClients(t)
+	fs.FailWrites(true)
+	if _, err := ts.svc.RegisterTask(ctx, alice, &boomerangv1.RegisterTaskRequest{}); err == nil {
+		t.Fatal("a registration on a failing disk succeeded")
+	}
+	for _, path := range []string{"/readyz", "/healthz"} {
+		code, body := get(t, "http://"+ts.HTTPAddr()+path)
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, "storage failure") {
+			t.Errorf("%s after a storage failure: %d %q", path, code, body)
+		}
+	}
+	_, metrics := get(t, "http://"+ts.HTTPAddr()+"/metrics")
+	if !strings.Contains(metrics, "boomerang_scheduler_failed 1") {
+		t.Error("boomerang_scheduler_failed is not 1")
+	}
+	// Stopping reports the failure; the test's own cleanup would take it
+	// for one of its own.
+	fs.FailWrites(false)
+	if err := ts.Server.Stop(context.Background()); err == nil {
+		t.Error("Stop after a storage failure reported none")
+	}
+	ts.Server = nil
 }

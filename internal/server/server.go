@@ -86,7 +86,7 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) start(ctx context.Context) error {
 	var err error
 	s.started = s.cfg.Clock.Now()
-	if s.st, err = store.Open(s.cfg.DataDir, store.Options{Logger: s.log.With("component", "store")}); err != nil {
+	if s.st, err = store.Open(s.cfg.DataDir, store.Options{Logger: s.log.With("component", "store"), FS: s.cfg.StoreFS}); err != nil {
 		return err
 	}
 	s.auth, err = auth.New(s.st, auth.Config{
@@ -118,7 +118,12 @@ func (s *Server) start(ctx context.Context) error {
 	s.sched, err = scheduler.New(scheduler.Config{
 		Store: s.st, Deliverer: deliverer, Retry: retry, Clock: s.cfg.Clock, Logger: s.log.With("component", "scheduler"),
 		Partitions: s.cfg.Partitions, MaxPayload: s.cfg.MaxPayloadBytes,
-		DeadLetterPolicy: s.deadLetterLimits, OnFinished: s.cfg.OnFinished,
+		DeadLetterPolicy:     s.deadLetterLimits,
+		GroupLimit:           s.groupLimit,
+		MinInterval:          s.cfg.Limits.MinInterval,
+		IdempotencyRetention: s.cfg.Limits.IdempotencyRetention,
+		MaxIdempotencyKeys:   s.cfg.Limits.IdempotencyKeys,
+		OnFinished:           s.cfg.OnFinished,
 	})
 	if err != nil {
 		return err
@@ -137,17 +142,26 @@ func (s *Server) start(ctx context.Context) error {
 	return s.listen(reg)
 }
 
-// deadLetterLimits is a client's dead letter policy, as the scheduler's
-// sweep enforces it; an unknown client has none.
+// deadLetterLimits is a client's dead letter policy, as the scheduler
+// enforces it: its own, or the server's default maximum.
 func (s *Server) deadLetterLimits(client string) scheduler.DeadLetterLimits {
-	c, err := s.st.Client(client)
-	if err != nil {
-		return scheduler.DeadLetterLimits{}
+	l := scheduler.DeadLetterLimits{MaxEntries: s.cfg.Limits.DeadLetters}
+	if c, err := s.st.Client(client); err == nil {
+		if c.DlqMaxEntries > 0 {
+			l.MaxEntries = int(c.DlqMaxEntries)
+		}
+		l.Retention = time.Duration(c.DlqRetentionMs) * time.Millisecond
 	}
-	return scheduler.DeadLetterLimits{
-		MaxEntries: int(c.DlqMaxEntries),
-		Retention:  time.Duration(c.DlqRetentionMs) * time.Millisecond,
+	return l
+}
+
+// groupLimit is how many tasks one group of client may hold: its own
+// limit, or the server's (0: the scheduler's default).
+func (s *Server) groupLimit(client string) int {
+	if c, err := s.st.Client(client); err == nil && c.GroupLimit > 0 {
+		return int(c.GroupLimit)
 	}
+	return s.cfg.Limits.GroupTasks
 }
 
 func (s *Server) listen(reg *prometheus.Registry) error {

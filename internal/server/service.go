@@ -86,6 +86,7 @@ func (s *Service) RegisterClient(_ context.Context, p auth.Principal, req *boome
 		DeadLetterMaxEntries: req.DeadLetters.GetMaxEntries(),
 		DeadLetterRetention:  time.Duration(req.DeadLetters.GetRetentionMs()) * time.Millisecond,
 		SigningSecret:        req.SigningSecret,
+		GroupLimit:           req.GroupLimit,
 	}
 	c, secret, err := s.auth.RegisterClient(spec)
 	if err != nil {

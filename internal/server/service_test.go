@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -52,6 +53,13 @@ func TestRegisterTaskValidation(t *testing.T) {
 		{"callback protocol", &boomerangv1.RegisterTaskRequest{Callback: &boomerangv1.Callback{Protocol: 9, Endpoint: "x:1"}}, "callback.protocol"},
 		{"callback endpoint", &boomerangv1.RegisterTaskRequest{Callback: &boomerangv1.Callback{Endpoint: "ftp://x"}}, "callback.endpoint"},
 		{"callback timeout", &boomerangv1.RegisterTaskRequest{Callback: &boomerangv1.Callback{TimeoutMs: -1}}, "callback.timeout_ms"},
+		// Huge values must not overflow into small durations.
+		{"callback timeout overflow", &boomerangv1.RegisterTaskRequest{Callback: &boomerangv1.Callback{TimeoutMs: 9223372036854776}}, "callback.timeout_ms"},
+		{"retry interval overflow", &boomerangv1.RegisterTaskRequest{Retry: &boomerangv1.RetryPolicy{InitialIntervalMs: 9223372036854776}}, "retry.initial_interval_ms"},
+		{"retry max interval overflow", &boomerangv1.RegisterTaskRequest{Retry: &boomerangv1.RetryPolicy{MaxIntervalMs: math.MaxInt64}}, "retry.max_interval_ms"},
+		{"delay overflow", &boomerangv1.RegisterTaskRequest{When: delay(9223372036854776)}, "delay_ms"},
+		{"interval overflow", &boomerangv1.RegisterTaskRequest{RepeatIntervalMs: 9223372036854776}, "repeat_interval_ms"},
+		{"interval below the minimum", &boomerangv1.RegisterTaskRequest{RepeatIntervalMs: 1}, "repeat_interval_ms"},
 		{"udp payload", &boomerangv1.RegisterTaskRequest{Callback: udp, Payload: make([]byte, delivery.MaxUDPPayload+1)}, "payload"},
 	} {
 		_, err := ts.svc.RegisterTask(ctx, alice, tc.req)
@@ -207,7 +215,7 @@ func TestOwnership(t *testing.T) {
 		t.Fatalf("admin GetTask: %v", err)
 	}
 	g, err := ts.svc.GetGroup(ctx, admin, &boomerangv1.GetGroupRequest{Client: "alice", Group: "g"})
-	if err != nil || g.Group.NextSeq != 2 || g.Group.Blocked {
+	if err != nil || g.Group.Tasks != 1 || g.Group.Blocked {
 		t.Fatalf("admin GetGroup: %v, %v", g, err)
 	}
 	if _, err := ts.svc.CancelTask(ctx, admin, &boomerangv1.CancelTaskRequest{Id: task.Id}); err != nil {
@@ -392,5 +400,68 @@ func TestBootstrapPassword(t *testing.T) {
 	}
 	if _, err := ts.svc.Login(ctx, &boomerangv1.LoginRequest{ClientId: "root", Password: pw}); err != nil {
 		t.Fatalf("login after restart: %v", err)
+	}
+}
+
+// Limits on what a client holds: a group's tasks (GROUP_FULL), and the
+// dead letter policy's retention, which must not overflow.
+func TestGroupLimitAndPolicyOverflow(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, func(c *Config) { c.Limits.GroupTasks = 2 })
+	ts.addClients(t)
+	for range 2 {
+		ts.register(t, alice, &boomerangv1.RegisterTaskRequest{Group: "g", When: delay(60_000)})
+	}
+	_, err := ts.svc.RegisterTask(ctx, alice, &boomerangv1.RegisterTaskRequest{Group: "g", When: delay(60_000)})
+	if e := ErrorOf(err); e.Status != boomerangv1.Status_STATUS_GROUP_FULL {
+		t.Fatalf("a third task in the group: %v", e)
+	}
+	ts.register(t, alice, &boomerangv1.RegisterTaskRequest{Group: "other", When: delay(60_000)})
+
+	_, err = ts.svc.RegisterClient(ctx, admin, &boomerangv1.RegisterClientRequest{
+		ClientId: "carol", Password: "carol-password-1",
+		DeadLetters: &boomerangv1.DeadLetterPolicy{RetentionMs: 9223372036854776},
+	})
+	if e := ErrorOf(err); e.Status != boomerangv1.Status_STATUS_INVALID_REQUEST || e.Field != "dead_letters.retention_ms" {
+		t.Fatalf("an overflowing retention: %v", e)
+	}
+	big, err := ts.svc.RegisterClient(ctx, admin, &boomerangv1.RegisterClientRequest{ClientId: "dave", Password: "dave-password-12", GroupLimit: 3})
+	if err != nil || big.Client.GroupLimit != 3 {
+		t.Fatalf("a client's own group limit: %v, %v", big, err)
+	}
+}
+
+// Bulk operations cancel or purge everything matching, except what is
+// under way or blocks a group, and count first in a dry run.
+func TestBulkCancelAndPurge(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, nil)
+	ts.addClients(t)
+	for i := range 5 {
+		ts.register(t, alice, &boomerangv1.RegisterTaskRequest{Group: fmt.Sprint("g", i%2), When: delay(60_000)})
+	}
+	ts.register(t, bob, &boomerangv1.RegisterTaskRequest{Group: "g0", When: delay(60_000)})
+	dry, err := ts.svc.CancelTasks(ctx, alice, &boomerangv1.CancelTasksRequest{Group: "g0", DryRun: true})
+	if err != nil || dry.Matched != 3 || dry.Cancelled != 0 {
+		t.Fatalf("dry run: %v, %v", dry, err)
+	}
+	done, err := ts.svc.CancelTasks(ctx, alice, &boomerangv1.CancelTasksRequest{Group: "g0"})
+	if err != nil || done.Matched != 3 || done.Cancelled != 3 {
+		t.Fatalf("cancel g0: %v, %v", done, err)
+	}
+	if _, err := ts.svc.CancelTasks(ctx, alice, &boomerangv1.CancelTasksRequest{Client: "bob"}); err == nil {
+		t.Fatal("alice cancelled bob's tasks")
+	}
+	left, _ := ts.svc.ListTasks(ctx, admin, &boomerangv1.ListTasksRequest{})
+	if len(left.Tasks) != 3 {
+		t.Fatalf("%d tasks left, want alice's 2 in g1 and bob's", len(left.Tasks))
+	}
+	all, err := ts.svc.CancelTasks(ctx, alice, &boomerangv1.CancelTasksRequest{})
+	if err != nil || all.Cancelled != 2 {
+		t.Fatalf("cancel all of alice's: %v, %v", all, err)
+	}
+	purged, err := ts.svc.PurgeDeadLetters(ctx, alice, &boomerangv1.PurgeDeadLettersRequest{ErrorContains: "x", DryRun: true})
+	if err != nil || purged.Matched != 0 {
+		t.Fatalf("purge with no dead letters: %v, %v", purged, err)
 	}
 }

@@ -134,8 +134,8 @@ func checkCallbackOverride(c *boomerangv1.Callback) error {
 }
 
 func checkDeadLetterPolicy(p *boomerangv1.DeadLetterPolicy) error {
-	if p != nil && p.RetentionMs < 0 {
-		return invalid("dead_letters.retention_ms", "must not be negative, got %d", p.RetentionMs)
+	if ms := p.GetRetentionMs(); ms < 0 || ms > maxDelayMs {
+		return invalid("dead_letters.retention_ms", "must be between 0 (keep until deleted) and %d (%v), got %d", maxDelayMs, scheduler.MaxDelay, ms)
 	}
 	return nil
 }

@@ -16,17 +16,19 @@ import (
 // indexes never disagree with records. A Batch is not safe for concurrent
 // use; it can be reused after Reset.
 //
-// Methods do not return errors: the first invalid operation is remembered
-// and Commit refuses the whole batch with it, so a bad record is never half
-// applied.
+// Each method either adds the whole of its operation or, returning an
+// error, nothing: a record that cannot be stored (one that does not
+// encode, an id outside every shard) fails only its own operation, never
+// the rest of the batch. The errors wrap ErrInvalid.
 type Batch struct {
 	s         *Store
 	pb        *pebble.Batch
 	count     int
-	err       error
+	err       error // the Pebble batch broke; Commit refuses it
 	committed bool
 	spent     bool   // a commit failed; Pebble will not take this batch again
-	buf       []byte // scratch for marshaling
+	rec       []byte // the record being written
+	buf       []byte // scratch for small values
 }
 
 // NewBatch returns an empty batch for s.
@@ -47,97 +49,169 @@ func (b *Batch) Reset() {
 	b.count, b.err, b.committed, b.spent = 0, nil, false, false
 }
 
-// PutTask writes a new task: its record, its due index entry and its
-// client index entry. To change a stored task use ReplaceTask, which also
-// moves its index entries.
-func (b *Batch) PutTask(t *storepb.Task) {
-	if !b.begin() || !b.checkTask(t) {
-		return
+// Ordered reports whether t takes part in its group's order: a grouped
+// task in any mode but IMMEDIATE. Such a task has an entry in its group's
+// order index, and its due index entry names its group.
+func Ordered(t *storepb.Task) bool {
+	return t.Group != "" && t.Mode != storepb.DispatchMode_DISPATCH_MODE_IMMEDIATE
+}
+
+// WakeMs is when a task next needs attention, the time of its due index
+// entry: its due time, or, for a task in no group order, its next
+// attempt's when one is set and later. An ordered task that waits for a
+// retry holds its group from its due time on, so its group must look at
+// it then.
+func WakeMs(t *storepb.Task) int64 {
+	if t.NextAttemptMs != 0 && t.NextAttemptMs > t.DueMs && !Ordered(t) {
+		return t.NextAttemptMs
 	}
-	b.setRecord(taskKey(t.Id), t)
-	b.set(dueKey(t.DueMs, t.Id), nil)
-	b.set(clientIndexKey(tagClientIndex, t.Client, t.Id), nil)
+	return t.DueMs
+}
+
+// GroupRef names a client's group in one string: the value of an ordered
+// task's due index entry (DueEntry.Group). Client ids and group keys
+// never hold a NUL byte, so it is unambiguous.
+func GroupRef(client, group string) string { return client + "\x00" + group }
+
+// PutTask writes a new task: its record and its index entries. To change
+// a stored task use ReplaceTask, which also moves its index entries.
+func (b *Batch) PutTask(t *storepb.Task) error {
+	if err := b.encodeTask(t); err != nil {
+		return err
+	}
+	b.set(taskKey(t.Id), b.rec)
+	b.putTaskIndexes(t)
+	return b.done()
 }
 
 // ReplaceTask overwrites the record of old (as stored) with updated, the
-// same task, and moves its index entries if the due time or client
-// changed.
-func (b *Batch) ReplaceTask(old, updated *storepb.Task) {
-	if !b.begin() || !b.checkTask(old) || !b.checkTask(updated) {
-		return
+// same task, and moves its index entries if what they hold changed.
+func (b *Batch) ReplaceTask(old, updated *storepb.Task) error {
+	if err := b.checkTask(old); err != nil {
+		return err
+	}
+	if err := b.encodeTask(updated); err != nil {
+		return err
 	}
 	if old.Id != updated.Id {
-		b.invalid("ReplaceTask of task %#x with task %#x", old.Id, updated.Id)
-		return
+		return invalidf("ReplaceTask of task %#x with task %#x", old.Id, updated.Id)
 	}
-	b.setRecord(taskKey(updated.Id), updated)
-	if old.DueMs != updated.DueMs {
-		b.delete(dueKey(old.DueMs, old.Id))
-		b.set(dueKey(updated.DueMs, updated.Id), nil)
+	b.set(taskKey(updated.Id), b.rec)
+	if indexed(old) != indexed(updated) {
+		b.deleteTaskIndexes(old)
+		b.putTaskIndexes(updated)
 	}
-	if old.Client != updated.Client {
-		b.delete(clientIndexKey(tagClientIndex, old.Client, old.Id))
-		b.set(clientIndexKey(tagClientIndex, updated.Client, updated.Id), nil)
-	}
+	return b.done()
 }
 
 // DeleteTask removes the record of t (as stored) and its index entries.
-func (b *Batch) DeleteTask(t *storepb.Task) {
-	if !b.begin() || !b.checkTask(t) {
-		return
+func (b *Batch) DeleteTask(t *storepb.Task) error {
+	if err := b.checkTask(t); err != nil {
+		return err
 	}
 	b.delete(taskKey(t.Id))
-	b.delete(dueKey(t.DueMs, t.Id))
+	b.deleteTaskIndexes(t)
+	return b.done()
+}
+
+// taskIndex is what a task's index entries depend on.
+type taskIndex struct {
+	due, wake     int64
+	seq           uint64
+	client, group string
+	ordered       bool
+}
+
+func indexed(t *storepb.Task) taskIndex {
+	return taskIndex{due: t.DueMs, wake: WakeMs(t), seq: t.Seq, client: t.Client, group: t.Group, ordered: Ordered(t)}
+}
+
+func (b *Batch) putTaskIndexes(t *storepb.Task) {
+	shard := ShardOf(t.Id)
+	if Ordered(t) {
+		b.set(dueKey(WakeMs(t), t.Id), append(b.buf[:0], GroupRef(t.Client, t.Group)...))
+		b.set(orderKey(shard, t.Client, t.Group, t.DueMs, t.Seq, t.Id), nil)
+	} else {
+		b.set(dueKey(WakeMs(t), t.Id), nil)
+	}
+	b.set(clientIndexKey(tagClientIndex, t.Client, t.Id), nil)
+}
+
+func (b *Batch) deleteTaskIndexes(t *storepb.Task) {
+	b.delete(dueKey(WakeMs(t), t.Id))
+	if Ordered(t) {
+		b.delete(orderKey(ShardOf(t.Id), t.Client, t.Group, t.DueMs, t.Seq, t.Id))
+	}
 	b.delete(clientIndexKey(tagClientIndex, t.Client, t.Id))
 }
 
 // PutGroup writes a group's state under g.Shard, which callers take from
 // GroupShard.
-func (b *Batch) PutGroup(g *storepb.Group) {
-	if !b.begin() {
-		return
+func (b *Batch) PutGroup(g *storepb.Group) error {
+	if g == nil {
+		return invalidf("PutGroup(nil)")
 	}
-	if g == nil || !b.checkShard(g.Shard) {
-		b.invalid("PutGroup(%v)", g)
-		return
+	if err := checkShard(g.Shard); err != nil {
+		return err
+	}
+	if err := b.encode(g); err != nil {
+		return err
 	}
 	shard := uint16(g.Shard)
-	b.setRecord(groupKey(shard, g.Client, g.Group), g)
+	b.set(groupKey(shard, g.Client, g.Group), b.rec)
 	if g.BlockedTask != 0 {
 		b.set(blockedKey(shard, g.Client, g.Group), nil)
 	} else {
 		b.delete(blockedKey(shard, g.Client, g.Group))
 	}
+	return b.done()
 }
 
 // DeleteGroup removes a group's state.
-func (b *Batch) DeleteGroup(shard uint16, client, group string) {
-	if !b.begin() || !b.checkShard(uint32(shard)) {
-		return
+func (b *Batch) DeleteGroup(shard uint16, client, group string) error {
+	if err := checkShard(uint32(shard)); err != nil {
+		return err
 	}
 	b.delete(groupKey(shard, client, group))
 	b.delete(blockedKey(shard, client, group))
+	return b.done()
 }
 
 // PutDeadLetter writes a dead letter under its id (DeadLetterID), with an
-// entry in the per-client dead letter index.
-func (b *Batch) PutDeadLetter(d *storepb.DeadLetter) {
-	if !b.begin() || !b.checkDeadLetter(d) {
-		return
+// entry in the per-client dead letter index that holds its failure time
+// and whether it blocks its group, so that sweeps need not read records.
+func (b *Batch) PutDeadLetter(d *storepb.DeadLetter) error {
+	if err := b.checkDeadLetter(d); err != nil {
+		return err
+	}
+	if err := b.encode(d); err != nil {
+		return err
 	}
 	id := DeadLetterID(d)
-	b.setRecord(deadLetterKey(id), d)
-	b.set(clientIndexKey(tagDeadClient, d.Task.Client, id), nil)
+	b.set(deadLetterKey(id), b.rec)
+	b.set(clientIndexKey(tagDeadClient, d.Task.Client, id), deadIndexValue(b.buf[:0], d))
+	return b.done()
 }
 
 // DeleteDeadLetter removes a dead letter (as stored) and its index entry.
-func (b *Batch) DeleteDeadLetter(d *storepb.DeadLetter) {
-	if !b.begin() || !b.checkDeadLetter(d) {
-		return
+func (b *Batch) DeleteDeadLetter(d *storepb.DeadLetter) error {
+	if err := b.checkDeadLetter(d); err != nil {
+		return err
 	}
 	id := DeadLetterID(d)
 	b.delete(deadLetterKey(id))
 	b.delete(clientIndexKey(tagDeadClient, d.Task.Client, id))
+	return b.done()
+}
+
+// deadIndexValue is a dead letter index entry's value: the failure time,
+// 8 bytes, then 1 if it blocks its group, else 0.
+func deadIndexValue(v []byte, d *storepb.DeadLetter) []byte {
+	v = binary.BigEndian.AppendUint64(v, uint64(d.FailedMs))
+	if d.BlocksGroup {
+		return append(v, 1)
+	}
+	return append(v, 0)
 }
 
 // DeadLetterID is the id a dead letter is stored under: its own Id, which
@@ -150,113 +224,124 @@ func DeadLetterID(d *storepb.DeadLetter) uint64 {
 	return d.GetTask().GetId()
 }
 
-// PutIdempotency remembers that a client's idempotency key created task id.
-func (b *Batch) PutIdempotency(shard uint16, client, key string, id uint64) {
-	if !b.begin() || !b.checkShard(uint32(shard)) {
-		return
+// PutIdempotency remembers that a client's idempotency key created task
+// id at createdMs (Unix ms), and files the key under that time for expiry.
+func (b *Batch) PutIdempotency(shard uint16, client, key string, id uint64, createdMs int64) error {
+	if err := checkShard(uint32(shard)); err != nil {
+		return err
 	}
 	if id == 0 {
-		b.invalid("PutIdempotency(%q, %q) with task id 0", client, key)
-		return
+		return invalidf("PutIdempotency(%q, %q) with task id 0", client, key)
 	}
-	b.set(idempotencyKey(shard, client, key), binary.BigEndian.AppendUint64(b.buf[:0], id))
+	v := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(b.buf[:0], id), uint64(createdMs))
+	b.set(idempotencyKey(shard, client, key), v)
+	b.set(idemExpiryKey(shard, createdMs, client, key), nil)
+	return b.done()
 }
 
-// DeleteIdempotency forgets an idempotency key.
-func (b *Batch) DeleteIdempotency(shard uint16, client, key string) {
-	if !b.begin() || !b.checkShard(uint32(shard)) {
-		return
+// DeleteIdempotency forgets an idempotency key filed at createdMs.
+func (b *Batch) DeleteIdempotency(shard uint16, client, key string, createdMs int64) error {
+	if err := checkShard(uint32(shard)); err != nil {
+		return err
 	}
 	b.delete(idempotencyKey(shard, client, key))
+	b.delete(idemExpiryKey(shard, createdMs, client, key))
+	return b.done()
 }
 
-// PutShardMeta writes a shard's high-water marks. Writing it in the same
-// batch as the changes it covers keeps it exact after a crash.
-func (b *Batch) PutShardMeta(shard uint16, m *storepb.ShardMeta) {
-	if !b.begin() || !b.checkShard(uint32(shard)) {
-		return
+// PutShardMeta writes a shard's high-water marks.
+func (b *Batch) PutShardMeta(shard uint16, m *storepb.ShardMeta) error {
+	if err := checkShard(uint32(shard)); err != nil {
+		return err
 	}
 	if m == nil {
-		b.invalid("PutShardMeta(%d, nil)", shard)
-		return
+		return invalidf("PutShardMeta(%d, nil)", shard)
 	}
-	b.setRecord(shardMetaKey(shard), m)
+	if err := b.encode(m); err != nil {
+		return err
+	}
+	b.set(shardMetaKey(shard), b.rec)
+	return b.done()
 }
 
 // PutClient writes a registered client.
-func (b *Batch) PutClient(c *storepb.Client) {
-	if !b.begin() {
-		return
-	}
+func (b *Batch) PutClient(c *storepb.Client) error {
 	if c.GetId() == "" {
-		b.invalid("PutClient without an id")
-		return
+		return invalidf("PutClient without an id")
 	}
-	b.setRecord(clientKey(c.Id), c)
+	if err := b.encode(c); err != nil {
+		return err
+	}
+	b.set(clientKey(c.Id), b.rec)
+	return b.done()
 }
 
 // DeleteClient removes a registered client. Its tasks, groups and dead
 // letters are the caller's to remove.
-func (b *Batch) DeleteClient(id string) {
-	if !b.begin() {
-		return
-	}
+func (b *Batch) DeleteClient(id string) error {
 	b.delete(clientKey(id))
+	return b.done()
 }
 
-// begin counts an operation and reports whether the batch is still valid.
-func (b *Batch) begin() bool {
+// done counts a finished operation, or reports that the Pebble batch
+// broke under it.
+func (b *Batch) done() error {
+	if b.err != nil {
+		return b.err
+	}
 	b.count++
-	return b.err == nil
+	return nil
 }
 
-func (b *Batch) checkTask(t *storepb.Task) bool {
+func (b *Batch) checkTask(t *storepb.Task) error {
 	switch {
 	case t == nil:
-		b.invalid("nil task")
+		return invalidf("nil task")
 	case t.Id == 0:
-		b.invalid("task id 0")
+		return invalidf("task id 0")
 	case ShardOf(t.Id) >= Shards:
-		b.invalid("task id %#x has shard %d >= %d", t.Id, ShardOf(t.Id), Shards)
-	default:
-		return true
+		return invalidf("task id %#x has shard %d >= %d", t.Id, ShardOf(t.Id), Shards)
 	}
-	return false
+	return nil
 }
 
-func (b *Batch) checkDeadLetter(d *storepb.DeadLetter) bool {
-	if !b.checkTask(d.GetTask()) {
-		return false
+// encodeTask checks t and encodes it into b.rec.
+func (b *Batch) encodeTask(t *storepb.Task) error {
+	if err := b.checkTask(t); err != nil {
+		return err
+	}
+	return b.encode(t)
+}
+
+func (b *Batch) checkDeadLetter(d *storepb.DeadLetter) error {
+	if err := b.checkTask(d.GetTask()); err != nil {
+		return err
 	}
 	if d.Id != 0 && ShardOf(d.Id) != ShardOf(d.Task.Id) {
-		b.invalid("dead letter %#x is not in the shard of its task %#x", d.Id, d.Task.Id)
-		return false
+		return invalidf("dead letter %#x is not in the shard of its task %#x", d.Id, d.Task.Id)
 	}
-	return true
+	return nil
 }
 
-func (b *Batch) checkShard(shard uint32) bool {
+func checkShard(shard uint32) error {
 	if shard >= Shards {
-		b.invalid("shard %d >= %d", shard, Shards)
-		return false
+		return invalidf("shard %d >= %d", shard, Shards)
 	}
-	return true
+	return nil
 }
 
-func (b *Batch) invalid(format string, args ...any) {
-	if b.err == nil {
-		b.err = fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
-	}
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-func (b *Batch) setRecord(key []byte, m proto.Message) {
+// encode marshals m into b.rec. Strings must be valid UTF-8.
+func (b *Batch) encode(m proto.Message) error {
 	var err error
-	b.buf, err = proto.MarshalOptions{}.MarshalAppend(b.buf[:0], m)
+	b.rec, err = proto.MarshalOptions{}.MarshalAppend(b.rec[:0], m)
 	if err != nil {
-		b.invalid("encode %T: %v", m, err)
-		return
+		return invalidf("encode %T: %v", m, err)
 	}
-	b.set(key, b.buf)
+	return nil
 }
 
 // set and delete copy key and value into the batch, so callers may reuse
@@ -281,13 +366,11 @@ func (b *Batch) delete(key []byte) {
 // An empty batch is a no-op. After Commit, Reset the batch to reuse it.
 func (s *Store) Commit(b *Batch) error { return s.commit(b, pebble.Sync) }
 
-// CommitNoSync applies b atomically without waiting for an fsync: it is
-// for changes whose loss in a machine crash only repeats work, never
-// loses acknowledged work (a delivery outcome: the delivery happens
-// again). Pebble's write-ahead log is sequential, so a later Commit makes
-// b durable too, and whatever survives a crash is a prefix of the
-// commits. The write reaches the log asynchronously, so even a process
-// crash may lose the last few.
+// CommitNoSync applies b atomically without waiting for an fsync: for
+// changes that may be lost in a machine crash (tests and tools; the
+// scheduler syncs everything). Pebble's write-ahead log is sequential, so
+// a later Commit makes b durable too, and whatever survives a crash is a
+// prefix of the commits.
 func (s *Store) CommitNoSync(b *Batch) error { return s.commit(b, pebble.NoSync) }
 
 // CommitAsync is Commit in two halves, for a single goroutine that
@@ -296,6 +379,9 @@ func (s *Store) CommitNoSync(b *Batch) error { return s.commit(b, pebble.NoSync)
 // log, with the fsync under way; wait returns once b is synced, and only
 // then may the change be acknowledged. Batches are durable in the order
 // CommitAsync was called. wait must be called exactly once.
+//
+// Reads may see b before wait returns: a power loss can still undo what
+// they saw.
 func (s *Store) CommitAsync(b *Batch) (wait func() error, err error) {
 	if err := s.checkCommit(b); err != nil || b.count == 0 {
 		return func() error { return err }, err

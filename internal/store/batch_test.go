@@ -53,7 +53,8 @@ func TestTaskRoundTrip(t *testing.T) {
 	shard := ShardOf(want.Id)
 	wantKeys := []keyParts{
 		{tag: tagClientIndex, shard: shard, id: want.Id, a: "acme"},
-		{tag: tagDue, shard: shard, id: want.Id, due: want.DueMs},
+		{tag: tagDue, shard: shard, id: want.Id, due: WakeMs(want)}, // the next attempt's time
+		{tag: tagOrder, shard: shard, a: "acme", b: "orders", due: want.DueMs, seq: want.Seq, id: want.Id},
 		{tag: tagTask, shard: shard, id: want.Id},
 	}
 	if keys := rawKeys(t, s); !slices.Equal(keys, wantKeys) {
@@ -68,7 +69,7 @@ func TestRecordRoundTrips(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, t.TempDir())
 	shard := GroupShard("acme", "orders")
-	group := &storepb.Group{Shard: uint32(shard), Client: "acme", Group: "orders", NextSeq: 10, BlockedTask: MakeID(shard, 3), BlockedSinceMs: 5}
+	group := &storepb.Group{Shard: uint32(shard), Client: "acme", Group: "orders", Tasks: 10, BlockedTask: MakeID(shard, 3), BlockedSinceMs: 5}
 	dead := &storepb.DeadLetter{Task: fullTask(), LastError: "gave up", Attempts: 5, FailedMs: 77, BlocksGroup: true}
 	acme := &storepb.Client{
 		Id: "acme", PasswordHash: []byte("argon2id$..."), Admin: true,
@@ -80,8 +81,8 @@ func TestRecordRoundTrips(t *testing.T) {
 	commit(t, s, func(b *Batch) {
 		b.PutGroup(group)
 		b.PutDeadLetter(dead)
-		b.PutIdempotency(shard, "acme", "order-17", dead.Task.Id)
-		b.PutShardMeta(shard, shardMeta(42, 1000))
+		b.PutIdempotency(shard, "acme", "order-17", dead.Task.Id, 1234)
+		b.PutShardMeta(shard, shardMeta(42))
 		b.PutClient(acme)
 	})
 
@@ -95,15 +96,15 @@ func TestRecordRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertProtoEqual(t, d, dead)
-	id, err := s.Idempotency(shard, "acme", "order-17")
-	if err != nil || id != dead.Task.Id {
-		t.Fatalf("Idempotency = %#x, %v; want %#x", id, err, dead.Task.Id)
+	id, created, err := s.Idempotency(shard, "acme", "order-17")
+	if err != nil || id != dead.Task.Id || created != 1234 {
+		t.Fatalf("Idempotency = %#x, %d, %v; want %#x, 1234", id, created, err, dead.Task.Id)
 	}
 	m, err := s.ShardMeta(shard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	assertProtoEqual(t, m, shardMeta(42, 1000))
+	assertProtoEqual(t, m, shardMeta(42))
 	c, err := s.Client("acme")
 	if err != nil {
 		t.Fatal(err)
@@ -116,13 +117,13 @@ func TestRecordRoundTrips(t *testing.T) {
 	commit(t, s, func(b *Batch) {
 		b.DeleteGroup(shard, "acme", "orders")
 		b.DeleteDeadLetter(dead)
-		b.DeleteIdempotency(shard, "acme", "order-17")
+		b.DeleteIdempotency(shard, "acme", "order-17", 1234)
 		b.DeleteClient("acme")
 	})
 	for name, err := range map[string]error{
 		"Group":       second(s.Group(shard, "acme", "orders")),
 		"DeadLetter":  second(s.DeadLetter(dead.Task.Id)),
-		"Idempotency": second(s.Idempotency(shard, "acme", "order-17")),
+		"Idempotency": third(s.Idempotency(shard, "acme", "order-17")),
 		"Client":      second(s.Client("acme")),
 	} {
 		if !errors.Is(err, ErrNotFound) {
@@ -130,7 +131,7 @@ func TestRecordRoundTrips(t *testing.T) {
 		}
 	}
 	// Shard meta is never deleted; an unknown shard reads as zero.
-	if m, err := s.ShardMeta(shard + 1); err != nil || m.LastId != 0 || m.Applied != 0 {
+	if m, err := s.ShardMeta(shard + 1); err != nil || m.LastId != 0 {
 		t.Fatalf("ShardMeta(absent) = %v, %v; want zero value", m, err)
 	}
 	if keys := rawKeys(t, s); len(keys) != 1 || keys[0].tag != tagShardMeta {
@@ -175,16 +176,16 @@ func TestReplaceTaskMovesIndexEntries(t *testing.T) {
 	if tasks, _, err := s.ListTasks(TaskQuery{Client: "acme"}); err != nil || len(tasks) != 0 {
 		t.Fatalf("old client still lists %d tasks (%v)", len(tasks), err)
 	}
-	if n := len(rawKeys(t, s)); n != 3 {
-		t.Fatalf("%d keys, want 3 (record, due, client index)", n)
+	if n := len(rawKeys(t, s)); n != 4 {
+		t.Fatalf("%d keys, want 4 (record, due, group order, client index)", n)
 	}
 }
 
 func assertDue(t *testing.T, s *Store, shard uint16, want []int64) {
 	t.Helper()
 	var got []int64
-	if err := s.ScanDue(shard, minDue, maxDue, func(due int64, _ uint64) error {
-		got = append(got, due)
+	if err := s.ScanDue(shard, minDue, maxDue, func(e DueEntry) error {
+		got = append(got, e.Due)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -215,7 +216,7 @@ func TestDeleteLeavesNothingBehind(t *testing.T) {
 		for _, tk := range tasks {
 			b.PutTask(tk)
 			b.PutDeadLetter(&storepb.DeadLetter{Task: tk})
-			b.PutIdempotency(ShardOf(tk.Id), tk.Client, "key", tk.Id)
+			b.PutIdempotency(ShardOf(tk.Id), tk.Client, "key", tk.Id, int64(tk.Id))
 			b.PutGroup(&storepb.Group{Shard: uint32(ShardOf(tk.Id)), Client: tk.Client, Group: tk.Group})
 		}
 		b.PutClient(client("client-a"))
@@ -227,7 +228,7 @@ func TestDeleteLeavesNothingBehind(t *testing.T) {
 		for _, tk := range tasks {
 			b.DeleteTask(tk)
 			b.DeleteDeadLetter(&storepb.DeadLetter{Task: tk})
-			b.DeleteIdempotency(ShardOf(tk.Id), tk.Client, "key")
+			b.DeleteIdempotency(ShardOf(tk.Id), tk.Client, "key", int64(tk.Id))
 			b.DeleteGroup(ShardOf(tk.Id), tk.Client, tk.Group)
 		}
 		b.DeleteClient("client-a")
@@ -237,36 +238,55 @@ func TestDeleteLeavesNothingBehind(t *testing.T) {
 	}
 }
 
+// An operation the store refuses adds nothing and says why; the batch's
+// other operations, before and after it, are committed.
 func TestBatchRefusesInvalidOperations(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, t.TempDir())
 	good := task("acme", "orders", 1, 1000)
-	cases := map[string]func(*Batch){
-		"task id 0":         func(b *Batch) { b.PutTask(&storepb.Task{Client: "acme"}) },
-		"nil task":          func(b *Batch) { b.DeleteTask(nil) },
-		"shard out of id":   func(b *Batch) { b.PutTask(&storepb.Task{Id: uint64(Shards) << idCounterBits}) },
-		"replace other id":  func(b *Batch) { b.ReplaceTask(good, task("acme", "orders", 2, 1000)) },
-		"group shard":       func(b *Batch) { b.PutGroup(&storepb.Group{Shard: Shards}) },
-		"delete group":      func(b *Batch) { b.DeleteGroup(Shards, "a", "b") },
-		"dead letter":       func(b *Batch) { b.PutDeadLetter(&storepb.DeadLetter{}) },
-		"idempotency id 0":  func(b *Batch) { b.PutIdempotency(1, "acme", "k", 0) },
-		"shard meta nil":    func(b *Batch) { b.PutShardMeta(1, nil) },
-		"client without id": func(b *Batch) { b.PutClient(&storepb.Client{}) },
-		"invalid UTF-8": func(b *Batch) {
-			b.PutClient(&storepb.Client{Id: "acme", Admin: true, Callback: &storepb.Callback{Endpoint: "\xff"}})
+	cases := map[string]func(*Batch) error{
+		"task id 0":         func(b *Batch) error { return b.PutTask(&storepb.Task{Client: "acme"}) },
+		"nil task":          func(b *Batch) error { return b.DeleteTask(nil) },
+		"shard out of id":   func(b *Batch) error { return b.PutTask(&storepb.Task{Id: uint64(Shards) << idCounterBits}) },
+		"replace other id":  func(b *Batch) error { return b.ReplaceTask(good, task("acme", "orders", 2, 1000)) },
+		"group shard":       func(b *Batch) error { return b.PutGroup(&storepb.Group{Shard: Shards}) },
+		"delete group":      func(b *Batch) error { return b.DeleteGroup(Shards, "a", "b") },
+		"dead letter":       func(b *Batch) error { return b.PutDeadLetter(&storepb.DeadLetter{}) },
+		"idempotency id 0":  func(b *Batch) error { return b.PutIdempotency(1, "acme", "k", 0, 0) },
+		"shard meta nil":    func(b *Batch) error { return b.PutShardMeta(1, nil) },
+		"client without id": func(b *Batch) error { return b.PutClient(&storepb.Client{}) },
+		"invalid UTF-8 client": func(b *Batch) error {
+			return b.PutClient(&storepb.Client{Id: "acme", Admin: true, Callback: &storepb.Callback{Endpoint: "\xff"}})
+		},
+		"invalid UTF-8 task": func(b *Batch) error {
+			bad := task("acme", "orders", 3, 1000)
+			bad.LastError = "cut in the middle of \xe2\x82"
+			return b.PutTask(bad)
 		},
 	}
 	for name, bad := range cases {
-		b := s.NewBatch()
-		b.PutTask(good) // valid, and must not be applied either
-		bad(b)
-		b.PutClient(client("after")) // after the bad one: also refused
-		err := s.Commit(b)
-		if !errors.Is(err, ErrInvalid) {
-			t.Errorf("%s: Commit = %v, want ErrInvalid", name, err)
+		commit(t, s, func(b *Batch) {
+			if err := b.PutTask(good); err != nil {
+				t.Fatal(err)
+			}
+			if err := bad(b); !errors.Is(err, ErrInvalid) {
+				t.Errorf("%s: %v, want ErrInvalid", name, err)
+			}
+			if err := b.PutClient(client("after")); err != nil {
+				t.Fatal(err)
+			}
+			if b.Count() != 2 {
+				t.Errorf("%s: batch counts %d operations, want 2", name, b.Count())
+			}
+		})
+		if _, err := s.Task(good.Id); err != nil {
+			t.Errorf("%s: the valid task before it: %v", name, err)
 		}
-		if keys := rawKeys(t, s); len(keys) != 0 {
-			t.Fatalf("%s: a refused batch left %d keys", name, len(keys))
+		if _, err := s.Client("after"); err != nil {
+			t.Errorf("%s: the valid client after it: %v", name, err)
+		}
+		if _, err := s.Task(MakeID(GroupShard("acme", "orders"), 3)); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s: the refused task is there: %v", name, err)
 		}
 	}
 }
@@ -282,7 +302,7 @@ func TestBatchCountResetAndReuse(t *testing.T) {
 		t.Fatalf("an empty commit counted: %+v", st)
 	}
 	b.PutTask(task("a", "g", 1, 1))
-	b.PutShardMeta(3, shardMeta(1, 1))
+	b.PutShardMeta(3, shardMeta(1))
 	if b.Count() != 2 {
 		t.Fatalf("Count = %d, want 2", b.Count())
 	}
@@ -335,9 +355,9 @@ func TestBatchAtomicAcrossReopen(t *testing.T) {
 	shard := ShardOf(tk.Id)
 	commit(t, s, func(b *Batch) {
 		b.PutTask(tk)
-		b.PutGroup(&storepb.Group{Shard: uint32(shard), Client: "acme", Group: "orders", NextSeq: 8})
-		b.PutIdempotency(shard, "acme", "k7", tk.Id)
-		b.PutShardMeta(shard, shardMeta(7, 7))
+		b.PutGroup(&storepb.Group{Shard: uint32(shard), Client: "acme", Group: "orders", Tasks: 1})
+		b.PutIdempotency(shard, "acme", "k7", tk.Id, 7)
+		b.PutShardMeta(shard, shardMeta(7))
 	})
 	want := rawKeys(t, s)
 	closeStore(t, s)
@@ -381,9 +401,8 @@ func TestDeadLettersOfOneRecurringTask(t *testing.T) {
 	}
 
 	b := s.NewBatch()
-	b.PutDeadLetter(&storepb.DeadLetter{Id: MakeID((shard+1)%Shards, 9), Task: tk})
-	if err := s.Commit(b); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("dead letter outside its task's shard: Commit = %v, want ErrInvalid", err)
+	if err := b.PutDeadLetter(&storepb.DeadLetter{Id: MakeID((shard+1)%Shards, 9), Task: tk}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("dead letter outside its task's shard: %v, want ErrInvalid", err)
 	}
 }
 

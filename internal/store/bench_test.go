@@ -54,8 +54,8 @@ func benchCommit(b *testing.B, committers int) {
 				id := MakeID(shard, uint64(n))
 				batch.Reset()
 				batch.PutTask(&storepb.Task{Id: id, Client: client, Group: group, Payload: payload, DueMs: n, Seq: uint64(n)})
-				batch.PutGroup(&storepb.Group{Shard: uint32(shard), Client: client, Group: group, NextSeq: uint64(n + 1)})
-				batch.PutShardMeta(shard, &storepb.ShardMeta{LastId: uint64(n), Applied: uint64(n)})
+				batch.PutGroup(&storepb.Group{Shard: uint32(shard), Client: client, Group: group, Tasks: uint64(n + 1)})
+				batch.PutShardMeta(shard, &storepb.ShardMeta{LastId: uint64(n)})
 				if err := s.Commit(batch); err != nil {
 					b.Error(err)
 					return
@@ -112,7 +112,7 @@ func BenchmarkScanDue(b *testing.B) {
 	begin := time.Now()
 	for b.Loop() {
 		n = 0
-		if err := s.ScanDue(shard, minDue, maxDue, func(int64, uint64) error {
+		if err := s.ScanDue(shard, minDue, maxDue, func(DueEntry) error {
 			n++
 			return nil
 		}); err != nil {

@@ -24,15 +24,14 @@ func TestClosedStoreRefusesEverything(t *testing.T) {
 		"Commit":          s.Commit(b),
 		"Task":            second(s.Task(1)),
 		"Group":           second(s.Group(0, "a", "b")),
-		"Idempotency":     second(s.Idempotency(0, "a", "k")),
+		"Idempotency":     third(s.Idempotency(0, "a", "k")),
 		"ShardMeta":       second(s.ShardMeta(0)),
 		"DeadLetter":      second(s.DeadLetter(1)),
 		"Client":          second(s.Client("acme")),
 		"ListClients":     second(s.ListClients()),
 		"ListTasks":       third(s.ListTasks(TaskQuery{})),
 		"ListDeadLetters": third(s.ListDeadLetters("", 0, 0)),
-		"ScanDue":         s.ScanDue(0, minDue, maxDue, func(int64, uint64) error { return nil }),
-		"TasksDue":        s.TasksDue(0, minDue, maxDue, func(*storepb.Task) error { return nil }),
+		"ScanDue":         s.ScanDue(0, minDue, maxDue, func(DueEntry) error { return nil }),
 		"ScanGroups":      s.ScanGroups(0, func(*storepb.Group) error { return nil }),
 	}
 	for name, err := range calls {
@@ -58,7 +57,7 @@ func TestCloseWaitsForOperations(t *testing.T) {
 
 	closed := make(chan error, 1)
 	var nested error
-	scanErr := s.ScanDue(ShardOf(tk.Id), minDue, maxDue, func(int64, uint64) error {
+	scanErr := s.ScanDue(ShardOf(tk.Id), minDue, maxDue, func(DueEntry) error {
 		go func() { closed <- s.Close() }()
 		for !s.gate.IsShut() { // until Close has shut the gate
 			runtime.Gosched()

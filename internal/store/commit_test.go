@@ -26,7 +26,7 @@ func TestConcurrentCommitsShareFsyncs(t *testing.T) {
 				b.Reset()
 				tk := task("client", "group", uint64(g*each+i+1), int64(i))
 				b.PutTask(tk)
-				b.PutShardMeta(ShardOf(tk.Id), shardMeta(uint64(i), uint64(i)))
+				b.PutShardMeta(ShardOf(tk.Id), shardMeta(uint64(i)))
 				if err := s.Commit(b); err != nil {
 					t.Error(err)
 					return

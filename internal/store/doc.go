@@ -1,6 +1,7 @@
-// Package store is Boomerang's durable state: tasks with their due and
-// client indexes, group state, dead letters, idempotency keys, per-shard
-// high-water marks and registered clients, kept in one Pebble database.
+// Package store is Boomerang's durable state: tasks with their due, client
+// and group order indexes, group state, dead letters, idempotency keys,
+// per-shard high-water marks and registered clients, kept in one Pebble
+// database.
 // It is the only package that imports Pebble.
 //
 //	s, err := store.Open(dir, store.Options{Logger: log})
@@ -8,7 +9,7 @@
 //	b := s.NewBatch()
 //	b.PutTask(task)                 // record, due index, client index
 //	b.PutGroup(group)               // next sequence, blocked head
-//	b.PutShardMeta(shard, meta)     // applied position, in the same batch
+//	b.PutShardMeta(shard, meta)     // id high-water mark, in the same batch
 //	err = s.Commit(b)               // atomic, synced: now it may be acked
 //
 // # Key layout
@@ -22,23 +23,28 @@
 // ("a", "bc") and ("ab", "c") never collide. Values are protobuf records
 // from storepb.
 //
-//	\x00schema                  → uvarint SchemaVersion; sorts before all
-//	t shard id                  → Task
-//	d shard due id              → empty: the due index
-//	c shard client id           → empty: a client's tasks
-//	g shard client group        → Group
-//	b shard client group        → empty: the group is blocked (PutGroup keeps it)
-//	i shard client key          → task id, 8 bytes
-//	q shard id                  → DeadLetter, by DeadLetterID
-//	r shard client id           → empty: a client's dead letters
-//	m shard                     → ShardMeta
-//	k client                    → Client (not sharded)
+//	\x00schema                    → uvarint SchemaVersion; sorts before all
+//	t shard id                    → Task
+//	d shard wake id               → the due index (see WakeMs): GroupRef of an ordered task, else empty
+//	o shard client group due seq id → empty: a group's order (ordered tasks only, see Ordered)
+//	c shard client id             → empty: a client's tasks
+//	g shard client group          → Group
+//	b shard client group          → empty: the group is blocked (PutGroup keeps it)
+//	i shard client key            → task id, creation time: 8 bytes each
+//	x shard created client key    → empty: idempotency keys by age, for expiry
+//	q shard id                    → DeadLetter, by DeadLetterID
+//	r shard client id             → failure time (8 bytes), blocks its group (1 byte)
+//	m shard                       → ShardMeta
+//	k client                      → Client (not sharded)
 //
-// Here shard is 2 bytes, id 8 bytes and due 8 bytes: the int64 Unix
-// milliseconds with the sign bit flipped, so negative times sort first. A
-// scan of one shard's due index therefore returns entries in (due, id)
-// order. Because an id's top bits are its shard, key order across the
-// shards of the t and q spaces is id order, which is what ListTasks and
+// Here shard is 2 bytes, id and seq 8 bytes, and wake, due and created 8
+// bytes: the int64 Unix milliseconds with the sign bit flipped, so
+// negative times sort first. A scan of one shard's due index therefore
+// returns entries in (wake, id) order, and a group's order index in
+// (due, seq) order: the order the group runs its tasks in. A task's seq
+// is its acceptance sequence, kept when a blocked head is revived.
+// Because an id's top bits are its shard, key order across the shards of
+// the t and q spaces is id order, which is what ListTasks and
 // ListDeadLetters page by.
 //
 // Shards, GroupShard and the layout above are the on-disk format; changing
@@ -46,10 +52,11 @@
 //
 // # Durability
 //
-// A Batch holds the whole of one change: a record and every index entry
-// that belongs to it. Commit applies it atomically (it is one WAL record)
-// and returns only after the WAL is fsynced; only then may the change be
-// acknowledged. Commits from many goroutines share fsyncs: while one fsync
+// A Batch holds whole changes: each method adds a record and every index
+// entry that belongs to it, or, if the record cannot be stored, nothing,
+// and says why; the batch's other changes are unaffected. Commit applies
+// a batch atomically (it is one WAL record) and returns only after the
+// WAL is fsynced; only then may the change be acknowledged. Commits from many goroutines share fsyncs: while one fsync
 // runs, Pebble's commit pipeline queues the batches that arrive and covers
 // them all with the next one, so throughput grows with the number of
 // concurrent committers instead of being capped at the disk's fsync rate.
@@ -59,6 +66,11 @@
 // can be before its fsync completes. Callers that act on data (the
 // scheduler's apply stage) do so after their own Commit returns, as the
 // journal-then-apply design requires.
+//
+// Open creates a missing directory, and any missing parents, readable by
+// its owner only, and syncs each new directory's parent, so that a power
+// loss right after the first commit does not lose the directory that
+// holds it.
 //
 // If a WAL write or fsync fails, Pebble cannot continue: the state in
 // memory may no longer match the disk. Commit returns ErrFailed, whose
@@ -78,8 +90,9 @@
 //   - A directory holding other files and no store, or a Pebble database
 //     holding data but no schema version, is refused with ErrCorrupt: a
 //     mistyped path is reported, not filled.
-//   - A schema version other than SchemaVersion, or a Pebble format newer
-//     than this build's Pebble, gives ErrSchema naming both versions.
+//   - A store of schema 1 is upgraded in place (see migrateV1). Any other
+//     schema version than SchemaVersion, or a Pebble format newer than
+//     this build's Pebble, gives ErrSchema naming both versions.
 //   - A directory another Store holds, in this process (under any path
 //     that names it) or in another, gives ErrLocked.
 //   - Damage Pebble detects or cannot make sense of gives ErrCorrupt with

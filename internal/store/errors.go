@@ -31,9 +31,10 @@ var (
 	// ErrClosed is returned by every method once Close has begun.
 	ErrClosed = errors.New("store: closed")
 
-	// ErrInvalid is returned by Commit for a batch holding an operation the
-	// store refuses (a task id of 0, a shard out of range, a record that
-	// cannot be encoded). Nothing of such a batch is applied.
+	// ErrInvalid is returned by a Batch method for an operation the store
+	// refuses (a task id of 0, a shard out of range, a record that cannot
+	// be encoded). Nothing of that operation is added to the batch; the
+	// rest of the batch is unaffected.
 	ErrInvalid = errors.New("store: invalid record")
 
 	// ErrFailed is returned once Pebble has hit an unrecoverable write

@@ -114,8 +114,8 @@ func TestWriteFailureIsAtomic(t *testing.T) {
 	armed.Store(true)
 	b := s.NewBatch()
 	b.PutTask(tk)
-	b.PutGroup(&storepb.Group{Shard: uint32(shard), Client: "acme", Group: "orders", NextSeq: 2})
-	b.PutShardMeta(shard, shardMeta(1, 1))
+	b.PutGroup(&storepb.Group{Shard: uint32(shard), Client: "acme", Group: "orders", Tasks: 1})
+	b.PutShardMeta(shard, shardMeta(1))
 	b.PutClient(client("during"))
 	if err := s.Commit(b); !errors.Is(err, ErrFailed) {
 		t.Fatalf("Commit with a failing WAL write = %v, want ErrFailed", err)

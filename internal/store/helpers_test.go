@@ -102,8 +102,8 @@ func rawKeysOf(t testing.TB, s *Store, tag byte) []keyParts {
 	return out
 }
 
-func shardMeta(lastID, applied uint64) *storepb.ShardMeta {
-	return &storepb.ShardMeta{LastId: lastID, Applied: applied}
+func shardMeta(lastID uint64) *storepb.ShardMeta {
+	return &storepb.ShardMeta{LastId: lastID}
 }
 
 func client(id string) *storepb.Client {

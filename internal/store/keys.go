@@ -9,13 +9,15 @@ import (
 // Key-space tags: the first byte of every key. See doc.go for the layout.
 const (
 	tagTask        byte = 't' // t|shard|id                  → Task
-	tagDue         byte = 'd' // d|shard|due|id              → empty
+	tagDue         byte = 'd' // d|shard|due|id              → group ref of an ordered task, else empty
+	tagOrder       byte = 'o' // o|shard|client|group|due|seq|id → empty
 	tagClientIndex byte = 'c' // c|shard|client|id           → empty
 	tagGroup       byte = 'g' // g|shard|client|group        → Group
 	tagBlocked     byte = 'b' // b|shard|client|group        → empty: blocked groups
-	tagIdempotency byte = 'i' // i|shard|client|key          → id
+	tagIdempotency byte = 'i' // i|shard|client|key          → id, created
+	tagIdemExpiry  byte = 'x' // x|shard|created|client|key  → empty
 	tagDeadLetter  byte = 'q' // q|shard|id                  → DeadLetter
-	tagDeadClient  byte = 'r' // r|shard|client|id           → empty
+	tagDeadClient  byte = 'r' // r|shard|client|id           → failed, flags
 	tagShardMeta   byte = 'm' // m|shard                     → ShardMeta
 	tagClient      byte = 'k' // k|client                    → Client
 )
@@ -28,7 +30,8 @@ type keyParts struct {
 	tag   byte
 	shard uint16
 	id    uint64
-	due   int64
+	due   int64  // due time; the creation time for tagIdemExpiry
+	seq   uint64 // tagOrder
 	a, b  string // client and group or idempotency key; client id for tagClient
 }
 
@@ -82,6 +85,19 @@ func idempotencyKey(shard uint16, client, key string) []byte {
 	return namedKey(tagIdempotency, shard, client, key)
 }
 
+// orderKey places a task of an ordered group in its group's order:
+// (due, seq), then id, which keeps the key unique even for tasks written
+// without a sequence.
+func orderKey(shard uint16, client, group string, due int64, seq, id uint64) []byte {
+	k := appendDue(namedKey(tagOrder, shard, client, group), due)
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(k, seq), id)
+}
+
+func idemExpiryKey(shard uint16, createdMs int64, client, key string) []byte {
+	k := appendDue(appendShard(make([]byte, 0, 13+len(client)+len(key)), tagIdemExpiry, shard), createdMs)
+	return appendString(appendString(k, client), key)
+}
+
 func deadLetterKey(id uint64) []byte {
 	return binary.BigEndian.AppendUint64(appendShard(make([]byte, 0, 11), tagDeadLetter, ShardOf(id)), id)
 }
@@ -128,6 +144,10 @@ func (p keyParts) encode() []byte {
 		return blockedKey(p.shard, p.a, p.b)
 	case tagIdempotency:
 		return idempotencyKey(p.shard, p.a, p.b)
+	case tagOrder:
+		return orderKey(p.shard, p.a, p.b, p.due, p.seq, p.id)
+	case tagIdemExpiry:
+		return idemExpiryKey(p.shard, p.due, p.a, p.b)
 	case tagDeadLetter:
 		return deadLetterKey(p.id)
 	case tagShardMeta:
@@ -162,6 +182,16 @@ func decodeKey(k []byte) (keyParts, error) {
 		p.a = r.string()
 		p.id = r.id(p.shard)
 	case tagGroup, tagBlocked, tagIdempotency:
+		p.a = r.string()
+		p.b = r.string()
+	case tagOrder:
+		p.a = r.string()
+		p.b = r.string()
+		p.due = int64(r.uint64() ^ 1<<63)
+		p.seq = r.uint64()
+		p.id = r.id(p.shard)
+	case tagIdemExpiry:
+		p.due = int64(r.uint64() ^ 1<<63)
 		p.a = r.string()
 		p.b = r.string()
 	case tagShardMeta:

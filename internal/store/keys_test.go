@@ -87,6 +87,8 @@ func TestKeyRoundTrip(t *testing.T) {
 		{tag: tagClientIndex, shard: 200, id: id, a: "acme"},
 		{tag: tagGroup, shard: 3, a: "acme", b: "orders"},
 		{tag: tagIdempotency, shard: 3, a: "acme", b: "k"},
+		{tag: tagIdemExpiry, shard: 3, due: 1_700_000_000_000, a: "acme", b: "k"},
+		{tag: tagOrder, shard: 200, a: "acme", b: "orders", due: -5, seq: 9, id: id},
 		{tag: tagDeadLetter, shard: 200, id: id},
 		{tag: tagDeadClient, shard: 200, id: id, a: "acme"},
 		{tag: tagShardMeta, shard: 255},
@@ -158,7 +160,7 @@ func FuzzKeyRoundTrip(f *testing.F) {
 	f.Add(byte(tagDue), uint16(255), uint64(MaxCounter), int64(math.MinInt64), "", "")
 	f.Add(byte(tagGroup), uint16(7), uint64(0), int64(0), "a", "bc")
 	f.Add(byte(tagClient), uint16(0), uint64(0), int64(0), "\x00\xff", "")
-	tags := []byte{tagTask, tagDue, tagClientIndex, tagGroup, tagIdempotency, tagDeadLetter, tagDeadClient, tagShardMeta, tagClient}
+	tags := []byte{tagTask, tagDue, tagClientIndex, tagGroup, tagIdempotency, tagDeadLetter, tagDeadClient, tagShardMeta, tagClient, tagOrder, tagIdemExpiry}
 	f.Fuzz(func(t *testing.T, tag byte, shard uint16, n uint64, due int64, a, b string) {
 		p := keyParts{tag: tags[int(tag)%len(tags)], shard: shard % Shards}
 		switch p.tag {
@@ -170,6 +172,10 @@ func FuzzKeyRoundTrip(f *testing.F) {
 			p.id, p.a = MakeID(p.shard, n&MaxCounter), a
 		case tagGroup, tagIdempotency:
 			p.a, p.b = a, b
+		case tagOrder:
+			p.a, p.b, p.due, p.seq, p.id = a, b, due, n, MakeID(p.shard, n&MaxCounter)
+		case tagIdemExpiry:
+			p.a, p.b, p.due = a, b, due
 		case tagClient:
 			p.shard, p.a = 0, a
 		}

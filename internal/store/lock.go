@@ -30,21 +30,13 @@ type dirLock struct {
 // lockDir registers dir in this process, then takes Pebble's file lock,
 // which other processes respect.
 func lockDir(dir string, filesystem vfs.FS) (*dirLock, error) {
-	info, err := os.Stat(dir)
-	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	openDirs.Lock()
-	for _, held := range openDirs.infos {
-		if os.SameFile(held, info) {
-			openDirs.Unlock()
-			return nil, fmt.Errorf("%w: %s is open in this process", ErrLocked, dir)
+	l := &dirLock{}
+	if vfs.Root(filesystem) == vfs.Default {
+		if err := l.register(dir); err != nil {
+			return nil, err
 		}
 	}
-	openDirs.infos = append(openDirs.infos, info)
-	openDirs.Unlock()
-
-	l := &dirLock{info: info}
+	var err error
 	l.pebbleLock, err = pebble.LockDirectory(dir, filesystem)
 	if err != nil {
 		l.unregister()
@@ -58,7 +50,29 @@ func lockDir(dir string, filesystem vfs.FS) (*dirLock, error) {
 	return l, nil
 }
 
+// register claims dir among the directories of this process's Stores.
+func (l *dirLock) register(dir string) error {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	openDirs.Lock()
+	for _, held := range openDirs.infos {
+		if os.SameFile(held, info) {
+			openDirs.Unlock()
+			return fmt.Errorf("%w: %s is open in this process", ErrLocked, dir)
+		}
+	}
+	openDirs.infos = append(openDirs.infos, info)
+	openDirs.Unlock()
+	l.info = info
+	return nil
+}
+
 func (l *dirLock) unregister() {
+	if l.info == nil {
+		return
+	}
 	openDirs.Lock()
 	defer openDirs.Unlock()
 	for i, held := range openDirs.infos {

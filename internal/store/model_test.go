@@ -107,14 +107,18 @@ func (m *storeModel) check(rt *rapid.T) {
 				return cmp.Or(cmp.Compare(a.DueMs, b.DueMs), cmp.Compare(a.Id, b.Id))
 			})
 			var got []*storepb.Task
-			if err := m.s.TasksDue(shard, minDue, maxDue, func(tk *storepb.Task) error {
+			if err := m.s.ScanDue(shard, minDue, maxDue, func(e DueEntry) error {
+				tk, err := m.s.Task(e.ID)
+				if err == nil && string(e.Group) != dueGroup(tk) {
+					err = fmt.Errorf("task %#x: due entry names group %q", e.ID, e.Group)
+				}
 				got = append(got, tk)
-				return nil
+				return err
 			}); err != nil {
 				rt.Fatal(err)
 			}
 			if !slices.EqualFunc(got, want, func(a, b *storepb.Task) bool { return proto.Equal(a, b) }) {
-				rt.Fatalf("shard %d: TasksDue %v\nwant %v", shard, got, want)
+				rt.Fatalf("shard %d: due index %v\nwant %v", shard, got, want)
 			}
 		}
 	}
@@ -161,15 +165,21 @@ func (m *storeModel) check(rt *rapid.T) {
 			rt.Fatalf("ListDeadLetters(%q): %d, want %d", client, len(dls), want)
 		}
 	}
-	// Nothing else in the raw key spaces: three keys per task, two per
-	// dead letter.
+	// Nothing else in the raw key spaces: three keys per task and one
+	// more for an ordered one, two per dead letter.
 	counts := map[byte]int{}
 	for _, k := range rawKeys(rt, m.s) {
 		counts[k.tag]++
 	}
+	ordered := 0
+	for _, tk := range m.tasks {
+		if Ordered(tk) {
+			ordered++
+		}
+	}
 	want := map[byte]int{}
 	for tag, n := range map[byte]int{
-		tagTask: len(m.tasks), tagDue: len(m.tasks), tagClientIndex: len(m.tasks),
+		tagTask: len(m.tasks), tagDue: len(m.tasks), tagClientIndex: len(m.tasks), tagOrder: ordered,
 		tagDeadLetter: len(m.dead), tagDeadClient: len(m.dead),
 	} {
 		if n > 0 {
@@ -187,4 +197,12 @@ func fmtCounts(c map[byte]int) string {
 		s += fmt.Sprintf("%c:%d ", tag, c[tag])
 	}
 	return s
+}
+
+// dueGroup is what a task's due index entry holds.
+func dueGroup(tk *storepb.Task) string {
+	if Ordered(tk) {
+		return GroupRef(tk.Client, tk.Group)
+	}
+	return ""
 }

@@ -24,7 +24,7 @@ func TestReopenKeepsCommittedData(t *testing.T) {
 	want := task("acme", "orders", 1, 1000)
 	commit(t, s, func(b *Batch) {
 		b.PutTask(want)
-		b.PutShardMeta(ShardOf(want.Id), shardMeta(1, 7))
+		b.PutShardMeta(ShardOf(want.Id), shardMeta(1))
 	})
 	closeStore(t, s)
 
@@ -35,7 +35,7 @@ func TestReopenKeepsCommittedData(t *testing.T) {
 	}
 	assertProtoEqual(t, got, want)
 	m, err := s.ShardMeta(ShardOf(want.Id))
-	if err != nil || m.LastId != 1 || m.Applied != 7 {
+	if err != nil || m.LastId != 1 {
 		t.Fatalf("ShardMeta = %v, %v; want last_id 1 applied 7", m, err)
 	}
 }
@@ -78,7 +78,7 @@ func TestOpenNewerSchema(t *testing.T) {
 	if !errors.Is(err, ErrSchema) {
 		t.Fatalf("Open = %v, want ErrSchema", err)
 	}
-	for _, v := range []string{"version 2", "supports 1"} {
+	for _, v := range []string{fmt.Sprintf("version %d", SchemaVersion+1), fmt.Sprintf("supports %d", SchemaVersion)} {
 		if !strings.Contains(err.Error(), v) {
 			t.Errorf("error %q does not name %q", err, v)
 		}

@@ -15,6 +15,10 @@ type Options struct {
 	// recycling) at Debug and its errors (background errors, data
 	// corruption, write stalls turning fatal) at Error. Default: silent.
 	Logger *slog.Logger
+
+	// FS, if set, holds the store instead of the real disk: for tests of
+	// power loss and disk failure.
+	FS *MemFS
 }
 
 func (o *Options) ensureDefaults() {

@@ -92,24 +92,6 @@ func (s *Store) ShardMeta(shard uint16) (*storepb.ShardMeta, error) {
 	return m, err
 }
 
-// Idempotency returns the task id a client's idempotency key created.
-func (s *Store) Idempotency(shard uint16, client, key string) (uint64, error) {
-	if err := s.enter(); err != nil {
-		return 0, err
-	}
-	defer s.gate.Exit()
-	what := fmt.Sprintf("idempotency key %q of client %q", key, client)
-	var id uint64
-	err := get(s.db, what, idempotencyKey(shard, client, key), func(v []byte) error {
-		if len(v) != 8 {
-			return corruptf("%s holds %d bytes, want 8", what, len(v))
-		}
-		id = binary.BigEndian.Uint64(v)
-		return nil
-	})
-	return id, err
-}
-
 // readRecord reads one record under the gate; what names it in errors.
 func readRecord[M proto.Message](s *Store, what string, key []byte, m M) (M, error) {
 	var zero M

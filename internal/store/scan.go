@@ -21,10 +21,19 @@ const (
 	MaxLimit     = 1000
 )
 
+// DueEntry is one due index entry.
+type DueEntry struct {
+	Due int64 // Unix ms
+	ID  uint64
+	// Group is GroupRef(client, group) of an ordered task (see Ordered),
+	// empty for any other. It is valid only during the callback.
+	Group []byte
+}
+
 // ScanDue calls fn for each due index entry of shard with fromMs <= due <
-// toMs, in (due, id) order. fn returning an error stops the scan and
+// toMs, in (wake, id) order (see WakeMs). fn returning an error stops the scan and
 // ScanDue returns that error. The scan reads one consistent snapshot.
-func (s *Store) ScanDue(shard uint16, fromMs, toMs int64, fn func(dueMs int64, id uint64) error) error {
+func (s *Store) ScanDue(shard uint16, fromMs, toMs int64, fn func(DueEntry) error) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
@@ -32,36 +41,19 @@ func (s *Store) ScanDue(shard uint16, fromMs, toMs int64, fn func(dueMs int64, i
 	return scanDue(s.db, shard, fromMs, toMs, fn)
 }
 
-// TasksDue is ScanDue that passes each task's record.
-func (s *Store) TasksDue(shard uint16, fromMs, toMs int64, fn func(*storepb.Task) error) error {
-	if err := s.enter(); err != nil {
-		return err
-	}
-	defer s.gate.Exit()
-	snap := s.db.NewSnapshot()
-	defer snap.Close()
-	return scanDue(snap, shard, fromMs, toMs, func(_ int64, id uint64) error {
-		t, err := indexedTask(snap, id)
-		if err != nil {
-			return err
-		}
-		return fn(t)
-	})
-}
-
-func scanDue(r pebble.Reader, shard uint16, fromMs, toMs int64, fn func(int64, uint64) error) error {
+func scanDue(r pebble.Reader, shard uint16, fromMs, toMs int64, fn func(DueEntry) error) error {
 	if fromMs >= toMs {
 		return nil
 	}
 	prefix := shardPrefix(tagDue, shard)
 	lower := appendDue(slices.Clip(prefix), fromMs)
 	upper := appendDue(slices.Clip(prefix), toMs) // every key with due toMs is longer, so above it
-	return scan(r, lower, upper, func(k, _ []byte) error {
+	return scan(r, lower, upper, func(k, v []byte) error {
 		due, id, err := decodeDueKey(k)
 		if err != nil {
 			return corruptf("due index key %x: %v", k, err)
 		}
-		return fn(due, id)
+		return fn(DueEntry{Due: due, ID: id, Group: v})
 	})
 }
 

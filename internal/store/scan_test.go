@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"testing"
@@ -18,8 +20,8 @@ type dueEntry struct {
 func scanDueEntries(t *testing.T, s *Store, shard uint16, from, to int64) []dueEntry {
 	t.Helper()
 	var got []dueEntry
-	if err := s.ScanDue(shard, from, to, func(due int64, id uint64) error {
-		got = append(got, dueEntry{due, id})
+	if err := s.ScanDue(shard, from, to, func(e DueEntry) error {
+		got = append(got, dueEntry{e.Due, e.ID})
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -72,7 +74,7 @@ func TestScanDueOrderAndBounds(t *testing.T) {
 	// An error from fn stops the scan and is returned as is.
 	stop := errors.New("enough")
 	calls := 0
-	err := s.ScanDue(shard, minDue, maxDue, func(int64, uint64) error {
+	err := s.ScanDue(shard, minDue, maxDue, func(DueEntry) error {
 		calls++
 		if calls == 3 {
 			return stop
@@ -84,36 +86,53 @@ func TestScanDueOrderAndBounds(t *testing.T) {
 	}
 }
 
-func TestTasksDue(t *testing.T) {
+// An ordered task's due entry names its group; other tasks' name none.
+// A group's order is (due, seq), whatever the ids.
+func TestDueEntriesAndGroupOrder(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, t.TempDir())
 	shard := GroupShard("acme", "g")
+	immediate := task("acme", "g", 30, 50)
+	immediate.Mode = storepb.DispatchMode_DISPATCH_MODE_IMMEDIATE
 	commit(t, s, func(b *Batch) {
 		for n := uint64(1); n <= 20; n++ {
-			b.PutTask(task("acme", "g", n, int64(100-n)))
+			tk := task("acme", "g", n, int64(100-n/2))
+			tk.Seq = 100 - n // acceptance order opposite to id order
+			b.PutTask(tk)
 		}
+		b.PutTask(immediate)
 	})
-	var got []int64
-	if err := s.TasksDue(shard, 85, 90, func(tk *storepb.Task) error {
-		if tk.Client != "acme" || tk.Payload == nil {
-			return fmt.Errorf("record not loaded: %v", tk)
-		}
-		got = append(got, tk.DueMs)
+	groups := map[string]int{}
+	if err := s.ScanDue(shard, minDue, maxDue, func(e DueEntry) error {
+		groups[string(e.Group)]++
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if want := []int64{85, 86, 87, 88, 89}; !slices.Equal(got, want) {
-		t.Fatalf("TasksDue = %v, want %v", got, want)
+	if want := map[string]int{GroupRef("acme", "g"): 20, "": 1}; !maps.Equal(groups, want) {
+		t.Fatalf("due entries by group %v, want %v", groups, want)
 	}
-
-	// An index entry whose record is gone is corruption.
-	if err := s.db.Delete(taskKey(MakeID(shard, 12)), nil); err != nil {
+	var order []OrderEntry
+	if err := s.GroupOrder("acme", "g", func(e OrderEntry) bool {
+		order = append(order, e)
+		return true
+	}); err != nil {
 		t.Fatal(err)
 	}
-	err := s.TasksDue(shard, minDue, maxDue, func(*storepb.Task) error { return nil })
-	if !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("TasksDue over a dangling index entry = %v, want ErrCorrupt", err)
+	if len(order) != 20 || !slices.IsSortedFunc(order, func(a, b OrderEntry) int {
+		return cmp.Or(cmp.Compare(a.Due, b.Due), cmp.Compare(a.Seq, b.Seq))
+	}) {
+		t.Fatalf("group order %v", order)
+	}
+	// Due 90 holds n = 20 (seq 80) only; due 91 holds n = 18, 19 (seq 82, 81).
+	if head, ok, err := s.GroupHead("acme", "g"); err != nil || !ok || head != (OrderEntry{Due: 90, Seq: 80, ID: MakeID(shard, 20)}) {
+		t.Fatalf("GroupHead = %+v, %v, %v", head, ok, err)
+	}
+	if order[1].ID != MakeID(shard, 19) || order[2].ID != MakeID(shard, 18) {
+		t.Fatalf("equal due times not in seq order: %v", order[:3])
+	}
+	if _, ok, err := s.GroupHead("acme", "other"); ok || err != nil {
+		t.Fatalf("GroupHead of an empty group: %v, %v", ok, err)
 	}
 }
 
@@ -363,8 +382,7 @@ func TestCorruptRecordsAreReported(t *testing.T) {
 		"Group":           second(s.Group(shard, "acme", "orders")),
 		"ShardMeta":       second(s.ShardMeta(shard)),
 		"Client":          second(s.Client("acme")),
-		"Idempotency":     second(s.Idempotency(shard, "acme", "k")),
-		"TasksDue":        s.TasksDue(shard, minDue, maxDue, func(*storepb.Task) error { return nil }),
+		"Idempotency":     third(s.Idempotency(shard, "acme", "k")),
 		"ListTasks":       third(s.ListTasks(TaskQuery{})),
 		"ListTasksClient": third(s.ListTasks(TaskQuery{Client: "acme"})),
 		"ListDeadLetters": third(s.ListDeadLetters("", 0, 0)),
@@ -382,7 +400,7 @@ func TestCorruptRecordsAreReported(t *testing.T) {
 	if err := s.db.Set(append(dueKey(0, MakeID(shard, 2)), 0), nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ScanDue(shard, minDue, maxDue, func(int64, uint64) error { return nil }); !errors.Is(err, ErrCorrupt) {
+	if err := s.ScanDue(shard, minDue, maxDue, func(DueEntry) error { return nil }); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("ScanDue over a malformed key = %v, want ErrCorrupt", err)
 	}
 }
@@ -418,7 +436,7 @@ func TestScanBlockedGroupsFollowsPutGroup(t *testing.T) {
 		other += "x"
 	}
 	put(&storepb.Group{Shard: uint32(shard), Client: "acme", Group: "g1", BlockedTask: MakeID(shard, 7)},
-		&storepb.Group{Shard: uint32(shard), Client: "acme", Group: other, NextSeq: 3})
+		&storepb.Group{Shard: uint32(shard), Client: "acme", Group: other, Tasks: 3})
 	if got := blocked(); len(got) != 1 || got[0] != "g1" {
 		t.Fatalf("blocked groups %v, want [g1]", got)
 	}

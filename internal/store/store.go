@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -16,7 +18,7 @@ import (
 
 // SchemaVersion is the version of the key layout and records this build
 // reads and writes. Open refuses a store with any other version.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // formatVersion pins Pebble's on-disk format, so that upgrading Pebble
 // never silently ratchets the files to a format an older build cannot
@@ -40,6 +42,7 @@ type Store struct {
 	lock *dirLock
 	gate *gate.Gate
 	c    *counters
+	log  *slog.Logger
 
 	failure atomic.Pointer[error] // set once Pebble hit a fatal write error
 
@@ -50,6 +53,9 @@ type Store struct {
 // Open opens the store in dir, creating dir and a new store if it is
 // missing or empty. See the package documentation for its errors.
 func Open(dir string, o Options) (*Store, error) {
+	if o.FS != nil {
+		return open(dir, o, o.FS.vfs())
+	}
 	return open(dir, o, vfs.Default)
 }
 
@@ -59,7 +65,7 @@ func open(dir string, o Options, filesystem vfs.FS) (_ *Store, err error) {
 	if dir == "" {
 		return nil, errors.New("store: empty directory name")
 	}
-	if err := filesystem.MkdirAll(dir, 0o755); err != nil {
+	if err := makeDir(filesystem, dir); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	existed, err := inspectDir(filesystem, dir)
@@ -70,7 +76,7 @@ func open(dir string, o Options, filesystem vfs.FS) (_ *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, lock: lock, gate: gate.New(), c: new(counters)}
+	s := &Store{dir: dir, lock: lock, gate: gate.New(), c: new(counters), log: o.Logger}
 	opened := false
 	defer func() {
 		if !opened {
@@ -116,6 +122,34 @@ func pebbleOptions(o Options, filesystem vfs.FS, c *counters, lock *dirLock, cac
 	return po
 }
 
+// makeDir creates dir and any missing parents, readable by the owner
+// only, and syncs each new directory's parent so that the new entry
+// survives a power loss.
+func makeDir(filesystem vfs.FS, dir string) error {
+	dir = filepath.Clean(dir)
+	if _, err := filesystem.Stat(dir); err == nil {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := makeDir(filesystem, parent); err != nil {
+			return err
+		}
+	}
+	if err := filesystem.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	d, err := filesystem.OpenDir(parent)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // checkSchema writes the schema version into a new store and checks it in
 // an existing one.
 func (s *Store) checkSchema() error {
@@ -131,11 +165,14 @@ func (s *Store) checkSchema() error {
 	if n <= 0 || n != len(v) {
 		return corruptf("%s: schema version %x is not a varint", s.dir, v)
 	}
-	if version != SchemaVersion {
-		return fmt.Errorf("%w: %s has schema version %d; this build supports %d",
-			ErrSchema, s.dir, version, SchemaVersion)
+	switch version {
+	case SchemaVersion:
+		return nil
+	case 1:
+		return s.migrateV1(s.log)
 	}
-	return nil
+	return fmt.Errorf("%w: %s has schema version %d; this build supports %d (and upgrades 1)",
+		ErrSchema, s.dir, version, SchemaVersion)
 }
 
 // initSchema marks a new, empty store with SchemaVersion. A Pebble

@@ -273,6 +273,7 @@ const (
 	TaskStatus_TASK_STATUS_QUEUED      TaskStatus = 2 // due, waiting for its group's earlier tasks
 	TaskStatus_TASK_STATUS_DELIVERING  TaskStatus = 3 // an attempt is under way
 	TaskStatus_TASK_STATUS_RETRYING    TaskStatus = 4 // an attempt failed; the next one is scheduled
+	TaskStatus_TASK_STATUS_FINISHED    TaskStatus = 5 // delivered, dead-lettered or cancelled: only a
 )
 
 // Enum value maps for TaskStatus.
@@ -283,6 +284,7 @@ var (
 		2: "TASK_STATUS_QUEUED",
 		3: "TASK_STATUS_DELIVERING",
 		4: "TASK_STATUS_RETRYING",
+		5: "TASK_STATUS_FINISHED",
 	}
 	TaskStatus_value = map[string]int32{
 		"TASK_STATUS_UNSPECIFIED": 0,
@@ -290,6 +292,7 @@ var (
 		"TASK_STATUS_QUEUED":      2,
 		"TASK_STATUS_DELIVERING":  3,
 		"TASK_STATUS_RETRYING":    4,
+		"TASK_STATUS_FINISHED":    5,
 	}
 )
 
@@ -538,7 +541,7 @@ func (x *RetryPolicy) GetMaxAttempts() uint32 {
 // DeadLetterPolicy bounds a client's dead letter queue.
 type DeadLetterPolicy struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	MaxEntries    uint32                 `protobuf:"varint,1,opt,name=max_entries,json=maxEntries,proto3" json:"max_entries,omitempty"`    // 0 = unbounded
+	MaxEntries    uint32                 `protobuf:"varint,1,opt,name=max_entries,json=maxEntries,proto3" json:"max_entries,omitempty"`    // 0 = the server's default (--dlq-max-entries)
 	RetentionMs   int64                  `protobuf:"varint,2,opt,name=retention_ms,json=retentionMs,proto3" json:"retention_ms,omitempty"` // 0 = keep until deleted
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -596,20 +599,21 @@ type Task struct {
 	Payload          []byte                 `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
 	FireAtMs         int64                  `protobuf:"varint,5,opt,name=fire_at_ms,json=fireAtMs,proto3" json:"fire_at_ms,omitempty"`                         // due time of the current occurrence, Unix ms
 	RepeatIntervalMs int64                  `protobuf:"varint,6,opt,name=repeat_interval_ms,json=repeatIntervalMs,proto3" json:"repeat_interval_ms,omitempty"` // 0 = once
-	Seq              uint64                 `protobuf:"varint,7,opt,name=seq,proto3" json:"seq,omitempty"`                                                     // order within the group
-	Mode             DispatchMode           `protobuf:"varint,8,opt,name=mode,proto3,enum=boomerang.v1.DispatchMode" json:"mode,omitempty"`
-	Status           TaskStatus             `protobuf:"varint,9,opt,name=status,proto3,enum=boomerang.v1.TaskStatus" json:"status,omitempty"`
-	Attempts         uint32                 `protobuf:"varint,10,opt,name=attempts,proto3" json:"attempts,omitempty"`                                  // failed attempts of the current occurrence
-	NextAttemptMs    int64                  `protobuf:"varint,11,opt,name=next_attempt_ms,json=nextAttemptMs,proto3" json:"next_attempt_ms,omitempty"` // when the next retry is due; 0 = none
-	LastError        string                 `protobuf:"bytes,12,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
-	Fires            uint64                 `protobuf:"varint,13,opt,name=fires,proto3" json:"fires,omitempty"` // occurrences delivered so far
-	IdempotencyKey   string                 `protobuf:"bytes,14,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	Callback         *Callback              `protobuf:"bytes,15,opt,name=callback,proto3" json:"callback,omitempty"` // per-task override, if any
-	Retry            *RetryPolicy           `protobuf:"bytes,16,opt,name=retry,proto3" json:"retry,omitempty"`       // per-task override, if any
-	CreatedMs        int64                  `protobuf:"varint,17,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
-	UpdatedMs        int64                  `protobuf:"varint,18,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	Seq              uint64                 `protobuf:"varint,7,opt,name=seq,proto3" json:"seq,omitempty"`                                                     // acceptance sequence: a group runs its tasks
+	// in (fire_at_ms, seq) order
+	Mode           DispatchMode `protobuf:"varint,8,opt,name=mode,proto3,enum=boomerang.v1.DispatchMode" json:"mode,omitempty"`
+	Status         TaskStatus   `protobuf:"varint,9,opt,name=status,proto3,enum=boomerang.v1.TaskStatus" json:"status,omitempty"`
+	Attempts       uint32       `protobuf:"varint,10,opt,name=attempts,proto3" json:"attempts,omitempty"`                                  // failed attempts of the current occurrence
+	NextAttemptMs  int64        `protobuf:"varint,11,opt,name=next_attempt_ms,json=nextAttemptMs,proto3" json:"next_attempt_ms,omitempty"` // when the next retry is due; 0 = none
+	LastError      string       `protobuf:"bytes,12,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	Fires          uint64       `protobuf:"varint,13,opt,name=fires,proto3" json:"fires,omitempty"` // occurrences delivered so far
+	IdempotencyKey string       `protobuf:"bytes,14,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	Callback       *Callback    `protobuf:"bytes,15,opt,name=callback,proto3" json:"callback,omitempty"` // per-task override, if any
+	Retry          *RetryPolicy `protobuf:"bytes,16,opt,name=retry,proto3" json:"retry,omitempty"`       // per-task override, if any
+	CreatedMs      int64        `protobuf:"varint,17,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	UpdatedMs      int64        `protobuf:"varint,18,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -856,7 +860,7 @@ type Group struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	Client              string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
 	Group               string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`
-	NextSeq             uint64                 `protobuf:"varint,3,opt,name=next_seq,json=nextSeq,proto3" json:"next_seq,omitempty"`
+	Tasks               uint64                 `protobuf:"varint,7,opt,name=tasks,proto3" json:"tasks,omitempty"` // tasks of the group waiting or under way
 	Blocked             bool                   `protobuf:"varint,4,opt,name=blocked,proto3" json:"blocked,omitempty"`
 	BlockedDeadLetterId uint64                 `protobuf:"varint,5,opt,name=blocked_dead_letter_id,json=blockedDeadLetterId,proto3" json:"blocked_dead_letter_id,omitempty"`
 	BlockedSinceMs      int64                  `protobuf:"varint,6,opt,name=blocked_since_ms,json=blockedSinceMs,proto3" json:"blocked_since_ms,omitempty"`
@@ -908,9 +912,9 @@ func (x *Group) GetGroup() string {
 	return ""
 }
 
-func (x *Group) GetNextSeq() uint64 {
+func (x *Group) GetTasks() uint64 {
 	if x != nil {
-		return x.NextSeq
+		return x.Tasks
 	}
 	return 0
 }
@@ -946,6 +950,7 @@ type ClientConfig struct {
 	DeadLetters   *DeadLetterPolicy      `protobuf:"bytes,5,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
 	DefaultMode   DispatchMode           `protobuf:"varint,6,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.v1.DispatchMode" json:"default_mode,omitempty"`
 	CreatedMs     int64                  `protobuf:"varint,7,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	GroupLimit    uint32                 `protobuf:"varint,8,opt,name=group_limit,json=groupLimit,proto3" json:"group_limit,omitempty"` // tasks one group may hold; 0 = the server's default
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1025,6 +1030,13 @@ func (x *ClientConfig) GetDefaultMode() DispatchMode {
 func (x *ClientConfig) GetCreatedMs() int64 {
 	if x != nil {
 		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *ClientConfig) GetGroupLimit() uint32 {
+	if x != nil {
+		return x.GroupLimit
 	}
 	return 0
 }
@@ -1239,6 +1251,7 @@ type RegisterClientRequest struct {
 	DeadLetters   *DeadLetterPolicy      `protobuf:"bytes,6,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
 	DefaultMode   DispatchMode           `protobuf:"varint,7,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.v1.DispatchMode" json:"default_mode,omitempty"`
 	SigningSecret []byte                 `protobuf:"bytes,8,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"` // HMAC key for webhook signatures; empty = generated
+	GroupLimit    uint32                 `protobuf:"varint,9,opt,name=group_limit,json=groupLimit,proto3" json:"group_limit,omitempty"`         // tasks one group may hold; 0 = the server's default
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1327,6 +1340,13 @@ func (x *RegisterClientRequest) GetSigningSecret() []byte {
 		return x.SigningSecret
 	}
 	return nil
+}
+
+func (x *RegisterClientRequest) GetGroupLimit() uint32 {
+	if x != nil {
+		return x.GroupLimit
+	}
+	return 0
 }
 
 type RegisterClientResponse struct {
@@ -1685,7 +1705,7 @@ func (*RegisterTaskRequest_FireAtMs) isRegisterTaskRequest_When() {}
 type RegisterTaskResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
-	Created       bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"` // false: the idempotency key matched an existing task
+	Created       bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"` // false: the idempotency key matched an earlier
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2852,6 +2872,266 @@ func (*SkipGroupResponse) Descriptor() ([]byte, []int) {
 	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{41}
 }
 
+// CancelTasksRequest cancels every task of a client, or of one of its
+// groups, except those being delivered.
+type CancelTasksRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`                // admin only; "" = the caller
+	Group         string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`                  // "" = every group, and ungrouped tasks
+	DryRun        bool                   `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"` // only count
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelTasksRequest) Reset() {
+	*x = CancelTasksRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelTasksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelTasksRequest) ProtoMessage() {}
+
+func (x *CancelTasksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelTasksRequest.ProtoReflect.Descriptor instead.
+func (*CancelTasksRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *CancelTasksRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *CancelTasksRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *CancelTasksRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type CancelTasksResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Matched       uint64                 `protobuf:"varint,1,opt,name=matched,proto3" json:"matched,omitempty"`
+	Cancelled     uint64                 `protobuf:"varint,2,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
+	Skipped       uint64                 `protobuf:"varint,3,opt,name=skipped,proto3" json:"skipped,omitempty"` // being delivered: cancel those one by one once done
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelTasksResponse) Reset() {
+	*x = CancelTasksResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelTasksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelTasksResponse) ProtoMessage() {}
+
+func (x *CancelTasksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelTasksResponse.ProtoReflect.Descriptor instead.
+func (*CancelTasksResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *CancelTasksResponse) GetMatched() uint64 {
+	if x != nil {
+		return x.Matched
+	}
+	return 0
+}
+
+func (x *CancelTasksResponse) GetCancelled() uint64 {
+	if x != nil {
+		return x.Cancelled
+	}
+	return 0
+}
+
+func (x *CancelTasksResponse) GetSkipped() uint64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+// PurgeDeadLettersRequest deletes every dead letter matching the filter,
+// except groups' blocked heads (skip or delete those one by one).
+type PurgeDeadLettersRequest struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Client         string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`                                          // admin only; "" = the caller (admin: all clients)
+	Group          string                 `protobuf:"bytes,2,opt,name=group,proto3" json:"group,omitempty"`                                            // "" = any
+	FailedBeforeMs int64                  `protobuf:"varint,3,opt,name=failed_before_ms,json=failedBeforeMs,proto3" json:"failed_before_ms,omitempty"` // 0 = any time
+	ErrorContains  string                 `protobuf:"bytes,4,opt,name=error_contains,json=errorContains,proto3" json:"error_contains,omitempty"`       // "" = any error
+	DryRun         bool                   `protobuf:"varint,5,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`                           // only count
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PurgeDeadLettersRequest) Reset() {
+	*x = PurgeDeadLettersRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PurgeDeadLettersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PurgeDeadLettersRequest) ProtoMessage() {}
+
+func (x *PurgeDeadLettersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PurgeDeadLettersRequest.ProtoReflect.Descriptor instead.
+func (*PurgeDeadLettersRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *PurgeDeadLettersRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *PurgeDeadLettersRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *PurgeDeadLettersRequest) GetFailedBeforeMs() int64 {
+	if x != nil {
+		return x.FailedBeforeMs
+	}
+	return 0
+}
+
+func (x *PurgeDeadLettersRequest) GetErrorContains() string {
+	if x != nil {
+		return x.ErrorContains
+	}
+	return ""
+}
+
+func (x *PurgeDeadLettersRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type PurgeDeadLettersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Matched       uint64                 `protobuf:"varint,1,opt,name=matched,proto3" json:"matched,omitempty"`
+	Deleted       uint64                 `protobuf:"varint,2,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	Skipped       uint64                 `protobuf:"varint,3,opt,name=skipped,proto3" json:"skipped,omitempty"` // blocked heads
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PurgeDeadLettersResponse) Reset() {
+	*x = PurgeDeadLettersResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PurgeDeadLettersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PurgeDeadLettersResponse) ProtoMessage() {}
+
+func (x *PurgeDeadLettersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PurgeDeadLettersResponse.ProtoReflect.Descriptor instead.
+func (*PurgeDeadLettersResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *PurgeDeadLettersResponse) GetMatched() uint64 {
+	if x != nil {
+		return x.Matched
+	}
+	return 0
+}
+
+func (x *PurgeDeadLettersResponse) GetDeleted() uint64 {
+	if x != nil {
+		return x.Deleted
+	}
+	return 0
+}
+
+func (x *PurgeDeadLettersResponse) GetSkipped() uint64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
 type GetServerInfoRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2860,7 +3140,7 @@ type GetServerInfoRequest struct {
 
 func (x *GetServerInfoRequest) Reset() {
 	*x = GetServerInfoRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2872,7 +3152,7 @@ func (x *GetServerInfoRequest) String() string {
 func (*GetServerInfoRequest) ProtoMessage() {}
 
 func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2885,7 +3165,7 @@ func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetServerInfoRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{42}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{46}
 }
 
 type GetServerInfoResponse struct {
@@ -2903,7 +3183,7 @@ type GetServerInfoResponse struct {
 
 func (x *GetServerInfoResponse) Reset() {
 	*x = GetServerInfoResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2915,7 +3195,7 @@ func (x *GetServerInfoResponse) String() string {
 func (*GetServerInfoResponse) ProtoMessage() {}
 
 func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2928,7 +3208,7 @@ func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetServerInfoResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{43}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetServerInfoResponse) GetVersion() string {
@@ -3005,6 +3285,8 @@ type Request struct {
 	//	*Request_UnblockGroup
 	//	*Request_SkipGroup
 	//	*Request_GetServerInfo
+	//	*Request_CancelTasks
+	//	*Request_PurgeDeadLetters
 	Body          isRequest_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3012,7 +3294,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3024,7 +3306,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3037,7 +3319,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{44}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Request) GetRequestId() uint64 {
@@ -3223,6 +3505,24 @@ func (x *Request) GetGetServerInfo() *GetServerInfoRequest {
 	return nil
 }
 
+func (x *Request) GetCancelTasks() *CancelTasksRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_CancelTasks); ok {
+			return x.CancelTasks
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetPurgeDeadLetters() *PurgeDeadLettersRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_PurgeDeadLetters); ok {
+			return x.PurgeDeadLetters
+		}
+	}
+	return nil
+}
+
 type isRequest_Body interface {
 	isRequest_Body()
 }
@@ -3299,6 +3599,14 @@ type Request_GetServerInfo struct {
 	GetServerInfo *GetServerInfoRequest `protobuf:"bytes,27,opt,name=get_server_info,json=getServerInfo,proto3,oneof"`
 }
 
+type Request_CancelTasks struct {
+	CancelTasks *CancelTasksRequest `protobuf:"bytes,30,opt,name=cancel_tasks,json=cancelTasks,proto3,oneof"`
+}
+
+type Request_PurgeDeadLetters struct {
+	PurgeDeadLetters *PurgeDeadLettersRequest `protobuf:"bytes,31,opt,name=purge_dead_letters,json=purgeDeadLetters,proto3,oneof"`
+}
+
 func (*Request_Login) isRequest_Body() {}
 
 func (*Request_RefreshSession) isRequest_Body() {}
@@ -3335,6 +3643,10 @@ func (*Request_SkipGroup) isRequest_Body() {}
 
 func (*Request_GetServerInfo) isRequest_Body() {}
 
+func (*Request_CancelTasks) isRequest_Body() {}
+
+func (*Request_PurgeDeadLetters) isRequest_Body() {}
+
 // Response is one server frame on the raw TCP transport: the answer to the
 // request with the same request_id, or, with request_id 0, a connection
 // error sent just before the server closes the connection (a broken frame,
@@ -3363,6 +3675,8 @@ type Response struct {
 	//	*Response_UnblockGroup
 	//	*Response_SkipGroup
 	//	*Response_GetServerInfo
+	//	*Response_CancelTasks
+	//	*Response_PurgeDeadLetters
 	Body          isResponse_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3370,7 +3684,7 @@ type Response struct {
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3382,7 +3696,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3395,7 +3709,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{45}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Response) GetRequestId() uint64 {
@@ -3581,6 +3895,24 @@ func (x *Response) GetGetServerInfo() *GetServerInfoResponse {
 	return nil
 }
 
+func (x *Response) GetCancelTasks() *CancelTasksResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_CancelTasks); ok {
+			return x.CancelTasks
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetPurgeDeadLetters() *PurgeDeadLettersResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_PurgeDeadLetters); ok {
+			return x.PurgeDeadLetters
+		}
+	}
+	return nil
+}
+
 type isResponse_Body interface {
 	isResponse_Body()
 }
@@ -3657,6 +3989,14 @@ type Response_GetServerInfo struct {
 	GetServerInfo *GetServerInfoResponse `protobuf:"bytes,27,opt,name=get_server_info,json=getServerInfo,proto3,oneof"`
 }
 
+type Response_CancelTasks struct {
+	CancelTasks *CancelTasksResponse `protobuf:"bytes,30,opt,name=cancel_tasks,json=cancelTasks,proto3,oneof"`
+}
+
+type Response_PurgeDeadLetters struct {
+	PurgeDeadLetters *PurgeDeadLettersResponse `protobuf:"bytes,31,opt,name=purge_dead_letters,json=purgeDeadLetters,proto3,oneof"`
+}
+
 func (*Response_Login) isResponse_Body() {}
 
 func (*Response_RefreshSession) isResponse_Body() {}
@@ -3693,6 +4033,10 @@ func (*Response_SkipGroup) isResponse_Body() {}
 
 func (*Response_GetServerInfo) isResponse_Body() {}
 
+func (*Response_CancelTasks) isResponse_Body() {}
+
+func (*Response_PurgeDeadLetters) isResponse_Body() {}
+
 // Delivery is one attempt to deliver a task occurrence. Receivers should
 // deduplicate by (task_id, fire_at_ms): delivery is at least once.
 type Delivery struct {
@@ -3711,7 +4055,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3723,7 +4067,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3736,7 +4080,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{46}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Delivery) GetDeliveryId() uint64 {
@@ -3807,7 +4151,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3819,7 +4163,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3832,7 +4176,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{47}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *Ack) GetDeliveryId() uint64 {
@@ -3916,14 +4260,14 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"last_error\x18\x03 \x01(\tR\tlastError\x12\x1a\n" +
 	"\battempts\x18\x04 \x01(\rR\battempts\x12\x1b\n" +
 	"\tfailed_ms\x18\x05 \x01(\x03R\bfailedMs\x12!\n" +
-	"\fblocks_group\x18\x06 \x01(\bR\vblocksGroup\"\xc9\x01\n" +
+	"\fblocks_group\x18\x06 \x01(\bR\vblocksGroup\"\xca\x01\n" +
 	"\x05Group\x12\x16\n" +
 	"\x06client\x18\x01 \x01(\tR\x06client\x12\x14\n" +
-	"\x05group\x18\x02 \x01(\tR\x05group\x12\x19\n" +
-	"\bnext_seq\x18\x03 \x01(\x04R\anextSeq\x12\x18\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x14\n" +
+	"\x05tasks\x18\a \x01(\x04R\x05tasks\x12\x18\n" +
 	"\ablocked\x18\x04 \x01(\bR\ablocked\x123\n" +
 	"\x16blocked_dead_letter_id\x18\x05 \x01(\x04R\x13blockedDeadLetterId\x12(\n" +
-	"\x10blocked_since_ms\x18\x06 \x01(\x03R\x0eblockedSinceMs\"\xba\x02\n" +
+	"\x10blocked_since_ms\x18\x06 \x01(\x03R\x0eblockedSinceMsJ\x04\b\x03\x10\x04\"\xdb\x02\n" +
 	"\fClientConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05admin\x18\x02 \x01(\bR\x05admin\x122\n" +
@@ -3932,7 +4276,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\fdead_letters\x18\x05 \x01(\v2\x1e.boomerang.v1.DeadLetterPolicyR\vdeadLetters\x12=\n" +
 	"\fdefault_mode\x18\x06 \x01(\x0e2\x1a.boomerang.v1.DispatchModeR\vdefaultMode\x12\x1d\n" +
 	"\n" +
-	"created_ms\x18\a \x01(\x03R\tcreatedMs\"G\n" +
+	"created_ms\x18\a \x01(\x03R\tcreatedMs\x12\x1f\n" +
+	"\vgroup_limit\x18\b \x01(\rR\n" +
+	"groupLimit\"G\n" +
 	"\fLoginRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1a\n" +
 	"\bpassword\x18\x02 \x01(\tR\bpassword\"h\n" +
@@ -3945,7 +4291,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x16RefreshSessionResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\"\n" +
-	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\xf4\x02\n" +
+	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\x95\x03\n" +
 	"\x15RegisterClientRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1a\n" +
 	"\bpassword\x18\x02 \x01(\tR\bpassword\x12\x14\n" +
@@ -3954,7 +4300,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x05retry\x18\x05 \x01(\v2\x19.boomerang.v1.RetryPolicyR\x05retry\x12A\n" +
 	"\fdead_letters\x18\x06 \x01(\v2\x1e.boomerang.v1.DeadLetterPolicyR\vdeadLetters\x12=\n" +
 	"\fdefault_mode\x18\a \x01(\x0e2\x1a.boomerang.v1.DispatchModeR\vdefaultMode\x12%\n" +
-	"\x0esigning_secret\x18\b \x01(\fR\rsigningSecret\"s\n" +
+	"\x0esigning_secret\x18\b \x01(\fR\rsigningSecret\x12\x1f\n" +
+	"\vgroup_limit\x18\t \x01(\rR\n" +
+	"groupLimit\"s\n" +
 	"\x16RegisterClientResponse\x122\n" +
 	"\x06client\x18\x01 \x01(\v2\x1a.boomerang.v1.ClientConfigR\x06client\x12%\n" +
 	"\x0esigning_secret\x18\x02 \x01(\fR\rsigningSecret\"6\n" +
@@ -4047,7 +4395,25 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x10SkipGroupRequest\x12\x16\n" +
 	"\x06client\x18\x01 \x01(\tR\x06client\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\"\x13\n" +
-	"\x11SkipGroupResponse\"\x16\n" +
+	"\x11SkipGroupResponse\"[\n" +
+	"\x12CancelTasksRequest\x12\x16\n" +
+	"\x06client\x18\x01 \x01(\tR\x06client\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12\x17\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"g\n" +
+	"\x13CancelTasksResponse\x12\x18\n" +
+	"\amatched\x18\x01 \x01(\x04R\amatched\x12\x1c\n" +
+	"\tcancelled\x18\x02 \x01(\x04R\tcancelled\x12\x18\n" +
+	"\askipped\x18\x03 \x01(\x04R\askipped\"\xb1\x01\n" +
+	"\x17PurgeDeadLettersRequest\x12\x16\n" +
+	"\x06client\x18\x01 \x01(\tR\x06client\x12\x14\n" +
+	"\x05group\x18\x02 \x01(\tR\x05group\x12(\n" +
+	"\x10failed_before_ms\x18\x03 \x01(\x03R\x0efailedBeforeMs\x12%\n" +
+	"\x0eerror_contains\x18\x04 \x01(\tR\rerrorContains\x12\x17\n" +
+	"\adry_run\x18\x05 \x01(\bR\x06dryRun\"h\n" +
+	"\x18PurgeDeadLettersResponse\x12\x18\n" +
+	"\amatched\x18\x01 \x01(\x04R\amatched\x12\x18\n" +
+	"\adeleted\x18\x02 \x01(\x04R\adeleted\x12\x18\n" +
+	"\askipped\x18\x03 \x01(\x04R\askipped\"\x16\n" +
 	"\x14GetServerInfoRequest\"\x88\x02\n" +
 	"\x15GetServerInfoResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x1d\n" +
@@ -4060,8 +4426,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"tcpAddress\x12!\n" +
 	"\fhttp_address\x18\x05 \x01(\tR\vhttpAddress\x12*\n" +
 	"\x11max_payload_bytes\x18\x06 \x01(\x04R\x0fmaxPayloadBytes\x12&\n" +
-	"\x0fmax_frame_bytes\x18\a \x01(\x04R\rmaxFrameBytes\"\xf5\n" +
-	"\n" +
+	"\x0fmax_frame_bytes\x18\a \x01(\x04R\rmaxFrameBytes\"\x93\f\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x1d\n" +
@@ -4089,8 +4454,10 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\runblock_group\x18\x19 \x01(\v2!.boomerang.v1.UnblockGroupRequestH\x00R\funblockGroup\x12?\n" +
 	"\n" +
 	"skip_group\x18\x1a \x01(\v2\x1e.boomerang.v1.SkipGroupRequestH\x00R\tskipGroup\x12L\n" +
-	"\x0fget_server_info\x18\x1b \x01(\v2\".boomerang.v1.GetServerInfoRequestH\x00R\rgetServerInfoB\x06\n" +
-	"\x04body\"\x94\v\n" +
+	"\x0fget_server_info\x18\x1b \x01(\v2\".boomerang.v1.GetServerInfoRequestH\x00R\rgetServerInfo\x12E\n" +
+	"\fcancel_tasks\x18\x1e \x01(\v2 .boomerang.v1.CancelTasksRequestH\x00R\vcancelTasks\x12U\n" +
+	"\x12purge_dead_letters\x18\x1f \x01(\v2%.boomerang.v1.PurgeDeadLettersRequestH\x00R\x10purgeDeadLettersB\x06\n" +
+	"\x04body\"\xb4\f\n" +
 	"\bResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12)\n" +
@@ -4117,7 +4484,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\runblock_group\x18\x19 \x01(\v2\".boomerang.v1.UnblockGroupResponseH\x00R\funblockGroup\x12@\n" +
 	"\n" +
 	"skip_group\x18\x1a \x01(\v2\x1f.boomerang.v1.SkipGroupResponseH\x00R\tskipGroup\x12M\n" +
-	"\x0fget_server_info\x18\x1b \x01(\v2#.boomerang.v1.GetServerInfoResponseH\x00R\rgetServerInfoB\x06\n" +
+	"\x0fget_server_info\x18\x1b \x01(\v2#.boomerang.v1.GetServerInfoResponseH\x00R\rgetServerInfo\x12F\n" +
+	"\fcancel_tasks\x18\x1e \x01(\v2!.boomerang.v1.CancelTasksResponseH\x00R\vcancelTasks\x12V\n" +
+	"\x12purge_dead_letters\x18\x1f \x01(\v2&.boomerang.v1.PurgeDeadLettersResponseH\x00R\x10purgeDeadLettersB\x06\n" +
 	"\x04body\"\xdd\x01\n" +
 	"\bDelivery\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\x04R\n" +
@@ -4162,14 +4531,15 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\aBackoff\x12\x17\n" +
 	"\x13BACKOFF_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rBACKOFF_FIXED\x10\x01\x12\x17\n" +
-	"\x13BACKOFF_EXPONENTIAL\x10\x02*\x92\x01\n" +
+	"\x13BACKOFF_EXPONENTIAL\x10\x02*\xac\x01\n" +
 	"\n" +
 	"TaskStatus\x12\x1b\n" +
 	"\x17TASK_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15TASK_STATUS_SCHEDULED\x10\x01\x12\x16\n" +
 	"\x12TASK_STATUS_QUEUED\x10\x02\x12\x1a\n" +
 	"\x16TASK_STATUS_DELIVERING\x10\x03\x12\x18\n" +
-	"\x14TASK_STATUS_RETRYING\x10\x042\x9e\f\n" +
+	"\x14TASK_STATUS_RETRYING\x10\x04\x12\x18\n" +
+	"\x14TASK_STATUS_FINISHED\x10\x052\xd5\r\n" +
 	"\x10BoomerangService\x12@\n" +
 	"\x05Login\x12\x1a.boomerang.v1.LoginRequest\x1a\x1b.boomerang.v1.LoginResponse\x12[\n" +
 	"\x0eRefreshSession\x12#.boomerang.v1.RefreshSessionRequest\x1a$.boomerang.v1.RefreshSessionResponse\x12[\n" +
@@ -4190,7 +4560,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\bGetGroup\x12\x1d.boomerang.v1.GetGroupRequest\x1a\x1e.boomerang.v1.GetGroupResponse\x12U\n" +
 	"\fUnblockGroup\x12!.boomerang.v1.UnblockGroupRequest\x1a\".boomerang.v1.UnblockGroupResponse\x12L\n" +
 	"\tSkipGroup\x12\x1e.boomerang.v1.SkipGroupRequest\x1a\x1f.boomerang.v1.SkipGroupResponse\x12X\n" +
-	"\rGetServerInfo\x12\".boomerang.v1.GetServerInfoRequest\x1a#.boomerang.v1.GetServerInfoResponse2G\n" +
+	"\rGetServerInfo\x12\".boomerang.v1.GetServerInfoRequest\x1a#.boomerang.v1.GetServerInfoResponse\x12R\n" +
+	"\vCancelTasks\x12 .boomerang.v1.CancelTasksRequest\x1a!.boomerang.v1.CancelTasksResponse\x12a\n" +
+	"\x10PurgeDeadLetters\x12%.boomerang.v1.PurgeDeadLettersRequest\x1a&.boomerang.v1.PurgeDeadLettersResponse2G\n" +
 	"\x0fCallbackService\x124\n" +
 	"\aDeliver\x12\x16.boomerang.v1.Delivery\x1a\x11.boomerang.v1.AckB>Z<github.com/boomerangd/boomerang/api/boomerang/v1;boomerangv1b\x06proto3"
 
@@ -4207,7 +4579,7 @@ func file_api_boomerang_v1_boomerang_proto_rawDescGZIP() []byte {
 }
 
 var file_api_boomerang_v1_boomerang_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(Status)(0),                      // 0: boomerang.v1.Status
 	(DispatchMode)(0),                // 1: boomerang.v1.DispatchMode
@@ -4256,12 +4628,16 @@ var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(*UnblockGroupResponse)(nil),     // 44: boomerang.v1.UnblockGroupResponse
 	(*SkipGroupRequest)(nil),         // 45: boomerang.v1.SkipGroupRequest
 	(*SkipGroupResponse)(nil),        // 46: boomerang.v1.SkipGroupResponse
-	(*GetServerInfoRequest)(nil),     // 47: boomerang.v1.GetServerInfoRequest
-	(*GetServerInfoResponse)(nil),    // 48: boomerang.v1.GetServerInfoResponse
-	(*Request)(nil),                  // 49: boomerang.v1.Request
-	(*Response)(nil),                 // 50: boomerang.v1.Response
-	(*Delivery)(nil),                 // 51: boomerang.v1.Delivery
-	(*Ack)(nil),                      // 52: boomerang.v1.Ack
+	(*CancelTasksRequest)(nil),       // 47: boomerang.v1.CancelTasksRequest
+	(*CancelTasksResponse)(nil),      // 48: boomerang.v1.CancelTasksResponse
+	(*PurgeDeadLettersRequest)(nil),  // 49: boomerang.v1.PurgeDeadLettersRequest
+	(*PurgeDeadLettersResponse)(nil), // 50: boomerang.v1.PurgeDeadLettersResponse
+	(*GetServerInfoRequest)(nil),     // 51: boomerang.v1.GetServerInfoRequest
+	(*GetServerInfoResponse)(nil),    // 52: boomerang.v1.GetServerInfoResponse
+	(*Request)(nil),                  // 53: boomerang.v1.Request
+	(*Response)(nil),                 // 54: boomerang.v1.Response
+	(*Delivery)(nil),                 // 55: boomerang.v1.Delivery
+	(*Ack)(nil),                      // 56: boomerang.v1.Ack
 }
 var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	0,  // 0: boomerang.v1.Error.status:type_name -> boomerang.v1.Status
@@ -4312,69 +4688,77 @@ var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	41, // 45: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
 	43, // 46: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
 	45, // 47: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
-	47, // 48: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
-	5,  // 49: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
-	14, // 50: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
-	16, // 51: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
-	18, // 52: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
-	20, // 53: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
-	22, // 54: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
-	24, // 55: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
-	26, // 56: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
-	28, // 57: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
-	30, // 58: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
-	32, // 59: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
-	34, // 60: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
-	36, // 61: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
-	38, // 62: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
-	40, // 63: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
-	42, // 64: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
-	44, // 65: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
-	46, // 66: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
-	48, // 67: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
-	13, // 68: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
-	15, // 69: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
-	17, // 70: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
-	19, // 71: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
-	21, // 72: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
-	23, // 73: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
-	25, // 74: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
-	27, // 75: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
-	29, // 76: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
-	31, // 77: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
-	33, // 78: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
-	35, // 79: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
-	37, // 80: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
-	39, // 81: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
-	41, // 82: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
-	43, // 83: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
-	45, // 84: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
-	47, // 85: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
-	51, // 86: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
-	14, // 87: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
-	16, // 88: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
-	18, // 89: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
-	20, // 90: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
-	22, // 91: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
-	24, // 92: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
-	26, // 93: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
-	28, // 94: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
-	30, // 95: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
-	32, // 96: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
-	34, // 97: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
-	36, // 98: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
-	38, // 99: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
-	40, // 100: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
-	42, // 101: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
-	44, // 102: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
-	46, // 103: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
-	48, // 104: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
-	52, // 105: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
-	87, // [87:106] is the sub-list for method output_type
-	68, // [68:87] is the sub-list for method input_type
-	68, // [68:68] is the sub-list for extension type_name
-	68, // [68:68] is the sub-list for extension extendee
-	0,  // [0:68] is the sub-list for field type_name
+	51, // 48: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
+	47, // 49: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
+	49, // 50: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
+	5,  // 51: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
+	14, // 52: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
+	16, // 53: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
+	18, // 54: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
+	20, // 55: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
+	22, // 56: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
+	24, // 57: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
+	26, // 58: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
+	28, // 59: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
+	30, // 60: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
+	32, // 61: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
+	34, // 62: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
+	36, // 63: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
+	38, // 64: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
+	40, // 65: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
+	42, // 66: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
+	44, // 67: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
+	46, // 68: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
+	52, // 69: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
+	48, // 70: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
+	50, // 71: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
+	13, // 72: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
+	15, // 73: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
+	17, // 74: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
+	19, // 75: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
+	21, // 76: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
+	23, // 77: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
+	25, // 78: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
+	27, // 79: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
+	29, // 80: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
+	31, // 81: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
+	33, // 82: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
+	35, // 83: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
+	37, // 84: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
+	39, // 85: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
+	41, // 86: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
+	43, // 87: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
+	45, // 88: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
+	51, // 89: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
+	47, // 90: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
+	49, // 91: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
+	55, // 92: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
+	14, // 93: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
+	16, // 94: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
+	18, // 95: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
+	20, // 96: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
+	22, // 97: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
+	24, // 98: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
+	26, // 99: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
+	28, // 100: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
+	30, // 101: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
+	32, // 102: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
+	34, // 103: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
+	36, // 104: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
+	38, // 105: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
+	40, // 106: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
+	42, // 107: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
+	44, // 108: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
+	46, // 109: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
+	52, // 110: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
+	48, // 111: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
+	50, // 112: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
+	56, // 113: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
+	93, // [93:114] is the sub-list for method output_type
+	72, // [72:93] is the sub-list for method input_type
+	72, // [72:72] is the sub-list for extension type_name
+	72, // [72:72] is the sub-list for extension extendee
+	0,  // [0:72] is the sub-list for field type_name
 }
 
 func init() { file_api_boomerang_v1_boomerang_proto_init() }
@@ -4391,7 +4775,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*UpdateTaskRequest_FireAtMs)(nil),
 	}
 	file_api_boomerang_v1_boomerang_proto_msgTypes[26].OneofWrappers = []any{}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[44].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[48].OneofWrappers = []any{
 		(*Request_Login)(nil),
 		(*Request_RefreshSession)(nil),
 		(*Request_RegisterClient)(nil),
@@ -4410,8 +4794,10 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Request_UnblockGroup)(nil),
 		(*Request_SkipGroup)(nil),
 		(*Request_GetServerInfo)(nil),
+		(*Request_CancelTasks)(nil),
+		(*Request_PurgeDeadLetters)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[45].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[49].OneofWrappers = []any{
 		(*Response_Login)(nil),
 		(*Response_RefreshSession)(nil),
 		(*Response_RegisterClient)(nil),
@@ -4430,6 +4816,8 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Response_UnblockGroup)(nil),
 		(*Response_SkipGroup)(nil),
 		(*Response_GetServerInfo)(nil),
+		(*Response_CancelTasks)(nil),
+		(*Response_PurgeDeadLetters)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4437,7 +4825,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_boomerang_v1_boomerang_proto_rawDesc), len(file_api_boomerang_v1_boomerang_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   48,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -342,27 +342,29 @@ func (x *Callback) GetPool() string {
 	return ""
 }
 
-// Task is one scheduled task. Its due index entry and client index entry
-// are kept in step with it by the store.
+// Task is one scheduled task. Its index entries (due, client, and for a
+// task of an ordered group the group order) are kept in step with it by
+// the store.
 type Task struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	Id             uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"` // shard in the top 16 bits
-	Client         string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
-	Group          string                 `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"` // empty = ungrouped
-	Payload        []byte                 `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
-	DueMs          int64                  `protobuf:"varint,5,opt,name=due_ms,json=dueMs,proto3" json:"due_ms,omitempty"`                // Unix ms of the current occurrence
-	IntervalMs     int64                  `protobuf:"varint,6,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"` // 0 = one shot
-	Seq            uint64                 `protobuf:"varint,7,opt,name=seq,proto3" json:"seq,omitempty"`                                 // acceptance order within the group
-	Mode           DispatchMode           `protobuf:"varint,8,opt,name=mode,proto3,enum=boomerang.store.v1.DispatchMode" json:"mode,omitempty"`
-	IdempotencyKey string                 `protobuf:"bytes,9,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	Retry          *RetryPolicy           `protobuf:"bytes,10,opt,name=retry,proto3" json:"retry,omitempty"`                                         // per-task override; unset = client default
-	Callback       *Callback              `protobuf:"bytes,11,opt,name=callback,proto3" json:"callback,omitempty"`                                   // per-task override; unset = client default
-	Attempts       uint32                 `protobuf:"varint,12,opt,name=attempts,proto3" json:"attempts,omitempty"`                                  // failed attempts of the current occurrence
-	NextAttemptMs  int64                  `protobuf:"varint,13,opt,name=next_attempt_ms,json=nextAttemptMs,proto3" json:"next_attempt_ms,omitempty"` // when the next retry is due; 0 = none
-	LastError      string                 `protobuf:"bytes,14,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
-	CreatedMs      int64                  `protobuf:"varint,15,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
-	UpdatedMs      int64                  `protobuf:"varint,16,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
-	Fires          uint64                 `protobuf:"varint,17,opt,name=fires,proto3" json:"fires,omitempty"` // occurrences delivered so far
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"` // shard in the top 16 bits
+	Client     string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	Group      string                 `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"` // empty = ungrouped
+	Payload    []byte                 `protobuf:"bytes,4,opt,name=payload,proto3" json:"payload,omitempty"`
+	DueMs      int64                  `protobuf:"varint,5,opt,name=due_ms,json=dueMs,proto3" json:"due_ms,omitempty"`                // Unix ms of the current occurrence
+	IntervalMs int64                  `protobuf:"varint,6,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"` // 0 = one shot
+	Seq        uint64                 `protobuf:"varint,7,opt,name=seq,proto3" json:"seq,omitempty"`                                 // acceptance sequence: the task's first id,
+	// kept when it is revived from a dead letter
+	Mode           DispatchMode `protobuf:"varint,8,opt,name=mode,proto3,enum=boomerang.store.v1.DispatchMode" json:"mode,omitempty"`
+	IdempotencyKey string       `protobuf:"bytes,9,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	Retry          *RetryPolicy `protobuf:"bytes,10,opt,name=retry,proto3" json:"retry,omitempty"`                                         // per-task override; unset = client default
+	Callback       *Callback    `protobuf:"bytes,11,opt,name=callback,proto3" json:"callback,omitempty"`                                   // per-task override; unset = client default
+	Attempts       uint32       `protobuf:"varint,12,opt,name=attempts,proto3" json:"attempts,omitempty"`                                  // failed attempts of the current occurrence
+	NextAttemptMs  int64        `protobuf:"varint,13,opt,name=next_attempt_ms,json=nextAttemptMs,proto3" json:"next_attempt_ms,omitempty"` // when the next retry is due; 0 = none
+	LastError      string       `protobuf:"bytes,14,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	CreatedMs      int64        `protobuf:"varint,15,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	UpdatedMs      int64        `protobuf:"varint,16,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
+	Fires          uint64       `protobuf:"varint,17,opt,name=fires,proto3" json:"fires,omitempty"` // occurrences delivered so far
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -516,15 +518,16 @@ func (x *Task) GetFires() uint64 {
 	return 0
 }
 
-// Group is the durable state of one client's group.
+// Group is the durable state of one client's group. It exists while the
+// group has tasks or is blocked, and is deleted when it has neither.
 type Group struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Shard          uint32                 `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
 	Client         string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
 	Group          string                 `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"`
-	NextSeq        uint64                 `protobuf:"varint,4,opt,name=next_seq,json=nextSeq,proto3" json:"next_seq,omitempty"`             // sequence for the next accepted task
 	BlockedTask    uint64                 `protobuf:"varint,5,opt,name=blocked_task,json=blockedTask,proto3" json:"blocked_task,omitempty"` // id of the dead-lettered head; 0 = not blocked
 	BlockedSinceMs int64                  `protobuf:"varint,6,opt,name=blocked_since_ms,json=blockedSinceMs,proto3" json:"blocked_since_ms,omitempty"`
+	Tasks          uint64                 `protobuf:"varint,7,opt,name=tasks,proto3" json:"tasks,omitempty"` // the group's tasks in the store
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -580,13 +583,6 @@ func (x *Group) GetGroup() string {
 	return ""
 }
 
-func (x *Group) GetNextSeq() uint64 {
-	if x != nil {
-		return x.NextSeq
-	}
-	return 0
-}
-
 func (x *Group) GetBlockedTask() uint64 {
 	if x != nil {
 		return x.BlockedTask
@@ -597,6 +593,13 @@ func (x *Group) GetBlockedTask() uint64 {
 func (x *Group) GetBlockedSinceMs() int64 {
 	if x != nil {
 		return x.BlockedSinceMs
+	}
+	return 0
+}
+
+func (x *Group) GetTasks() uint64 {
+	if x != nil {
+		return x.Tasks
 	}
 	return 0
 }
@@ -687,11 +690,10 @@ func (x *DeadLetter) GetId() uint64 {
 }
 
 // ShardMeta is the per-shard high-water mark, written in the same batch as
-// the changes it covers.
+// the first id it covers.
 type ShardMeta struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	LastId        uint64                 `protobuf:"varint,1,opt,name=last_id,json=lastId,proto3" json:"last_id,omitempty"` // last task id counter issued (low 48 bits)
-	Applied       uint64                 `protobuf:"varint,2,opt,name=applied,proto3" json:"applied,omitempty"`             // applied journal position
+	LastId        uint64                 `protobuf:"varint,1,opt,name=last_id,json=lastId,proto3" json:"last_id,omitempty"` // id counters up to this one may have been
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -733,13 +735,6 @@ func (x *ShardMeta) GetLastId() uint64 {
 	return 0
 }
 
-func (x *ShardMeta) GetApplied() uint64 {
-	if x != nil {
-		return x.Applied
-	}
-	return 0
-}
-
 // Client is a registered API client.
 type Client struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -751,8 +746,9 @@ type Client struct {
 	DefaultMode    DispatchMode           `protobuf:"varint,6,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.store.v1.DispatchMode" json:"default_mode,omitempty"`
 	SigningSecret  []byte                 `protobuf:"bytes,7,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"`
 	CreatedMs      int64                  `protobuf:"varint,8,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
-	DlqMaxEntries  uint32                 `protobuf:"varint,9,opt,name=dlq_max_entries,json=dlqMaxEntries,proto3" json:"dlq_max_entries,omitempty"`     // 0 = unbounded
+	DlqMaxEntries  uint32                 `protobuf:"varint,9,opt,name=dlq_max_entries,json=dlqMaxEntries,proto3" json:"dlq_max_entries,omitempty"`     // 0 = the server's default
 	DlqRetentionMs int64                  `protobuf:"varint,10,opt,name=dlq_retention_ms,json=dlqRetentionMs,proto3" json:"dlq_retention_ms,omitempty"` // 0 = keep until deleted
+	GroupLimit     uint32                 `protobuf:"varint,11,opt,name=group_limit,json=groupLimit,proto3" json:"group_limit,omitempty"`               // tasks one group may hold; 0 = the server's default
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -857,6 +853,13 @@ func (x *Client) GetDlqRetentionMs() int64 {
 	return 0
 }
 
+func (x *Client) GetGroupLimit() uint32 {
+	if x != nil {
+		return x.GroupLimit
+	}
+	return 0
+}
+
 var File_internal_store_storepb_store_proto protoreflect.FileDescriptor
 
 const file_internal_store_storepb_store_proto_rawDesc = "" +
@@ -899,14 +902,14 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"created_ms\x18\x0f \x01(\x03R\tcreatedMs\x12\x1d\n" +
 	"\n" +
 	"updated_ms\x18\x10 \x01(\x03R\tupdatedMs\x12\x14\n" +
-	"\x05fires\x18\x11 \x01(\x04R\x05fires\"\xb3\x01\n" +
+	"\x05fires\x18\x11 \x01(\x04R\x05fires\"\xb4\x01\n" +
 	"\x05Group\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\rR\x05shard\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\x12\x14\n" +
-	"\x05group\x18\x03 \x01(\tR\x05group\x12\x19\n" +
-	"\bnext_seq\x18\x04 \x01(\x04R\anextSeq\x12!\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group\x12!\n" +
 	"\fblocked_task\x18\x05 \x01(\x04R\vblockedTask\x12(\n" +
-	"\x10blocked_since_ms\x18\x06 \x01(\x03R\x0eblockedSinceMs\"\xc5\x01\n" +
+	"\x10blocked_since_ms\x18\x06 \x01(\x03R\x0eblockedSinceMs\x12\x14\n" +
+	"\x05tasks\x18\a \x01(\x04R\x05tasksJ\x04\b\x04\x10\x05\"\xc5\x01\n" +
 	"\n" +
 	"DeadLetter\x12,\n" +
 	"\x04task\x18\x01 \x01(\v2\x18.boomerang.store.v1.TaskR\x04task\x12\x1d\n" +
@@ -915,10 +918,9 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\battempts\x18\x03 \x01(\rR\battempts\x12\x1b\n" +
 	"\tfailed_ms\x18\x04 \x01(\x03R\bfailedMs\x12!\n" +
 	"\fblocks_group\x18\x05 \x01(\bR\vblocksGroup\x12\x0e\n" +
-	"\x02id\x18\x06 \x01(\x04R\x02id\">\n" +
+	"\x02id\x18\x06 \x01(\x04R\x02id\"*\n" +
 	"\tShardMeta\x12\x17\n" +
-	"\alast_id\x18\x01 \x01(\x04R\x06lastId\x12\x18\n" +
-	"\aapplied\x18\x02 \x01(\x04R\aapplied\"\xa1\x03\n" +
+	"\alast_id\x18\x01 \x01(\x04R\x06lastIdJ\x04\b\x02\x10\x03\"\xc2\x03\n" +
 	"\x06Client\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
 	"\rpassword_hash\x18\x02 \x01(\fR\fpasswordHash\x12\x14\n" +
@@ -931,7 +933,9 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"created_ms\x18\b \x01(\x03R\tcreatedMs\x12&\n" +
 	"\x0fdlq_max_entries\x18\t \x01(\rR\rdlqMaxEntries\x12(\n" +
 	"\x10dlq_retention_ms\x18\n" +
-	" \x01(\x03R\x0edlqRetentionMs*\x8d\x01\n" +
+	" \x01(\x03R\x0edlqRetentionMs\x12\x1f\n" +
+	"\vgroup_limit\x18\v \x01(\rR\n" +
+	"groupLimit*\x8d\x01\n" +
 	"\fDispatchMode\x12\x1d\n" +
 	"\x19DISPATCH_MODE_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bDISPATCH_MODE_NEXT_ON_ERROR\x10\x01\x12 \n" +

@@ -323,6 +323,16 @@ export abstract class BoomerangApi {
     return this.call("skipGroup", request, options);
   }
 
+  /** Cancels every task of a client, or of one of its groups, except those being delivered; dryRun only counts. */
+  cancelTasks(request: InputOf<"cancelTasks">, options?: CallOptions): Promise<ResponseOf<"cancelTasks">> {
+    return this.call("cancelTasks", request, options);
+  }
+
+  /** Deletes every dead letter matching a filter, except groups' blocked heads; dryRun only counts. */
+  purgeDeadLetters(request: InputOf<"purgeDeadLetters">, options?: CallOptions): Promise<ResponseOf<"purgeDeadLetters">> {
+    return this.call("purgeDeadLetters", request, options);
+  }
+
   /** Returns the server's version, addresses and limits. */
   getServerInfo(request?: InputOf<"getServerInfo">, options?: CallOptions): Promise<ResponseOf<"getServerInfo">> {
     return this.call("getServerInfo", request, options);

@@ -53,6 +53,7 @@ export interface ClientOptions {
 /** Operations whose response may legitimately have no fields, which a server may leave out altogether. */
 const mayBeEmpty = new Set<Operation>([
   "deregisterClient", "listClients", "cancelTask", "listTasks", "listDeadLetters", "deleteDeadLetter", "unblockGroup", "skipGroup",
+  "cancelTasks", "purgeDeadLetters",
 ]);
 
 /**

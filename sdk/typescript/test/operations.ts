@@ -112,6 +112,15 @@ export async function everyOperation(t: TestContext, open: Open): Promise<void> 
   assert.ok(inbox.deliveries.some((d) => d.taskId === head.id));
   await assert.rejects(bob.skipGroup({ group: "blk" }), ConflictError, "skipping a group that is not blocked");
 
+  // Bulk cleanup: count, then cancel a group's tasks; purge dead letters.
+  for (let i = 0; i < 3; i++) await bob.schedule("bulk", { group: "bulk", after: 3_600_000 });
+  const dry = await bob.cancelTasks({ group: "bulk", dryRun: true });
+  assert.equal(dry.matched, 3n);
+  assert.equal(dry.cancelled, 0n);
+  assert.equal((await bob.cancelTasks({ group: "bulk" })).cancelled, 3n);
+  const purged = await bob.purgeDeadLetters({ errorContains: "no such error" });
+  assert.equal(purged.deleted, 0n);
+
   // Ownership: bob cannot see alice's tasks; a non-admin cannot list clients.
   const mine = await alice.schedule("alice's", { after: 3_600_000 });
   await assert.rejects(bob.getTask({ id: mine.id }), NotFoundError);

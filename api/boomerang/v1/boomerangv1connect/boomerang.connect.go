@@ -99,6 +99,12 @@ const (
 	// BoomerangServiceGetServerInfoProcedure is the fully-qualified name of the BoomerangService's
 	// GetServerInfo RPC.
 	BoomerangServiceGetServerInfoProcedure = "/boomerang.v1.BoomerangService/GetServerInfo"
+	// BoomerangServiceCancelTasksProcedure is the fully-qualified name of the BoomerangService's
+	// CancelTasks RPC.
+	BoomerangServiceCancelTasksProcedure = "/boomerang.v1.BoomerangService/CancelTasks"
+	// BoomerangServicePurgeDeadLettersProcedure is the fully-qualified name of the BoomerangService's
+	// PurgeDeadLetters RPC.
+	BoomerangServicePurgeDeadLettersProcedure = "/boomerang.v1.BoomerangService/PurgeDeadLetters"
 	// CallbackServiceDeliverProcedure is the fully-qualified name of the CallbackService's Deliver RPC.
 	CallbackServiceDeliverProcedure = "/boomerang.v1.CallbackService/Deliver"
 )
@@ -123,6 +129,8 @@ type BoomerangServiceClient interface {
 	UnblockGroup(context.Context, *connect.Request[v1.UnblockGroupRequest]) (*connect.Response[v1.UnblockGroupResponse], error)
 	SkipGroup(context.Context, *connect.Request[v1.SkipGroupRequest]) (*connect.Response[v1.SkipGroupResponse], error)
 	GetServerInfo(context.Context, *connect.Request[v1.GetServerInfoRequest]) (*connect.Response[v1.GetServerInfoResponse], error)
+	CancelTasks(context.Context, *connect.Request[v1.CancelTasksRequest]) (*connect.Response[v1.CancelTasksResponse], error)
+	PurgeDeadLetters(context.Context, *connect.Request[v1.PurgeDeadLettersRequest]) (*connect.Response[v1.PurgeDeadLettersResponse], error)
 }
 
 // NewBoomerangServiceClient constructs a client for the boomerang.v1.BoomerangService service. By
@@ -244,6 +252,18 @@ func NewBoomerangServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(boomerangServiceMethods.ByName("GetServerInfo")),
 			connect.WithClientOptions(opts...),
 		),
+		cancelTasks: connect.NewClient[v1.CancelTasksRequest, v1.CancelTasksResponse](
+			httpClient,
+			baseURL+BoomerangServiceCancelTasksProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("CancelTasks")),
+			connect.WithClientOptions(opts...),
+		),
+		purgeDeadLetters: connect.NewClient[v1.PurgeDeadLettersRequest, v1.PurgeDeadLettersResponse](
+			httpClient,
+			baseURL+BoomerangServicePurgeDeadLettersProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("PurgeDeadLetters")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -267,6 +287,8 @@ type boomerangServiceClient struct {
 	unblockGroup     *connect.Client[v1.UnblockGroupRequest, v1.UnblockGroupResponse]
 	skipGroup        *connect.Client[v1.SkipGroupRequest, v1.SkipGroupResponse]
 	getServerInfo    *connect.Client[v1.GetServerInfoRequest, v1.GetServerInfoResponse]
+	cancelTasks      *connect.Client[v1.CancelTasksRequest, v1.CancelTasksResponse]
+	purgeDeadLetters *connect.Client[v1.PurgeDeadLettersRequest, v1.PurgeDeadLettersResponse]
 }
 
 // Login calls boomerang.v1.BoomerangService.Login.
@@ -359,6 +381,16 @@ func (c *boomerangServiceClient) GetServerInfo(ctx context.Context, req *connect
 	return c.getServerInfo.CallUnary(ctx, req)
 }
 
+// CancelTasks calls boomerang.v1.BoomerangService.CancelTasks.
+func (c *boomerangServiceClient) CancelTasks(ctx context.Context, req *connect.Request[v1.CancelTasksRequest]) (*connect.Response[v1.CancelTasksResponse], error) {
+	return c.cancelTasks.CallUnary(ctx, req)
+}
+
+// PurgeDeadLetters calls boomerang.v1.BoomerangService.PurgeDeadLetters.
+func (c *boomerangServiceClient) PurgeDeadLetters(ctx context.Context, req *connect.Request[v1.PurgeDeadLettersRequest]) (*connect.Response[v1.PurgeDeadLettersResponse], error) {
+	return c.purgeDeadLetters.CallUnary(ctx, req)
+}
+
 // BoomerangServiceHandler is an implementation of the boomerang.v1.BoomerangService service.
 type BoomerangServiceHandler interface {
 	Login(context.Context, *connect.Request[v1.LoginRequest]) (*connect.Response[v1.LoginResponse], error)
@@ -379,6 +411,8 @@ type BoomerangServiceHandler interface {
 	UnblockGroup(context.Context, *connect.Request[v1.UnblockGroupRequest]) (*connect.Response[v1.UnblockGroupResponse], error)
 	SkipGroup(context.Context, *connect.Request[v1.SkipGroupRequest]) (*connect.Response[v1.SkipGroupResponse], error)
 	GetServerInfo(context.Context, *connect.Request[v1.GetServerInfoRequest]) (*connect.Response[v1.GetServerInfoResponse], error)
+	CancelTasks(context.Context, *connect.Request[v1.CancelTasksRequest]) (*connect.Response[v1.CancelTasksResponse], error)
+	PurgeDeadLetters(context.Context, *connect.Request[v1.PurgeDeadLettersRequest]) (*connect.Response[v1.PurgeDeadLettersResponse], error)
 }
 
 // NewBoomerangServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -496,6 +530,18 @@ func NewBoomerangServiceHandler(svc BoomerangServiceHandler, opts ...connect.Han
 		connect.WithSchema(boomerangServiceMethods.ByName("GetServerInfo")),
 		connect.WithHandlerOptions(opts...),
 	)
+	boomerangServiceCancelTasksHandler := connect.NewUnaryHandler(
+		BoomerangServiceCancelTasksProcedure,
+		svc.CancelTasks,
+		connect.WithSchema(boomerangServiceMethods.ByName("CancelTasks")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boomerangServicePurgeDeadLettersHandler := connect.NewUnaryHandler(
+		BoomerangServicePurgeDeadLettersProcedure,
+		svc.PurgeDeadLetters,
+		connect.WithSchema(boomerangServiceMethods.ByName("PurgeDeadLetters")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/boomerang.v1.BoomerangService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case BoomerangServiceLoginProcedure:
@@ -534,6 +580,10 @@ func NewBoomerangServiceHandler(svc BoomerangServiceHandler, opts ...connect.Han
 			boomerangServiceSkipGroupHandler.ServeHTTP(w, r)
 		case BoomerangServiceGetServerInfoProcedure:
 			boomerangServiceGetServerInfoHandler.ServeHTTP(w, r)
+		case BoomerangServiceCancelTasksProcedure:
+			boomerangServiceCancelTasksHandler.ServeHTTP(w, r)
+		case BoomerangServicePurgeDeadLettersProcedure:
+			boomerangServicePurgeDeadLettersHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -613,6 +663,14 @@ func (UnimplementedBoomerangServiceHandler) SkipGroup(context.Context, *connect.
 
 func (UnimplementedBoomerangServiceHandler) GetServerInfo(context.Context, *connect.Request[v1.GetServerInfoRequest]) (*connect.Response[v1.GetServerInfoResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.GetServerInfo is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) CancelTasks(context.Context, *connect.Request[v1.CancelTasksRequest]) (*connect.Response[v1.CancelTasksResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.CancelTasks is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) PurgeDeadLetters(context.Context, *connect.Request[v1.PurgeDeadLettersRequest]) (*connect.Response[v1.PurgeDeadLettersResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.PurgeDeadLetters is not implemented"))
 }
 
 // CallbackServiceClient is a client for the boomerang.v1.CallbackService service.

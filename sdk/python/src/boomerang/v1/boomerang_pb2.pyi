@@ -1,0 +1,654 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+BACKOFF_EXPONENTIAL: Backoff
+BACKOFF_FIXED: Backoff
+BACKOFF_UNSPECIFIED: Backoff
+DESCRIPTOR: _descriptor.FileDescriptor
+DISPATCH_MODE_BLOCK_ON_ERROR: DispatchMode
+DISPATCH_MODE_IMMEDIATE: DispatchMode
+DISPATCH_MODE_NEXT_ON_ERROR: DispatchMode
+DISPATCH_MODE_UNSPECIFIED: DispatchMode
+PROTOCOL_AMQP: Protocol
+PROTOCOL_GRPC: Protocol
+PROTOCOL_HTTP: Protocol
+PROTOCOL_NATS: Protocol
+PROTOCOL_TCP: Protocol
+PROTOCOL_UDP: Protocol
+PROTOCOL_UNSPECIFIED: Protocol
+STATUS_BUSY: Status
+STATUS_CONFLICT: Status
+STATUS_GROUP_FULL: Status
+STATUS_INTERNAL: Status
+STATUS_INVALID_REQUEST: Status
+STATUS_NOT_FOUND: Status
+STATUS_OK: Status
+STATUS_SESSION_EXPIRED: Status
+STATUS_UNAUTHORIZED: Status
+STATUS_UNSPECIFIED: Status
+TASK_STATUS_DELIVERING: TaskStatus
+TASK_STATUS_FINISHED: TaskStatus
+TASK_STATUS_QUEUED: TaskStatus
+TASK_STATUS_RETRYING: TaskStatus
+TASK_STATUS_SCHEDULED: TaskStatus
+TASK_STATUS_UNSPECIFIED: TaskStatus
+
+class Ack(_message.Message):
+    __slots__ = ["delivery_id", "error", "ok"]
+    DELIVERY_ID_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    OK_FIELD_NUMBER: _ClassVar[int]
+    delivery_id: int
+    error: str
+    ok: bool
+    def __init__(self, delivery_id: _Optional[int] = ..., ok: bool = ..., error: _Optional[str] = ...) -> None: ...
+
+class Callback(_message.Message):
+    __slots__ = ["endpoint", "pool", "protocol", "timeout_ms"]
+    ENDPOINT_FIELD_NUMBER: _ClassVar[int]
+    POOL_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    endpoint: str
+    pool: str
+    protocol: Protocol
+    timeout_ms: int
+    def __init__(self, protocol: _Optional[_Union[Protocol, str]] = ..., endpoint: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., pool: _Optional[str] = ...) -> None: ...
+
+class CancelTaskRequest(_message.Message):
+    __slots__ = ["id"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    def __init__(self, id: _Optional[int] = ...) -> None: ...
+
+class CancelTaskResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class CancelTasksRequest(_message.Message):
+    __slots__ = ["client", "dry_run", "group"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    dry_run: bool
+    group: str
+    def __init__(self, client: _Optional[str] = ..., group: _Optional[str] = ..., dry_run: bool = ...) -> None: ...
+
+class CancelTasksResponse(_message.Message):
+    __slots__ = ["cancelled", "matched", "skipped"]
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    cancelled: int
+    matched: int
+    skipped: int
+    def __init__(self, matched: _Optional[int] = ..., cancelled: _Optional[int] = ..., skipped: _Optional[int] = ...) -> None: ...
+
+class ClientConfig(_message.Message):
+    __slots__ = ["admin", "callback", "created_ms", "dead_letters", "default_mode", "group_limit", "id", "retry"]
+    ADMIN_FIELD_NUMBER: _ClassVar[int]
+    CALLBACK_FIELD_NUMBER: _ClassVar[int]
+    CREATED_MS_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_MODE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    RETRY_FIELD_NUMBER: _ClassVar[int]
+    admin: bool
+    callback: Callback
+    created_ms: int
+    dead_letters: DeadLetterPolicy
+    default_mode: DispatchMode
+    group_limit: int
+    id: str
+    retry: RetryPolicy
+    def __init__(self, id: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., created_ms: _Optional[int] = ..., group_limit: _Optional[int] = ...) -> None: ...
+
+class DeadLetter(_message.Message):
+    __slots__ = ["attempts", "blocks_group", "failed_ms", "id", "last_error", "task"]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    BLOCKS_GROUP_FIELD_NUMBER: _ClassVar[int]
+    FAILED_MS_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    attempts: int
+    blocks_group: bool
+    failed_ms: int
+    id: int
+    last_error: str
+    task: Task
+    def __init__(self, id: _Optional[int] = ..., task: _Optional[_Union[Task, _Mapping]] = ..., last_error: _Optional[str] = ..., attempts: _Optional[int] = ..., failed_ms: _Optional[int] = ..., blocks_group: bool = ...) -> None: ...
+
+class DeadLetterPolicy(_message.Message):
+    __slots__ = ["max_entries", "retention_ms"]
+    MAX_ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    RETENTION_MS_FIELD_NUMBER: _ClassVar[int]
+    max_entries: int
+    retention_ms: int
+    def __init__(self, max_entries: _Optional[int] = ..., retention_ms: _Optional[int] = ...) -> None: ...
+
+class DeleteDeadLetterRequest(_message.Message):
+    __slots__ = ["id"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    def __init__(self, id: _Optional[int] = ...) -> None: ...
+
+class DeleteDeadLetterResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class Delivery(_message.Message):
+    __slots__ = ["attempt", "client", "delivery_id", "fire_at_ms", "group", "payload", "sent_ms", "task_id"]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    DELIVERY_ID_FIELD_NUMBER: _ClassVar[int]
+    FIRE_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    SENT_MS_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    client: str
+    delivery_id: int
+    fire_at_ms: int
+    group: str
+    payload: bytes
+    sent_ms: int
+    task_id: int
+    def __init__(self, delivery_id: _Optional[int] = ..., task_id: _Optional[int] = ..., attempt: _Optional[int] = ..., client: _Optional[str] = ..., group: _Optional[str] = ..., fire_at_ms: _Optional[int] = ..., payload: _Optional[bytes] = ..., sent_ms: _Optional[int] = ...) -> None: ...
+
+class DeregisterClientRequest(_message.Message):
+    __slots__ = ["client_id"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    def __init__(self, client_id: _Optional[str] = ...) -> None: ...
+
+class DeregisterClientResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class Error(_message.Message):
+    __slots__ = ["field", "message", "status"]
+    FIELD_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    field: str
+    message: str
+    status: Status
+    def __init__(self, status: _Optional[_Union[Status, str]] = ..., message: _Optional[str] = ..., field: _Optional[str] = ...) -> None: ...
+
+class GetDeadLetterRequest(_message.Message):
+    __slots__ = ["id"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    def __init__(self, id: _Optional[int] = ...) -> None: ...
+
+class GetDeadLetterResponse(_message.Message):
+    __slots__ = ["dead_letter"]
+    DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
+    dead_letter: DeadLetter
+    def __init__(self, dead_letter: _Optional[_Union[DeadLetter, _Mapping]] = ...) -> None: ...
+
+class GetGroupRequest(_message.Message):
+    __slots__ = ["client", "group"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    group: str
+    def __init__(self, client: _Optional[str] = ..., group: _Optional[str] = ...) -> None: ...
+
+class GetGroupResponse(_message.Message):
+    __slots__ = ["group"]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    group: Group
+    def __init__(self, group: _Optional[_Union[Group, _Mapping]] = ...) -> None: ...
+
+class GetServerInfoRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class GetServerInfoResponse(_message.Message):
+    __slots__ = ["http_address", "max_frame_bytes", "max_payload_bytes", "partitions", "started_ms", "tcp_address", "version"]
+    HTTP_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    MAX_FRAME_BYTES_FIELD_NUMBER: _ClassVar[int]
+    MAX_PAYLOAD_BYTES_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    STARTED_MS_FIELD_NUMBER: _ClassVar[int]
+    TCP_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    http_address: str
+    max_frame_bytes: int
+    max_payload_bytes: int
+    partitions: int
+    started_ms: int
+    tcp_address: str
+    version: str
+    def __init__(self, version: _Optional[str] = ..., started_ms: _Optional[int] = ..., partitions: _Optional[int] = ..., tcp_address: _Optional[str] = ..., http_address: _Optional[str] = ..., max_payload_bytes: _Optional[int] = ..., max_frame_bytes: _Optional[int] = ...) -> None: ...
+
+class GetTaskRequest(_message.Message):
+    __slots__ = ["id"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    def __init__(self, id: _Optional[int] = ...) -> None: ...
+
+class GetTaskResponse(_message.Message):
+    __slots__ = ["task"]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    task: Task
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
+
+class Group(_message.Message):
+    __slots__ = ["blocked", "blocked_dead_letter_id", "blocked_since_ms", "client", "group", "tasks"]
+    BLOCKED_DEAD_LETTER_ID_FIELD_NUMBER: _ClassVar[int]
+    BLOCKED_FIELD_NUMBER: _ClassVar[int]
+    BLOCKED_SINCE_MS_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    blocked: bool
+    blocked_dead_letter_id: int
+    blocked_since_ms: int
+    client: str
+    group: str
+    tasks: int
+    def __init__(self, client: _Optional[str] = ..., group: _Optional[str] = ..., tasks: _Optional[int] = ..., blocked: bool = ..., blocked_dead_letter_id: _Optional[int] = ..., blocked_since_ms: _Optional[int] = ...) -> None: ...
+
+class ListClientsRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class ListClientsResponse(_message.Message):
+    __slots__ = ["clients"]
+    CLIENTS_FIELD_NUMBER: _ClassVar[int]
+    clients: _containers.RepeatedCompositeFieldContainer[ClientConfig]
+    def __init__(self, clients: _Optional[_Iterable[_Union[ClientConfig, _Mapping]]] = ...) -> None: ...
+
+class ListDeadLettersRequest(_message.Message):
+    __slots__ = ["client", "page_size", "page_token"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    page_size: int
+    page_token: int
+    def __init__(self, client: _Optional[str] = ..., page_token: _Optional[int] = ..., page_size: _Optional[int] = ...) -> None: ...
+
+class ListDeadLettersResponse(_message.Message):
+    __slots__ = ["dead_letters", "next_page_token"]
+    DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    dead_letters: _containers.RepeatedCompositeFieldContainer[DeadLetter]
+    next_page_token: int
+    def __init__(self, dead_letters: _Optional[_Iterable[_Union[DeadLetter, _Mapping]]] = ..., next_page_token: _Optional[int] = ...) -> None: ...
+
+class ListTasksRequest(_message.Message):
+    __slots__ = ["client", "due_from_ms", "due_to_ms", "group", "page_size", "page_token", "recurring", "status"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    DUE_FROM_MS_FIELD_NUMBER: _ClassVar[int]
+    DUE_TO_MS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    RECURRING_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    due_from_ms: int
+    due_to_ms: int
+    group: str
+    page_size: int
+    page_token: int
+    recurring: bool
+    status: TaskStatus
+    def __init__(self, client: _Optional[str] = ..., group: _Optional[str] = ..., due_from_ms: _Optional[int] = ..., due_to_ms: _Optional[int] = ..., recurring: bool = ..., status: _Optional[_Union[TaskStatus, str]] = ..., page_token: _Optional[int] = ..., page_size: _Optional[int] = ...) -> None: ...
+
+class ListTasksResponse(_message.Message):
+    __slots__ = ["next_page_token", "tasks"]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    next_page_token: int
+    tasks: _containers.RepeatedCompositeFieldContainer[Task]
+    def __init__(self, tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ..., next_page_token: _Optional[int] = ...) -> None: ...
+
+class LoginRequest(_message.Message):
+    __slots__ = ["client_id", "password"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PASSWORD_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    password: str
+    def __init__(self, client_id: _Optional[str] = ..., password: _Optional[str] = ...) -> None: ...
+
+class LoginResponse(_message.Message):
+    __slots__ = ["admin", "expires_at_ms", "session_id"]
+    ADMIN_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    admin: bool
+    expires_at_ms: int
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., expires_at_ms: _Optional[int] = ..., admin: bool = ...) -> None: ...
+
+class PurgeDeadLettersRequest(_message.Message):
+    __slots__ = ["client", "dry_run", "error_contains", "failed_before_ms", "group"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    DRY_RUN_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CONTAINS_FIELD_NUMBER: _ClassVar[int]
+    FAILED_BEFORE_MS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    dry_run: bool
+    error_contains: str
+    failed_before_ms: int
+    group: str
+    def __init__(self, client: _Optional[str] = ..., group: _Optional[str] = ..., failed_before_ms: _Optional[int] = ..., error_contains: _Optional[str] = ..., dry_run: bool = ...) -> None: ...
+
+class PurgeDeadLettersResponse(_message.Message):
+    __slots__ = ["deleted", "matched", "skipped"]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    deleted: int
+    matched: int
+    skipped: int
+    def __init__(self, matched: _Optional[int] = ..., deleted: _Optional[int] = ..., skipped: _Optional[int] = ...) -> None: ...
+
+class RefreshSessionRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class RefreshSessionResponse(_message.Message):
+    __slots__ = ["expires_at_ms", "session_id"]
+    EXPIRES_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    expires_at_ms: int
+    session_id: str
+    def __init__(self, session_id: _Optional[str] = ..., expires_at_ms: _Optional[int] = ...) -> None: ...
+
+class RegisterClientRequest(_message.Message):
+    __slots__ = ["admin", "callback", "client_id", "dead_letters", "default_mode", "group_limit", "password", "retry", "signing_secret"]
+    ADMIN_FIELD_NUMBER: _ClassVar[int]
+    CALLBACK_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_MODE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    PASSWORD_FIELD_NUMBER: _ClassVar[int]
+    RETRY_FIELD_NUMBER: _ClassVar[int]
+    SIGNING_SECRET_FIELD_NUMBER: _ClassVar[int]
+    admin: bool
+    callback: Callback
+    client_id: str
+    dead_letters: DeadLetterPolicy
+    default_mode: DispatchMode
+    group_limit: int
+    password: str
+    retry: RetryPolicy
+    signing_secret: bytes
+    def __init__(self, client_id: _Optional[str] = ..., password: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., signing_secret: _Optional[bytes] = ..., group_limit: _Optional[int] = ...) -> None: ...
+
+class RegisterClientResponse(_message.Message):
+    __slots__ = ["client", "signing_secret"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    SIGNING_SECRET_FIELD_NUMBER: _ClassVar[int]
+    client: ClientConfig
+    signing_secret: bytes
+    def __init__(self, client: _Optional[_Union[ClientConfig, _Mapping]] = ..., signing_secret: _Optional[bytes] = ...) -> None: ...
+
+class RegisterTaskRequest(_message.Message):
+    __slots__ = ["callback", "delay_ms", "fire_at_ms", "group", "idempotency_key", "mode", "payload", "repeat_interval_ms", "retry"]
+    CALLBACK_FIELD_NUMBER: _ClassVar[int]
+    DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    FIRE_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    REPEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    RETRY_FIELD_NUMBER: _ClassVar[int]
+    callback: Callback
+    delay_ms: int
+    fire_at_ms: int
+    group: str
+    idempotency_key: str
+    mode: DispatchMode
+    payload: bytes
+    repeat_interval_ms: int
+    retry: RetryPolicy
+    def __init__(self, payload: _Optional[bytes] = ..., delay_ms: _Optional[int] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., group: _Optional[str] = ..., mode: _Optional[_Union[DispatchMode, str]] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+
+class RegisterTaskResponse(_message.Message):
+    __slots__ = ["created", "task"]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    created: bool
+    task: Task
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., created: bool = ...) -> None: ...
+
+class ReplayDeadLetterRequest(_message.Message):
+    __slots__ = ["id"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    def __init__(self, id: _Optional[int] = ...) -> None: ...
+
+class ReplayDeadLetterResponse(_message.Message):
+    __slots__ = ["task"]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    task: Task
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
+
+class Request(_message.Message):
+    __slots__ = ["cancel_task", "cancel_tasks", "delete_dead_letter", "deregister_client", "get_dead_letter", "get_group", "get_server_info", "get_task", "list_clients", "list_dead_letters", "list_tasks", "login", "purge_dead_letters", "refresh_session", "register_client", "register_task", "replay_dead_letter", "request_id", "session_id", "skip_group", "unblock_group", "update_task"]
+    CANCEL_TASKS_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_TASK_FIELD_NUMBER: _ClassVar[int]
+    DELETE_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
+    DEREGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
+    GET_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
+    GET_GROUP_FIELD_NUMBER: _ClassVar[int]
+    GET_SERVER_INFO_FIELD_NUMBER: _ClassVar[int]
+    GET_TASK_FIELD_NUMBER: _ClassVar[int]
+    LIST_CLIENTS_FIELD_NUMBER: _ClassVar[int]
+    LIST_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
+    LIST_TASKS_FIELD_NUMBER: _ClassVar[int]
+    LOGIN_FIELD_NUMBER: _ClassVar[int]
+    PURGE_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
+    REFRESH_SESSION_FIELD_NUMBER: _ClassVar[int]
+    REGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
+    REGISTER_TASK_FIELD_NUMBER: _ClassVar[int]
+    REPLAY_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SKIP_GROUP_FIELD_NUMBER: _ClassVar[int]
+    UNBLOCK_GROUP_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TASK_FIELD_NUMBER: _ClassVar[int]
+    cancel_task: CancelTaskRequest
+    cancel_tasks: CancelTasksRequest
+    delete_dead_letter: DeleteDeadLetterRequest
+    deregister_client: DeregisterClientRequest
+    get_dead_letter: GetDeadLetterRequest
+    get_group: GetGroupRequest
+    get_server_info: GetServerInfoRequest
+    get_task: GetTaskRequest
+    list_clients: ListClientsRequest
+    list_dead_letters: ListDeadLettersRequest
+    list_tasks: ListTasksRequest
+    login: LoginRequest
+    purge_dead_letters: PurgeDeadLettersRequest
+    refresh_session: RefreshSessionRequest
+    register_client: RegisterClientRequest
+    register_task: RegisterTaskRequest
+    replay_dead_letter: ReplayDeadLetterRequest
+    request_id: int
+    session_id: str
+    skip_group: SkipGroupRequest
+    unblock_group: UnblockGroupRequest
+    update_task: UpdateTaskRequest
+    def __init__(self, request_id: _Optional[int] = ..., session_id: _Optional[str] = ..., login: _Optional[_Union[LoginRequest, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionRequest, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientRequest, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientRequest, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsRequest, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskRequest, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskRequest, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskRequest, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskRequest, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksRequest, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersRequest, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterRequest, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterRequest, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterRequest, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupRequest, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupRequest, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupRequest, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoRequest, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksRequest, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersRequest, _Mapping]] = ...) -> None: ...
+
+class Response(_message.Message):
+    __slots__ = ["cancel_task", "cancel_tasks", "delete_dead_letter", "deregister_client", "error", "get_dead_letter", "get_group", "get_server_info", "get_task", "list_clients", "list_dead_letters", "list_tasks", "login", "purge_dead_letters", "refresh_session", "register_client", "register_task", "replay_dead_letter", "request_id", "skip_group", "unblock_group", "update_task"]
+    CANCEL_TASKS_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_TASK_FIELD_NUMBER: _ClassVar[int]
+    DELETE_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
+    DEREGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    GET_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
+    GET_GROUP_FIELD_NUMBER: _ClassVar[int]
+    GET_SERVER_INFO_FIELD_NUMBER: _ClassVar[int]
+    GET_TASK_FIELD_NUMBER: _ClassVar[int]
+    LIST_CLIENTS_FIELD_NUMBER: _ClassVar[int]
+    LIST_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
+    LIST_TASKS_FIELD_NUMBER: _ClassVar[int]
+    LOGIN_FIELD_NUMBER: _ClassVar[int]
+    PURGE_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
+    REFRESH_SESSION_FIELD_NUMBER: _ClassVar[int]
+    REGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
+    REGISTER_TASK_FIELD_NUMBER: _ClassVar[int]
+    REPLAY_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    SKIP_GROUP_FIELD_NUMBER: _ClassVar[int]
+    UNBLOCK_GROUP_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_TASK_FIELD_NUMBER: _ClassVar[int]
+    cancel_task: CancelTaskResponse
+    cancel_tasks: CancelTasksResponse
+    delete_dead_letter: DeleteDeadLetterResponse
+    deregister_client: DeregisterClientResponse
+    error: Error
+    get_dead_letter: GetDeadLetterResponse
+    get_group: GetGroupResponse
+    get_server_info: GetServerInfoResponse
+    get_task: GetTaskResponse
+    list_clients: ListClientsResponse
+    list_dead_letters: ListDeadLettersResponse
+    list_tasks: ListTasksResponse
+    login: LoginResponse
+    purge_dead_letters: PurgeDeadLettersResponse
+    refresh_session: RefreshSessionResponse
+    register_client: RegisterClientResponse
+    register_task: RegisterTaskResponse
+    replay_dead_letter: ReplayDeadLetterResponse
+    request_id: int
+    skip_group: SkipGroupResponse
+    unblock_group: UnblockGroupResponse
+    update_task: UpdateTaskResponse
+    def __init__(self, request_id: _Optional[int] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., login: _Optional[_Union[LoginResponse, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionResponse, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientResponse, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientResponse, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsResponse, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskResponse, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskResponse, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskResponse, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskResponse, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksResponse, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersResponse, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterResponse, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterResponse, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterResponse, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupResponse, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupResponse, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupResponse, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoResponse, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksResponse, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersResponse, _Mapping]] = ...) -> None: ...
+
+class RetryPolicy(_message.Message):
+    __slots__ = ["backoff", "initial_interval_ms", "jitter", "max_attempts", "max_interval_ms", "multiplier"]
+    BACKOFF_FIELD_NUMBER: _ClassVar[int]
+    INITIAL_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    JITTER_FIELD_NUMBER: _ClassVar[int]
+    MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    MAX_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    MULTIPLIER_FIELD_NUMBER: _ClassVar[int]
+    backoff: Backoff
+    initial_interval_ms: int
+    jitter: float
+    max_attempts: int
+    max_interval_ms: int
+    multiplier: float
+    def __init__(self, backoff: _Optional[_Union[Backoff, str]] = ..., initial_interval_ms: _Optional[int] = ..., max_interval_ms: _Optional[int] = ..., multiplier: _Optional[float] = ..., jitter: _Optional[float] = ..., max_attempts: _Optional[int] = ...) -> None: ...
+
+class SkipGroupRequest(_message.Message):
+    __slots__ = ["client", "group"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    group: str
+    def __init__(self, client: _Optional[str] = ..., group: _Optional[str] = ...) -> None: ...
+
+class SkipGroupResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class Task(_message.Message):
+    __slots__ = ["attempts", "callback", "client", "created_ms", "fire_at_ms", "fires", "group", "id", "idempotency_key", "last_error", "mode", "next_attempt_ms", "payload", "repeat_interval_ms", "retry", "seq", "status", "updated_ms"]
+    ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    CALLBACK_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_MS_FIELD_NUMBER: _ClassVar[int]
+    FIRES_FIELD_NUMBER: _ClassVar[int]
+    FIRE_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    NEXT_ATTEMPT_MS_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    REPEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    RETRY_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_MS_FIELD_NUMBER: _ClassVar[int]
+    attempts: int
+    callback: Callback
+    client: str
+    created_ms: int
+    fire_at_ms: int
+    fires: int
+    group: str
+    id: int
+    idempotency_key: str
+    last_error: str
+    mode: DispatchMode
+    next_attempt_ms: int
+    payload: bytes
+    repeat_interval_ms: int
+    retry: RetryPolicy
+    seq: int
+    status: TaskStatus
+    updated_ms: int
+    def __init__(self, id: _Optional[int] = ..., client: _Optional[str] = ..., group: _Optional[str] = ..., payload: _Optional[bytes] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., seq: _Optional[int] = ..., mode: _Optional[_Union[DispatchMode, str]] = ..., status: _Optional[_Union[TaskStatus, str]] = ..., attempts: _Optional[int] = ..., next_attempt_ms: _Optional[int] = ..., last_error: _Optional[str] = ..., fires: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., created_ms: _Optional[int] = ..., updated_ms: _Optional[int] = ...) -> None: ...
+
+class UnblockGroupRequest(_message.Message):
+    __slots__ = ["client", "group"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    group: str
+    def __init__(self, client: _Optional[str] = ..., group: _Optional[str] = ...) -> None: ...
+
+class UnblockGroupResponse(_message.Message):
+    __slots__ = ["task"]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    task: Task
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
+
+class UpdateTaskRequest(_message.Message):
+    __slots__ = ["delay_ms", "fire_at_ms", "id", "payload", "repeat_interval_ms"]
+    DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    FIRE_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    REPEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    delay_ms: int
+    fire_at_ms: int
+    id: int
+    payload: bytes
+    repeat_interval_ms: int
+    def __init__(self, id: _Optional[int] = ..., payload: _Optional[bytes] = ..., delay_ms: _Optional[int] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ...) -> None: ...
+
+class UpdateTaskResponse(_message.Message):
+    __slots__ = ["task"]
+    TASK_FIELD_NUMBER: _ClassVar[int]
+    task: Task
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
+
+class Status(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class DispatchMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Protocol(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Backoff(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class TaskStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
