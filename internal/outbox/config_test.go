@@ -99,9 +99,11 @@ func TestGuard(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
-	src, id, ok := parseKey(idempotencyKey("orders", "a:b"))
-	if !ok || src != "orders" || id != "a:b" {
-		t.Fatalf("parseKey = %q %q %v", src, id, ok)
+	for _, after := range []string{"", "8444249301319681"} {
+		src, id, ok := parseKey(idempotencyKey("orders", after, "a:b"))
+		if !ok || src != "orders" || id != "a:b" {
+			t.Fatalf("parseKey = %q %q %v", src, id, ok)
+		}
 	}
 	if _, _, ok := parseKey("order-17"); ok {
 		t.Fatal("a key of another kind parsed")

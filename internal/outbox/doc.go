@@ -19,8 +19,8 @@
 // A poll runs in one transaction that first reads the lease row FOR KEY
 // SHARE (the fence, below). It finds the rows that may go, locks them
 // FOR UPDATE SKIP LOCKED, registers each as a task of its target's
-// client, in its group, with the row id as the task's idempotency key
-// ("outbox:<source>:<id>"), and marks it QUEUED with the task id and
+// client, in its group, with the row id in the task's idempotency key
+// ("outbox:<source>:<after>:<id>", see keyPrefix), and marks it QUEUED with the task id and
 // this node as owner, then commits. Rows that can never become tasks
 // (a payload over the limit, an unknown target or mode, an invalid
 // group) are marked ERROR with the reason in the same transaction; the
@@ -31,8 +31,8 @@
 // poll has committed is a task released (its due time set to now). A
 // task therefore never fires before its row records it, which is what
 // makes a crash between the scheduler's acknowledgement and the commit
-// harmless: the idempotency key alone would not do, since it is
-// forgotten with the task once delivered, and since another node would
+// harmless: the idempotency key alone would not do, since the scheduler
+// forgets it after a retention period and since another node would
 // register the row in its own store. Held tasks whose poll did not
 // commit are found by their due time and key and cancelled before a node
 // dispatches (cleanupHeld), or released when their row says QUEUED.

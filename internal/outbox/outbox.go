@@ -30,10 +30,17 @@ var _ Scheduler = (*scheduler.Scheduler)(nil)
 var admin = scheduler.Caller{Admin: true}
 
 // keyPrefix starts the idempotency key of every outbox task:
-// "outbox:<source>:<row id>".
+// "outbox:<source>:<after>:<row id>". after is empty for a row's first
+// registration. The scheduler remembers a key for a while after its task
+// has finished, and answers a repeat with the finished task; a row that
+// comes back to PENDING (replayed by hand, or its held task cancelled)
+// then registers again with after set to that task's id, and so on: each
+// key is still the same on every try of the same registration.
 const keyPrefix = "outbox:"
 
-func idempotencyKey(source, id string) string { return keyPrefix + source + ":" + id }
+func idempotencyKey(source, after, id string) string {
+	return keyPrefix + source + ":" + after + ":" + id
+}
 
 // parseKey splits an outbox task's idempotency key.
 func parseKey(key string) (source, id string, ok bool) {
@@ -41,7 +48,11 @@ func parseKey(key string) (source, id string, ok bool) {
 	if !ok {
 		return "", "", false
 	}
-	return strings.Cut(rest, ":")
+	parts := strings.SplitN(rest, ":", 3)
+	if len(parts) != 3 {
+		return "", "", false
+	}
+	return parts[0], parts[2], true
 }
 
 // Outbox runs every configured source of a process. Create it with New

@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/boomerangd/boomerang/internal/scheduler"
@@ -68,7 +67,6 @@ func (s *Source) releaseLoop(ctx context.Context) {
 // another node. It runs only while this node does not dispatch, so no
 // registration is under way.
 func (s *Source) cleanupHeld(ctx context.Context) error {
-	prefix := keyPrefix + s.cfg.Name + ":"
 	from := s.opts.Clock.Now().Add(holdFor / 2)
 	for _, client := range s.clients() {
 		var after uint64
@@ -80,7 +78,7 @@ func (s *Source) cleanupHeld(ctx context.Context) error {
 			byRow := map[string]uint64{}
 			var ids []string
 			for _, v := range views {
-				if id, ok := strings.CutPrefix(v.Task.GetIdempotencyKey(), prefix); ok {
+				if src, id, ok := parseKey(v.Task.GetIdempotencyKey()); ok && src == s.cfg.Name {
 					byRow[id] = v.Task.Id
 					ids = append(ids, id)
 				}

@@ -61,7 +61,7 @@ func TestHeldTasks(t *testing.T) {
 	hold := func(srv *server.Server, id string) uint64 {
 		v, _, err := srv.Scheduler().Register(context.Background(), scheduler.RegisterRequest{
 			Client: "admin", Payload: []byte("held " + id), At: time.Now().Add(holdFor), Callback: rcv.callback(),
-			IdempotencyKey: idempotencyKey(cfg.Name, id),
+			IdempotencyKey: idempotencyKey(cfg.Name, "", id),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -116,5 +116,31 @@ func TestStaleRows(t *testing.T) {
 	}
 	if _, err := n.src.recoverStale(context.Background(), term-1); !errors.Is(err, ErrDeposed) {
 		t.Fatalf("recoverStale with an old term: %v, want ErrDeposed", err)
+	}
+}
+
+// TestRowSentAgain sets a delivered row back to PENDING: it is delivered
+// again as a new task, although the scheduler still remembers the key
+// of the first.
+func TestRowSentAgain(t *testing.T) {
+	rcv := startReceiver(t)
+	cfg := sourceConfig(rcv)
+	db := newDB(t, &cfg)
+	insert(t, db, "g", "twice")
+	startNode(t, cfg, nodeOptions{})
+	waitStatus(t, db, map[string]int{"DONE": 1})
+	var first int64
+	if err := db.QueryRow(context.Background(), "SELECT task_id FROM boomerang_outbox").Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, db, "UPDATE boomerang_outbox SET status = 'PENDING'")
+	eventually(t, "a second delivery", func() bool { return rcv.count() == 2 })
+	waitStatus(t, db, map[string]int{"DONE": 1})
+	var second int64
+	if err := db.QueryRow(context.Background(), "SELECT task_id FROM boomerang_outbox").Scan(&second); err != nil {
+		t.Fatal(err)
+	}
+	if second == first {
+		t.Fatalf("the row was sent again as the same task %d", first)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -96,7 +97,7 @@ func (s *Source) registerAll(ctx context.Context, rows []lockedRow) dispatchResu
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			v, _, err := s.sched.Register(ctx, req)
+			v, err := s.register(ctx, req, r.id)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -149,8 +150,25 @@ func (s *Source) request(r lockedRow) (scheduler.RegisterRequest, error) {
 		At:             s.opts.Clock.Now().Add(holdFor),
 		Mode:           mode,
 		Callback:       target.Callback,
-		IdempotencyKey: idempotencyKey(s.cfg.Name, r.id),
+		IdempotencyKey: idempotencyKey(s.cfg.Name, "", r.id),
 	}, nil
+}
+
+// maxRegistrations bounds the keys one row tries: one per time it came
+// back to PENDING within the scheduler's idempotency retention.
+const maxRegistrations = 100
+
+// register registers a row's task, passing over tasks its earlier keys
+// made that have finished (see keyPrefix).
+func (s *Source) register(ctx context.Context, req scheduler.RegisterRequest, id string) (scheduler.TaskView, error) {
+	for range maxRegistrations {
+		v, _, err := s.sched.Register(ctx, req)
+		if err != nil || v.Status != scheduler.StatusFinished {
+			return v, err
+		}
+		req.IdempotencyKey = idempotencyKey(s.cfg.Name, strconv.FormatUint(v.Task.GetId(), 10), id)
+	}
+	return scheduler.TaskView{}, fmt.Errorf("outbox: row %s was registered %d times within the scheduler's idempotency retention", id, maxRegistrations)
 }
 
 // markDispatched marks the registered rows QUEUED with their tasks and
