@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -142,24 +143,39 @@ func (c *Client) Close() error {
 }
 
 func (c *Client) dial(ctx context.Context) (net.Conn, error) {
-	d := net.Dialer{Timeout: c.opts.dialTimeout}
-	nc, err := d.DialContext(ctx, "tcp", c.addr)
+	d := &net.Dialer{Timeout: c.opts.dialTimeout}
+	var nc net.Conn
+	var err error
+	if c.opts.tls != nil {
+		// The handshake happens here, so a certificate problem is a dial
+		// error rather than a broken connection later.
+		nc, err = (&tls.Dialer{NetDialer: d, Config: c.opts.tls}).DialContext(ctx, "tcp", c.addr)
+	} else {
+		nc, err = d.DialContext(ctx, "tcp", c.addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("client: cannot connect to %s: %w", c.addr, err)
-	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
 	}
 	return nc, nil
 }
 
-// install makes nc the current connection and wakes waiting callers.
+// install makes nc the current connection and wakes waiting callers. A
+// connection that failed before it was installed (a TLS server refusing
+// the client's certificate closes it at once) is not installed: the
+// Client reconnects instead, and reports why while it waits.
 func (c *Client) install(nc net.Conn) {
 	cn := newConn(nc, c.opts.maxResponse, c.lost)
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		cn.close(ErrClosed)
+		return
+	}
+	if err := cn.failure(); err != nil {
+		c.dialErr = err
+		c.bg.Add(1)
+		go c.reconnect()
+		c.mu.Unlock()
 		return
 	}
 	c.cur = cn
@@ -340,14 +356,18 @@ func (c *Client) adopt(resp *boomerangv1.Response) {
 			ID:        b.Login.GetSessionId(),
 			ExpiresAt: time.UnixMilli(b.Login.GetExpiresAtMs()),
 			Admin:     b.Login.GetAdmin(),
+			Role:      b.Login.GetRole(),
 		}, time.Now())
 	case *boomerangv1.Response_RefreshSession:
-		admin := c.Session().Admin
+		old := c.Session()
 		c.sess.set(Session{
 			ID:        b.RefreshSession.GetSessionId(),
 			ExpiresAt: time.UnixMilli(b.RefreshSession.GetExpiresAtMs()),
-			Admin:     admin,
+			Admin:     old.Admin,
+			Role:      old.Role,
 		}, time.Now())
+	case *boomerangv1.Response_Logout:
+		c.sess.set(Session{}, time.Now())
 	}
 }
 

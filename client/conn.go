@@ -176,6 +176,13 @@ func (c *conn) fail(cause error) {
 	c.lost(c, cause, len(waiting))
 }
 
+// failure returns why the connection failed, or nil while it is healthy.
+func (c *conn) failure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
 // close fails the connection with cause and waits for its goroutines.
 func (c *conn) close(cause error) {
 	c.fail(cause)

@@ -9,8 +9,8 @@
 //	defer c.Close()
 //	task, err := c.Schedule(ctx, []byte("invoice 42"), client.After(90*time.Second), client.InGroup("customer-7"))
 //
-// Dial opens one TCP connection, logs in with the credentials, and asks
-// the server for its limits. Every operation of the service is a method
+// Dial opens one TCP connection (TLS with WithTLS), logs in with the
+// credentials, and asks the server for its limits. Every operation of the service is a method
 // taking and returning the boomerangv1 messages (RegisterTask, ListTasks,
 // ReplayDeadLetter, ...); Schedule, Cancel, Tasks and DeadLetters are
 // shorter forms of the common ones.
@@ -36,7 +36,7 @@
 // on after the server restarts. A Client made with WithSession and no
 // credentials cannot log in again: its calls then fail with
 // ErrSessionExpired or ErrUnauthorized. Session returns the session in
-// use, for tools that save it.
+// use, for tools that save it; Logout ends it on the server.
 //
 // # Connection loss and reconnection
 //

@@ -143,6 +143,53 @@ func (c *Client) GetServerInfo(ctx context.Context, in *boomerangv1.GetServerInf
 	return need(r, err, (*boomerangv1.Response).GetGetServerInfo)
 }
 
+// Logout ends the Client's session on the server. Calls after it log in
+// again when the Client has credentials, and fail otherwise.
+func (c *Client) Logout(ctx context.Context, in *boomerangv1.LogoutRequest) (*boomerangv1.LogoutResponse, error) {
+	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_Logout{Logout: in}})
+	return empty(r, err, (*boomerangv1.Response).GetLogout)
+}
+
+// ListSessions lists live sessions: the client's own, or (admin and
+// read-only) any client's or everyone's.
+func (c *Client) ListSessions(ctx context.Context, in *boomerangv1.ListSessionsRequest) (*boomerangv1.ListSessionsResponse, error) {
+	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_ListSessions{ListSessions: in}})
+	return empty(r, err, (*boomerangv1.Response).GetListSessions)
+}
+
+// RevokeSessions ends a session by its handle, or all of a client's.
+func (c *Client) RevokeSessions(ctx context.Context, in *boomerangv1.RevokeSessionsRequest) (*boomerangv1.RevokeSessionsResponse, error) {
+	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_RevokeSessions{RevokeSessions: in}})
+	return empty(r, err, (*boomerangv1.Response).GetRevokeSessions)
+}
+
+// GetClient shows a client: the caller's own, or (admin and read-only)
+// any.
+func (c *Client) GetClient(ctx context.Context, in *boomerangv1.GetClientRequest) (*boomerangv1.GetClientResponse, error) {
+	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_GetClient{GetClient: in}})
+	return need(r, err, (*boomerangv1.Response).GetGetClient)
+}
+
+// UpdateClient changes a client's settings (admin only).
+func (c *Client) UpdateClient(ctx context.Context, in *boomerangv1.UpdateClientRequest) (*boomerangv1.UpdateClientResponse, error) {
+	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_UpdateClient{UpdateClient: in}})
+	return need(r, err, (*boomerangv1.Response).GetUpdateClient)
+}
+
+// ChangePassword sets a password: the caller's own with the current one,
+// or (admin) any client's.
+func (c *Client) ChangePassword(ctx context.Context, in *boomerangv1.ChangePasswordRequest) (*boomerangv1.ChangePasswordResponse, error) {
+	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_ChangePassword{ChangePassword: in}})
+	return empty(r, err, (*boomerangv1.Response).GetChangePassword)
+}
+
+// RotateSigningSecret replaces a client's webhook signing secret; the
+// response carries the new one, shown only this once.
+func (c *Client) RotateSigningSecret(ctx context.Context, in *boomerangv1.RotateSigningSecretRequest) (*boomerangv1.RotateSigningSecretResponse, error) {
+	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_RotateSigningSecret{RotateSigningSecret: in}})
+	return need(r, err, (*boomerangv1.Response).GetRotateSigningSecret)
+}
+
 // need returns the response body get extracts, which must be there.
 func need[T any](r *boomerangv1.Response, err error, get func(*boomerangv1.Response) *T) (*T, error) {
 	if err != nil {

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"time"
@@ -33,6 +34,7 @@ type options struct {
 	maxResponse  int
 	logger       *slog.Logger
 	session      Session
+	tls          *tls.Config
 }
 
 func newOptions(opts []Option) options {
@@ -90,3 +92,10 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // credentials too, an expired or unknown session is replaced by a new
 // login; without, calls fail with ErrSessionExpired or ErrUnauthorized.
 func WithSession(s Session) Option { return func(o *options) { o.session = s } }
+
+// WithTLS connects over TLS with cfg: a server started with a
+// certificate needs it. Without cfg.ServerName, the host of the address
+// given to Dial is checked against the certificate. Set cfg.RootCAs to
+// trust a private CA, and cfg.Certificates when the server asks for a
+// client certificate.
+func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }

@@ -27,14 +27,14 @@ func signedRequest(t *testing.T, url string, secret []byte, ts time.Time, body s
 	if err != nil {
 		t.Fatal(err)
 	}
-	var signer *webhook.Signer
+	var signers []*webhook.Signer
 	if secret != nil {
-		signer = webhook.NewSigner(secret)
+		signers = append(signers, webhook.NewSigner(secret))
 	}
 	webhook.SetHeaders(req.Header, &webhook.Meta{
 		DeliveryID: 9, TaskID: 42, Attempt: 2, FireAtMs: 1_767_225_600_000,
 		Client: "billing", Group: "customer 7", Timestamp: ts.Unix(),
-	}, signer, []byte(body))
+	}, []byte(body), signers...)
 	return req
 }
 

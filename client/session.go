@@ -14,6 +14,7 @@ type Session struct {
 	ID        string
 	ExpiresAt time.Time
 	Admin     bool
+	Role      boomerangv1.Role
 }
 
 // Refresh timing: a session is refreshed once refreshShare of its

@@ -69,19 +69,23 @@ func TestInterleavedFamiliesKeepOrder(t *testing.T) {
 
 // A hot family with 10,000 queued tasks must not hold up families 1 and 2,
 // submitted after it: they finish while the hot family is still running,
-// and the hot family stays serialized.
+// and the hot family stays serialized. Nothing runs until every task is
+// queued, so the families compete with their whole backlogs, and one
+// worker runs them all, so the order is the engine's alone (with more, the
+// Go scheduler may keep one family's chain of goroutines running).
 func TestHotFamilyDoesNotStarveOthers(t *testing.T) {
 	t.Parallel()
 	const hot, hotTasks, coldTasks = 999, 10000, 1000
 	var h history
 	var x exclusive
 	var count atomic.Int64
-	done := make(chan struct{})
+	done, queued := make(chan struct{}), make(chan struct{})
 	e := start(t, Config[int]{
-		Partitions: 1, // everyone shares one loop and one worker pool
-		Workers:    4,
+		Partitions: 1, // everyone shares one loop and one worker
+		Workers:    1,
 		MaxPending: -1,
 		Handler: func(tk Task[int]) Result {
+			<-queued
 			x.enter(tk.Key())
 			h.add(event{key: tk.Key(), item: tk.Value()})
 			x.leave(tk.Key())
@@ -98,6 +102,7 @@ func TestHotFamilyDoesNotStarveOthers(t *testing.T) {
 		submit(t, e, IntKey(1), NextOnError, i)
 		submit(t, e, IntKey(2), NextOnError, i)
 	}
+	close(queued)
 	waitClosed(t, done, "all tasks")
 	if err := x.err(); err != nil {
 		t.Fatal(err)

@@ -127,7 +127,7 @@ func TestBoomtool(t *testing.T) {
 	if !strings.HasPrefix(out, "Scheduled task ") || !strings.Contains(out, "(in 1m30s)") && !strings.Contains(out, "(in 1m29s)") {
 		t.Fatalf("set printed %q", out)
 	}
-	set := e.json("set", "--payload-file", "-", "--at", time.Now().Add(48*time.Hour).UTC().Format(time.RFC3339), "--every", "5m", "--key", "k-1")
+	set := e.json("set", "--empty", "--payload-file", "-", "--at", time.Now().Add(48*time.Hour).UTC().Format(time.RFC3339), "--every", "5m", "--key", "k-1")
 	task := set["task"].(map[string]any)
 	id := task["id"].(string) // 64-bit integers are strings in protobuf JSON
 	if set["created"] != true || task["repeatIntervalMs"] != "300000" {
@@ -156,14 +156,18 @@ func TestBoomtool(t *testing.T) {
 	if l := e.json("list", "--recurring"); len(l["tasks"].([]any)) != 1 {
 		t.Fatalf("list --recurring -o json = %v", l)
 	}
-	out = e.ok("list", "--limit", "1")
+	out = e.ok("list", "--limit", "1", "--sort", "id")
 	if !strings.Contains(out, "More tasks: add --page-token") {
-		t.Fatalf("list --limit 1:\n%s", out)
+		t.Fatalf("list --limit 1 --sort id:\n%s", out)
+	}
+	out = e.ok("list", "--limit", "1")
+	if !strings.Contains(out, `"invoice 42"`) || !strings.Contains(out, "1 more task: raise --limit, or use --all.") {
+		t.Fatalf("list --limit 1 (due order: the invoice first):\n%s", out)
 	}
 	e.ok("delete", id)
 	e.fails(1, "not found", "show", id)
 	e.fails(1, "not found", "delete", id)
-	e.fails(1, "invalid", "set", "x", "--every", "-5m")
+	e.fails(2, "must not be negative", "set", "x", "--every", "-5m")
 	e.fails(1, "unauthorized", "client", "list")
 
 	// A task due now fails (the receiver refuses it) and is

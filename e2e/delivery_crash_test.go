@@ -50,7 +50,7 @@ func TestCrashWhileDelivering(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 11))
-	dataDir := t.TempDir()
+	dataDir := newDataDir(t)
 	h := newCrashHistory()
 	rcv := newCrashReceiver(t, h)
 	workers := crashWorkers()

@@ -32,7 +32,7 @@ var hostileTexts = map[string]string{
 // the other client is served throughout, the server stays ready, and it
 // starts again cleanly on the same data.
 func TestHostileReceiversCannotStopTheServer(t *testing.T) {
-	dir := t.TempDir()
+	dir := newDataDir(t)
 	s := startServer(t, dir)
 	admin := s.admin(t)
 	ctx := testContext(t)

@@ -71,7 +71,7 @@ func TestPipelining(t *testing.T) {
 // rounds, each killing at a random point.
 func TestCrashKeepsAcknowledged(t *testing.T) {
 	t.Parallel()
-	dataDir := t.TempDir()
+	dataDir := newDataDir(t)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	acked := map[uint64]string{} // id → payload, over all rounds
 	for round := range 3 {
@@ -196,7 +196,7 @@ func TestReconnectAcrossRestart(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	dataDir := t.TempDir()
+	dataDir := newDataDir(t)
 	s := startServer(t, dataDir, "--tcp-addr", addr)
 	registerClient(t, s.admin(t), "phoenix", "http://127.0.0.1:1/unused", 0)
 	c := s.dial(t, "phoenix", "phoenix-password", client.WithReconnectBackoff(10*time.Millisecond, 100*time.Millisecond))

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -27,21 +28,37 @@ type server struct {
 	cmd     *exec.Cmd
 	tcp     string
 	http    string
+	metrics string                 // the metrics listener's address, if any
+	startup []map[string]string    // log lines up to the listening line
 	lines   chan map[string]string // parsed stderr lines; closed at exit
 	exited  chan struct{}
 	waitErr error
 }
 
+// newDataDir returns a data directory for a server to create: the server
+// refuses one its group or others may read, as t.TempDir's are.
+func newDataDir(t *testing.T) string { return filepath.Join(t.TempDir(), "data") }
+
 // startServer runs boomerang on free ports with dataDir ("" = a new temp
 // dir) and extra flags.
 func startServer(t *testing.T, dataDir string, extra ...string) *server {
 	t.Helper()
+	return startServerEnv(t, dataDir, nil, extra...)
+}
+
+// startServerEnv is startServer with variables added to the environment.
+func startServerEnv(t *testing.T, dataDir string, env []string, extra ...string) *server {
+	t.Helper()
 	if dataDir == "" {
-		dataDir = t.TempDir()
+		dataDir = newDataDir(t)
 	}
-	args := append([]string{"serve", "--data-dir", dataDir, "--tcp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
-		"--admin-password", adminPassword}, extra...)
-	cmd := exec.Command(filepath.Join(binDir, "boomerang"), args...)
+	return launch(t, serverCommand(dataDir, env, extra...), dataDir)
+}
+
+// launch starts cmd, a boomerang server on dataDir, and waits until it
+// listens.
+func launch(t *testing.T, cmd *exec.Cmd, dataDir string) *server {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +92,40 @@ func startServer(t *testing.T, dataDir string, extra ...string) *server {
 	return s
 }
 
+// serverCommand is the boomerang command line startServerEnv runs.
+func serverCommand(dataDir string, env []string, extra ...string) *exec.Cmd {
+	args := append([]string{"serve", "--data-dir", dataDir, "--tcp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+		"--admin-password", adminPassword}, extra...)
+	cmd := exec.Command(filepath.Join(binDir, "boomerang"), args...)
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}
+
+// failStart runs boomerang as startServerEnv would, expecting it to exit
+// with an error at start; it returns the standard error.
+func failStart(t *testing.T, dataDir string, env []string, extra ...string) string {
+	t.Helper()
+	cmd := serverCommand(dataDir, env, extra...)
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() {
+		out, err = cmd.CombinedOutput()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(waitLimit):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("boomerang did not exit:\n%s", out)
+	}
+	if err == nil {
+		t.Fatalf("boomerang started and exited cleanly:\n%s", out)
+	}
+	return string(out)
+}
+
 // awaitAddresses reads the log until both listening addresses are known.
 func (s *server) awaitAddresses() {
 	s.t.Helper()
@@ -87,6 +138,7 @@ func (s *server) awaitAddresses() {
 				s.t.Fatalf("boomerang exited before listening:\n%s", strings.Join(seen, "\n"))
 			}
 			seen = append(seen, kv["_line"])
+			s.startup = append(s.startup, kv)
 			s.noteAddresses(kv)
 		case <-timeout:
 			s.t.Fatalf("boomerang did not report its addresses:\n%s", strings.Join(seen, "\n"))
@@ -102,6 +154,8 @@ func (s *server) noteAddresses(kv map[string]string) {
 			s.tcp = v
 		case "http", "http_addr", "http_address":
 			s.http = v
+		case "metrics":
+			s.metrics = v
 		}
 	}
 }

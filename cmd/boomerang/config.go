@@ -11,7 +11,9 @@ import (
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/boomerangd/boomerang/internal/auth"
 	"github.com/boomerangd/boomerang/internal/outbox"
+	"github.com/boomerangd/boomerang/internal/server"
 )
 
 // envPrefix starts the environment variable of every flag:
@@ -73,7 +75,44 @@ func (o *options) complete(fs *pflag.FlagSet, lookupEnv func(string) (string, bo
 		}
 		o.outbox = append(o.outbox, src)
 	}
+	if err := o.loadSecrets(lookupEnv); err != nil {
+		return err
+	}
 	return o.checkLogging()
+}
+
+// envSecretKey holds secret keys themselves (not a file name), for
+// deployments that pass secrets through the environment.
+const envSecretKey = envPrefix + "SECRET_KEY"
+
+// loadSecrets reads the TLS files and the secret keys.
+func (o *options) loadSecrets(lookupEnv func(string) (string, bool)) error {
+	if o.tlsCert != "" || o.tlsKey != "" || o.tlsClientCA != "" {
+		cfg, err := server.LoadTLS(o.tlsCert, o.tlsKey, o.tlsClientCA)
+		if err != nil {
+			return err
+		}
+		o.cfg.TLS = cfg
+	}
+	text, fromEnv := lookupEnv(envSecretKey)
+	switch {
+	case fromEnv && o.secretKeyFile != "":
+		return fmt.Errorf("give the secret keys with %s or --secret-key-file, not both", envSecretKey)
+	case o.secretKeyFile != "":
+		data, err := os.ReadFile(o.secretKeyFile)
+		if err != nil {
+			return fmt.Errorf("--secret-key-file: %w", err)
+		}
+		text = string(data)
+	case !fromEnv:
+		return nil
+	}
+	keys, err := auth.ParseKeys(text)
+	if err != nil {
+		return fmt.Errorf("secret keys: %w", err)
+	}
+	o.cfg.SecretKeys = keys
+	return nil
 }
 
 // readConfigFile reads a YAML mapping of flag names to values: a scalar,

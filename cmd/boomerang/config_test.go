@@ -144,3 +144,35 @@ func TestEnvNames(t *testing.T) {
 		}
 	}
 }
+
+func TestSecurityFlags(t *testing.T) {
+	t.Parallel()
+	key := strings.Repeat("ab", 32)
+	o, err := parse(t, nil, map[string]string{"BOOMERANG_SECRET_KEY": key + "," + strings.Repeat("cd", 32)}, "")
+	if err != nil || len(o.cfg.SecretKeys) != 2 || o.cfg.SecretKeys[0][0] != 0xab {
+		t.Fatalf("BOOMERANG_SECRET_KEY: %v, %v", o.cfg.SecretKeys, err)
+	}
+	file := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(file, []byte("# comment\n"+key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if o, err = parse(t, []string{"--secret-key-file", file}, nil, ""); err != nil || len(o.cfg.SecretKeys) != 1 {
+		t.Fatalf("--secret-key-file: %v, %v", o.cfg.SecretKeys, err)
+	}
+	if _, err := parse(t, []string{"--secret-key-file", file}, map[string]string{"BOOMERANG_SECRET_KEY": key}, ""); err == nil {
+		t.Fatal("both a key file and BOOMERANG_SECRET_KEY were accepted")
+	}
+	if _, err := parse(t, nil, map[string]string{"BOOMERANG_SECRET_KEY": "too-short"}, ""); err == nil {
+		t.Fatal("a malformed key was accepted")
+	}
+	if _, err := parse(t, []string{"--tls-cert", file}, nil, ""); err == nil || !strings.Contains(err.Error(), "key") {
+		t.Fatalf("--tls-cert without --tls-key: %v", err)
+	}
+	if o, err = parse(t, nil, nil, ""); err != nil || len(o.cfg.CallbackDeny) != 1 || o.cfg.CallbackDeny[0] != "default" || o.cfg.TLS != nil {
+		t.Fatalf("defaults: deny %v, TLS %v, %v", o.cfg.CallbackDeny, o.cfg.TLS, err)
+	}
+	o, err = parse(t, nil, map[string]string{"BOOMERANG_CALLBACK_DENY": "default;10.0.0.0/8 ::1"}, "callback-allow:\n  - '*.example.com'\n")
+	if err != nil || len(o.cfg.CallbackDeny) != 3 || len(o.cfg.CallbackAllow) != 1 {
+		t.Fatalf("callback rules from the environment and the file: %v %v, %v", o.cfg.CallbackDeny, o.cfg.CallbackAllow, err)
+	}
+}

@@ -29,7 +29,7 @@ func TestBinary(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	data := t.TempDir()
+	data := filepath.Join(t.TempDir(), "data")
 
 	p := startBinary(t, bin, "--data-dir", data, "--tcp-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-level", "debug")
 	password := p.waitFor(t, regexp.MustCompile(`generated password: (\S+)`))[1]

@@ -27,6 +27,10 @@ type options struct {
 	logLevel        string
 	logFormat       string
 	shutdownTimeout time.Duration
+	tlsCert         string
+	tlsKey          string
+	tlsClientCA     string
+	secretKeyFile   string
 	outboxSources   []string
 	outboxNode      string
 	outbox          []outbox.Config // parsed from outboxSources by complete
@@ -40,18 +44,35 @@ func (o *options) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.configFile, "config", "", "YAML file of settings, keyed by flag name (flags and environment win over it)")
 	fs.StringVar(&c.DataDir, "data-dir", server.DefaultDataDir, "directory of the store; created if missing")
 	fs.StringVar(&c.TCPAddr, "tcp-addr", server.DefaultTCPAddr, "raw TCP (protobuf frames) listen address; port 0 picks one")
-	fs.StringVar(&c.HTTPAddr, "http-addr", server.DefaultHTTPAddr, "HTTP listen address: Connect/gRPC/gRPC-Web/JSON, /metrics, /healthz, /readyz")
-	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go's profiler under /debug/pprof/ on the HTTP address")
+	fs.StringVar(&c.HTTPAddr, "http-addr", server.DefaultHTTPAddr, "HTTP listen address: Connect/gRPC/gRPC-Web/JSON, /healthz, /readyz (and /metrics without --metrics-addr)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate chain: serve both ports over TLS (needs --tls-key)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	fs.StringVar(&o.tlsClientCA, "tls-client-ca", "", "PEM CA bundle: require client certificates signed by it on both ports")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics (and /debug/pprof/) on this address instead of the HTTP address")
+	fs.StringVar(&c.MetricsToken, "metrics-token", "", "require \"Authorization: Bearer <token>\" for /metrics and /debug/pprof/")
+	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go's profiler under /debug/pprof/ beside /metrics")
+	fs.BoolVar(&c.AllowOpenDataDir, "allow-open-data-dir", false, "start even if the data directory is readable by its group or others")
+	fs.StringVar(&o.secretKeyFile, "secret-key-file", "", "file of the keys that seal signing secrets at rest, the first one sealing (default: $BOOMERANG_SECRET_KEY, else a key generated into the data directory)")
+	fs.StringArrayVar(&c.CallbackAllow, "callback-allow", nil, "callbacks may go only here: a network, address or host pattern (*.example.com); repeatable (default: anywhere not denied)")
+	fs.StringArrayVar(&c.CallbackDeny, "callback-deny", []string{"default"}, "callbacks may not go here; repeatable; \"default\" is link-local, metadata, unspecified and multicast addresses, \"none\" nothing")
 	fs.IntVar(&c.MaxPayloadBytes, "max-payload-bytes", server.DefaultMaxPayloadBytes, "largest task payload in bytes")
 	fs.IntVar(&c.MaxFrameBytes, "max-frame-bytes", 0, "largest raw TCP frame and Connect message in bytes (0: max-payload-bytes + 64 KiB)")
 	fs.IntVar(&c.MaxInFlight, "max-in-flight", server.DefaultMaxInFlight, "requests one raw TCP connection may have outstanding before it is not read further")
 	fs.IntVar(&c.MaxConnections, "max-connections", server.DefaultMaxConnections, "open raw TCP connections; more are refused with BUSY")
-	fs.DurationVar(&c.HandshakeTimeout, "handshake-timeout", server.DefaultHandshakeTimeout, "time a new raw TCP connection has to send its first frame (and HTTP request headers)")
+	fs.IntVar(&c.MaxPendingLogins, "max-pending-logins", server.DefaultMaxPendingLogins, "raw TCP connections that have not logged in yet; more are refused with BUSY")
+	fs.IntVar(&c.MaxPendingLoginsPerAddr, "max-pending-logins-per-addr", server.DefaultMaxPendingLoginsPerAddr, "the same from one source address (IPv6: one /64)")
+	fs.IntVar(&c.MaxConnBufferBytes, "max-conn-buffer-bytes", 0, "bytes of requests and unsent responses one raw TCP connection may hold before it is not read (0: 8 MiB, at least 4 frames)")
+	fs.IntVar(&c.MaxBufferBytes, "max-buffer-bytes", 0, "the same over all connections (0: 256 MiB)")
+	fs.DurationVar(&c.HandshakeTimeout, "handshake-timeout", server.DefaultHandshakeTimeout, "time a new raw TCP connection has to log in (and an HTTP request to send its headers)")
+	fs.DurationVar(&c.HTTPReadTimeout, "http-read-timeout", server.DefaultHTTPReadTimeout, "time an HTTP request has to arrive whole, body included")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", server.DefaultIdleTimeout, "idle raw TCP and HTTP keep-alive connections are closed after this")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", server.DefaultWriteTimeout, "a raw TCP client that does not read its responses for this long is disconnected")
 	fs.DurationVar(&c.SessionTTL, "session-ttl", auth.DefaultSessionTTL, "how long a session lives after login or refresh")
 	fs.StringVar(&c.AdminID, "admin-id", server.DefaultAdminID, "id of the admin client created on first start")
 	fs.StringVar(&c.AdminPassword, "admin-password", "", "password of the admin created on first start (empty: generate one and print it once)")
+	fs.Float64Var(&c.LoginChecksPerSecond, "login-checks-per-second", 0, "password checks per second for logins, server-wide; more wait (0: 8 per core)")
+	fs.DurationVar(&c.MaxLoginWait, "max-login-wait", auth.DefaultMaxLoginWait, "how long a login waits for its password check before BUSY")
+	fs.Float64Var(&c.LoginsPerSource, "logins-per-source", auth.DefaultLoginsPerSource, "login attempts per second from one source address (bursts of 5 s worth); more get BUSY")
 	fs.IntVar(&c.Partitions, "partitions", 0, "scheduler partitions, a power of two (0: GOMAXPROCS rounded up)")
 	fs.Var(&o.pools, "pool", "dispatch pool name=maxConcurrent[,maxPerSecond]; repeatable (maxPerSecond 0: no rate limit)")
 	fs.DurationVar(&c.DeliveryTimeout, "delivery-timeout", delivery.DefaultTimeout, "timeout of a delivery attempt whose callback sets none")

@@ -20,6 +20,9 @@ func serve(ctx context.Context, o *options, stderr io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// Every file the server creates is its user's alone: the data
+	// directory holds password hashes and sealed signing secrets.
+	restrictNewFiles()
 	log := newLogger(o, stderr)
 	cfg := o.cfg
 	cfg.Logger = log
@@ -50,7 +53,7 @@ func serve(ctx context.Context, o *options, stderr io.Writer) error {
 	}
 	<-ctx.Done()
 	stop() // a second signal now ends the process
-	log.Info("shutting down: finishing requests and deliveries under way", "timeout", o.shutdownTimeout)
+	log.Info("shutting down: finishing requests and deliveries under way", "timeout", o.shutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
 	defer cancel()
 	err = srv.Stop(sctx)
@@ -65,9 +68,18 @@ func printAdminPassword(w io.Writer, id, password string) {
 }
 
 func newLogger(o *options, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: logLevels[o.logLevel]}
+	opts := &slog.HandlerOptions{Level: logLevels[o.logLevel], ReplaceAttr: readableDurations}
 	if o.logFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// readableDurations logs durations as "1.5s" rather than a count of
+// nanoseconds, which the JSON handler would print.
+func readableDurations(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }

@@ -15,6 +15,9 @@ import (
 
 	"github.com/go-logfmt/logfmt"
 	"go.uber.org/goleak"
+
+	"github.com/boomerangd/boomerang/internal/oms"
+	boomerang "github.com/boomerangd/boomerang/internal/server"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -201,4 +204,14 @@ func parseLogLine(line string) map[string]string {
 		}
 	}
 	return kv
+}
+
+// The demo and the Boomerang server run side by side with their
+// defaults: their default ports differ.
+func TestDefaultPortDiffersFromTheServers(t *testing.T) {
+	for _, addr := range []string{boomerang.DefaultTCPAddr, boomerang.DefaultHTTPAddr} {
+		if oms.DefaultListen == addr {
+			t.Fatalf("minioms listens on %s by default, as the server does", addr)
+		}
+	}
 }

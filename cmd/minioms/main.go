@@ -3,7 +3,7 @@
 // risk and a simulated execution, and answers every order with one ACK or
 // REJ. See docs/minioms.md.
 //
-//	minioms -listen 127.0.0.1:7070 -exec-min 10ms -exec-max 20ms
+//	minioms -listen 127.0.0.1:7090 -exec-min 10ms -exec-max 20ms
 package main
 
 import (

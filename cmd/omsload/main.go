@@ -3,7 +3,7 @@
 // throughput and latency. It exits 1 if any answer broke the protocol's
 // promises (order per account, exactly one answer, the right answer).
 //
-//	omsload -addr 127.0.0.1:7070 -scenario many-families -rate 50000 -duration 10s
+//	omsload -addr 127.0.0.1:7090 -scenario many-families -rate 50000 -duration 10s
 package main
 
 import (

@@ -21,7 +21,7 @@ func TestBootstrapGeneratesOnce(t *testing.T) {
 		t.Fatalf("Bootstrap = %q, %v, %v; want a generated password", pw, created, err)
 	}
 	s := f.login(t, "admin", pw)
-	if !s.Admin || s.Client != "admin" {
+	if s.Role != RoleAdmin || s.Client != "admin" {
 		t.Fatalf("session %+v, want the admin", s)
 	}
 	f.reopen(t)
@@ -30,7 +30,7 @@ func TestBootstrapGeneratesOnce(t *testing.T) {
 		t.Fatalf("second Bootstrap = %q, %v, %v; want nothing done", again, created, err)
 	}
 	f.login(t, "admin", pw) // the first password survived the restart
-	if _, err := f.a.Login("admin", "another-password"); !errors.Is(err, ErrInvalidCredentials) {
+	if _, err := f.a.Login("admin", "another-password", testSource); !errors.Is(err, ErrInvalidCredentials) {
 		t.Fatalf("login with the ignored password: %v", err)
 	}
 }
@@ -54,11 +54,11 @@ func TestLoginThrottlesPerClient(t *testing.T) {
 	f.register(t, "alice", "alice-password", false)
 	f.register(t, "bob", "bob-password", false)
 
-	if _, err := f.a.Login("alice", "wrong-password"); !errors.Is(err, ErrInvalidCredentials) {
+	if _, err := f.a.Login("alice", "wrong-password", testSource); !errors.Is(err, ErrInvalidCredentials) {
 		t.Fatalf("wrong password: %v", err)
 	}
 	// Even the right password is refused during the backoff.
-	_, err := f.a.Login("alice", "alice-password")
+	_, err := f.a.Login("alice", "alice-password", testSource)
 	var te *ThrottledError
 	if !errors.As(err, &te) || !errors.Is(err, ErrThrottled) || te.RetryAfter != DefaultLoginBackoff {
 		t.Fatalf("login during backoff: %v, want ThrottledError of %v", err, DefaultLoginBackoff)
@@ -69,22 +69,22 @@ func TestLoginThrottlesPerClient(t *testing.T) {
 	f.login(t, "bob", "bob-password") // other clients are not affected
 
 	f.clock.Advance(DefaultLoginBackoff)
-	if _, err := f.a.Login("alice", "wrong-again"); !errors.Is(err, ErrInvalidCredentials) {
+	if _, err := f.a.Login("alice", "wrong-again", testSource); !errors.Is(err, ErrInvalidCredentials) {
 		t.Fatalf("second wrong password: %v", err)
 	}
 	// The backoff doubled.
 	f.clock.Advance(DefaultLoginBackoff)
-	if _, err := f.a.Login("alice", "alice-password"); !errors.As(err, &te) || te.RetryAfter != DefaultLoginBackoff {
+	if _, err := f.a.Login("alice", "alice-password", testSource); !errors.As(err, &te) || te.RetryAfter != DefaultLoginBackoff {
 		t.Fatalf("after the first backoff of the second failure: %v", err)
 	}
 	f.clock.Advance(DefaultLoginBackoff)
 	f.login(t, "alice", "alice-password")
 
 	// A success reset it.
-	if _, err := f.a.Login("alice", "wrong"); !errors.Is(err, ErrInvalidCredentials) {
+	if _, err := f.a.Login("alice", "wrong", testSource); !errors.Is(err, ErrInvalidCredentials) {
 		t.Fatal(err)
 	}
-	if _, err := f.a.Login("alice", "x"); !errors.As(err, &te) || te.RetryAfter != DefaultLoginBackoff {
+	if _, err := f.a.Login("alice", "x", testSource); !errors.As(err, &te) || te.RetryAfter != DefaultLoginBackoff {
 		t.Fatalf("after a success the backoff should start over: %v", err)
 	}
 }
@@ -95,8 +95,8 @@ func TestLoginBackoffCapped(t *testing.T) {
 	f.register(t, "alice", "alice-password", false)
 	var waits []time.Duration
 	for range 5 {
-		_, _ = f.a.Login("alice", "wrong-password")
-		_, err := f.a.Login("alice", "wrong-password")
+		_, _ = f.a.Login("alice", "wrong-password", testSource)
+		_, err := f.a.Login("alice", "wrong-password", testSource)
 		var te *ThrottledError
 		if !errors.As(err, &te) {
 			t.Fatalf("not throttled: %v", err)
@@ -110,8 +110,8 @@ func TestLoginBackoffCapped(t *testing.T) {
 	}
 	// A quiet period of twice the maximum forgets the failures.
 	f.clock.Advance(8 * time.Second)
-	_, _ = f.a.Login("alice", "wrong-password")
-	_, err := f.a.Login("alice", "wrong-password")
+	_, _ = f.a.Login("alice", "wrong-password", testSource)
+	_, err := f.a.Login("alice", "wrong-password", testSource)
 	var te *ThrottledError
 	if !errors.As(err, &te) || te.RetryAfter != time.Second {
 		t.Fatalf("after a quiet period: %v", err)
@@ -122,13 +122,13 @@ func TestLoginUnknownClient(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
 	for _, id := range []string{"nobody", "", "bad id!", string(bytes.Repeat([]byte("x"), 200))} {
-		if _, err := f.a.Login(id, "whatever-pass"); !errors.Is(err, ErrInvalidCredentials) {
+		if _, err := f.a.Login(id, "whatever-pass", testSource); !errors.Is(err, ErrInvalidCredentials) {
 			t.Errorf("Login(%q) = %v, want ErrInvalidCredentials", id, err)
 		}
 	}
 	// Unknown ids are throttled like known ones, so throttling tells
 	// nothing about which ids exist.
-	if _, err := f.a.Login("nobody", "whatever-pass"); !errors.Is(err, ErrThrottled) {
+	if _, err := f.a.Login("nobody", "whatever-pass", testSource); !errors.Is(err, ErrThrottled) {
 		t.Fatalf("second attempt for an unknown id: %v", err)
 	}
 }
@@ -137,7 +137,7 @@ func TestThrottleTableBounded(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, func(c *Config) { c.MaxThrottled = 4 })
 	for i := range 50 {
-		_, _ = f.a.Login(fmt.Sprintf("guess-%d", i), "whatever-pass")
+		_, _ = f.a.Login(fmt.Sprintf("guess-%d", i), "whatever-pass", testSource)
 	}
 	f.a.throttle.mu.Lock()
 	n := len(f.a.throttle.entries)
@@ -156,7 +156,7 @@ func TestSessionsExpire(t *testing.T) {
 		t.Fatalf("session %+v", s)
 	}
 	p, err := f.a.Authenticate(s.ID)
-	if err != nil || p != (Principal{Client: "alice"}) {
+	if err != nil || p.Client != "alice" || p.Role != RoleClient || p.Session != s.Handle {
 		t.Fatalf("Authenticate = %+v, %v", p, err)
 	}
 	for id, want := range map[string]error{"": ErrNoSession, "forged": ErrUnknownSession, s.ID + "x": ErrUnknownSession} {
@@ -197,7 +197,7 @@ func TestRefreshReplaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.ID == s.ID || !r.Expires.Equal(epoch.Add(10*time.Minute+DefaultSessionTTL)) || !r.Admin {
+	if r.ID == s.ID || !r.Expires.Equal(epoch.Add(10*time.Minute+DefaultSessionTTL)) || r.Role != RoleAdmin {
 		t.Fatalf("refreshed %+v from %+v", r, s)
 	}
 	if _, err := f.a.Authenticate(s.ID); !errors.Is(err, ErrSessionExpired) {
@@ -206,7 +206,7 @@ func TestRefreshReplaces(t *testing.T) {
 	if _, err := f.a.Refresh(s.ID); !errors.Is(err, ErrSessionExpired) {
 		t.Fatalf("second refresh of the old id: %v", err)
 	}
-	if p, err := f.a.Authenticate(r.ID); err != nil || !p.Admin {
+	if p, err := f.a.Authenticate(r.ID); err != nil || !p.Admin() {
 		t.Fatalf("new id: %+v, %v", p, err)
 	}
 }
@@ -247,9 +247,12 @@ func TestRegisterClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(stored.SigningSecret, secret) || !bytes.HasPrefix(stored.PasswordHash, []byte("$argon2id$")) ||
+	if bytes.Contains(stored.SigningSecret, secret) || !bytes.HasPrefix(stored.PasswordHash, []byte("$argon2id$")) ||
 		bytes.Contains(stored.PasswordHash, []byte("orders-password")) {
 		t.Fatalf("stored record %v", stored)
+	}
+	if got, err := f.a.SigningSecrets("svc.orders-1"); err != nil || len(got) != 1 || !bytes.Equal(got[0].Key, secret) || !got[0].Until.IsZero() {
+		t.Fatalf("SigningSecrets = %v, %v", got, err)
 	}
 	given := bytes.Repeat([]byte{7}, 20)
 	if _, s, err := f.a.RegisterClient(ClientSpec{ID: "b", Password: "b-password", SigningSecret: given}); err != nil || !bytes.Equal(s, given) {
@@ -258,7 +261,7 @@ func TestRegisterClient(t *testing.T) {
 	if _, _, err := f.a.RegisterClient(ClientSpec{ID: "b", Password: "b-password"}); !errors.Is(err, ErrExists) {
 		t.Fatalf("duplicate: %v", err)
 	}
-	list, _ := f.a.ListClients()
+	list := f.a.ListClients()
 	if len(list) != 2 || list[0].Id != "b" || list[1].Id != "svc.orders-1" || list[0].SigningSecret != nil || list[0].PasswordHash != nil {
 		t.Fatalf("ListClients = %v", list)
 	}
@@ -299,7 +302,7 @@ func TestRegisterClientValidation(t *testing.T) {
 			t.Errorf("RegisterClient(%q, %d-byte password) = %v, want invalid %s", tc.spec.ID, len(tc.spec.Password), err, tc.field)
 		}
 	}
-	if list, _ := f.a.ListClients(); len(list) != 0 {
+	if list := f.a.ListClients(); len(list) != 0 {
 		t.Fatalf("invalid registrations stored: %v", list)
 	}
 }
@@ -339,7 +342,7 @@ func TestDeregisterClient(t *testing.T) {
 	if _, err := f.a.Authenticate(s.ID); !errors.Is(err, ErrUnknownSession) {
 		t.Fatalf("session of a deregistered client: %v", err)
 	}
-	if _, err := f.a.Login("alice", "alice-password"); !errors.Is(err, ErrInvalidCredentials) {
+	if _, err := f.a.Login("alice", "alice-password", testSource); !errors.Is(err, ErrInvalidCredentials) {
 		t.Fatalf("login of a deregistered client: %v", err)
 	}
 	if err := f.a.DeregisterClient("alice"); !errors.Is(err, ErrNotFound) {
@@ -372,7 +375,7 @@ func TestConcurrentUse(t *testing.T) {
 				return
 			}
 			for range 20 {
-				s, err := f.a.Login(id, "password-"+id)
+				s, err := f.a.Login(id, "password-"+id, testSource)
 				if err != nil {
 					errs <- err
 					return
@@ -385,7 +388,7 @@ func TestConcurrentUse(t *testing.T) {
 					errs <- fmt.Errorf("session of %s resolves to %+v, %v", id, p, err)
 					return
 				}
-				_, _ = f.a.ListClients()
+				_ = f.a.ListClients()
 			}
 		})
 	}

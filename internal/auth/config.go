@@ -18,6 +18,12 @@ const (
 	DefaultMaxLoginBackoff      = 30 * time.Second
 	DefaultMaxSessionsPerClient = 1000
 	DefaultMaxThrottled         = 1 << 16
+	DefaultLoginsPerSource      = 20
+	DefaultMaxLoginWait         = 5 * time.Second
+	// DefaultLoginChecksPerCore is the password checks per second and
+	// core the server runs for logins: with the default hash (about 40
+	// ms of one core) a third of the CPU.
+	DefaultLoginChecksPerCore = 8
 )
 
 // Default argon2id parameters: the OWASP recommendation for argon2id
@@ -69,11 +75,31 @@ type Config struct {
 	// holding Hash.MemoryKiB of memory. Default GOMAXPROCS.
 	MaxConcurrentHashes int
 
+	// LoginChecksPerSecond bounds the password checks logins cause,
+	// server-wide, with bursts of five seconds' worth: logins beyond it
+	// wait for their turn up to MaxLoginWait, then get ErrLoginBusy.
+	// Default DefaultLoginChecksPerCore × MaxConcurrentHashes.
+	LoginChecksPerSecond float64
+
+	// MaxLoginWait bounds that wait. Default 5 s; negative: no wait.
+	MaxLoginWait time.Duration
+
+	// LoginsPerSource bounds the login attempts of one source address
+	// (an IPv6 /64) per second, with bursts of five seconds' worth;
+	// beyond it ErrLoginBusy at once. Default 20.
+	LoginsPerSource float64
+
+	// SecretKeys seal the signing secrets at rest (AES-256-GCM, 32 bytes
+	// each). The first seals; the others only open records sealed
+	// before a key rotation, which New seals again with the first.
+	// Required.
+	SecretKeys [][]byte
+
 	// Clock decides session expiry and login backoff. Default: the real
 	// clock.
 	Clock clockwork.Clock
 
-	// Logger receives client registrations and bootstrap events, never
+	// Logger receives client changes and bootstrap events, never
 	// per-login lines. Default: discard.
 	Logger *slog.Logger
 }
@@ -109,6 +135,15 @@ func (c *Config) ensureDefaults() {
 	if c.MaxConcurrentHashes == 0 {
 		c.MaxConcurrentHashes = runtime.GOMAXPROCS(0)
 	}
+	if c.LoginChecksPerSecond == 0 {
+		c.LoginChecksPerSecond = DefaultLoginChecksPerCore * float64(c.MaxConcurrentHashes)
+	}
+	if c.MaxLoginWait == 0 {
+		c.MaxLoginWait = DefaultMaxLoginWait
+	}
+	if c.LoginsPerSource == 0 {
+		c.LoginsPerSource = DefaultLoginsPerSource
+	}
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()
 	}
@@ -127,6 +162,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("auth: Config.LoginBackoff (%v) must not be negative nor above MaxLoginBackoff (%v)", c.LoginBackoff, c.MaxLoginBackoff)
 	case c.MaxSessionsPerClient < 1 || c.MaxThrottled < 1 || c.MaxConcurrentHashes < 1:
 		return errors.New("auth: Config.MaxSessionsPerClient, MaxThrottled and MaxConcurrentHashes must be positive")
+	case c.LoginChecksPerSecond < 0 || c.LoginsPerSource < 0:
+		return fmt.Errorf("auth: Config.LoginChecksPerSecond (%g) and LoginsPerSource (%g) must not be negative", c.LoginChecksPerSecond, c.LoginsPerSource)
 	case c.Hash.MemoryKiB < 8*uint32(c.Hash.Threads):
 		return fmt.Errorf("auth: Config.Hash.MemoryKiB must be at least 8 KiB per thread, got %d", c.Hash.MemoryKiB)
 	}

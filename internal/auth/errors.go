@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/boomerangd/boomerang/internal/scheduler"
 )
 
 var (
@@ -25,12 +27,16 @@ var (
 	ErrExists = errors.New("auth: client already exists")
 	// ErrNotFound: no client with that id.
 	ErrNotFound = errors.New("auth: no such client")
-	// ErrLastAdmin: DeregisterClient of the only admin, which would leave
-	// nobody able to manage clients.
-	ErrLastAdmin = errors.New("auth: cannot deregister the last admin")
+	// ErrLastAdmin: deregistering or demoting the only admin, which would
+	// leave nobody able to manage clients.
+	ErrLastAdmin = errors.New("auth: cannot remove the last admin")
 	// ErrHasTasks: DeregisterClient of a client that still has tasks.
 	// errors.As gives a *HasTasksError with the count.
 	ErrHasTasks = errors.New("auth: client still has tasks")
+	// ErrLoginBusy: a login beyond the login budget: its source's share
+	// of attempts, or the server's share of CPU for password hashing.
+	// Retry later.
+	ErrLoginBusy = errors.New("auth: too many logins; retry later")
 )
 
 // ThrottledError says how long to wait before the next login attempt.
@@ -72,3 +78,8 @@ func (e *HasTasksError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrHasTasks) true.
 func (e *HasTasksError) Unwrap() error { return ErrHasTasks }
+
+// invalidField is a *scheduler.FieldError.
+func invalidField(field, rule string, args ...any) error {
+	return &scheduler.FieldError{Field: field, Rule: fmt.Sprintf(rule, args...)}
+}

@@ -12,6 +12,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// testSource is where the tests' logins come from.
+const testSource = "192.0.2.1:40000"
+
 // epoch is the fake clock's start.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
@@ -20,6 +23,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 var lightHash = HashParams{Time: 1, MemoryKiB: 64, Threads: 1}
 
 type fixture struct {
+	keys  [][]byte
 	dir   string
 	st    *store.Store
 	clock *clockwork.FakeClock
@@ -31,7 +35,7 @@ type fixture struct {
 // clock.
 func newFixture(t *testing.T, tune func(*Config)) *fixture {
 	t.Helper()
-	f := &fixture{dir: t.TempDir(), clock: clockwork.NewFakeClockAt(epoch), tune: tune}
+	f := &fixture{keys: [][]byte{GenerateKey()}, dir: t.TempDir(), clock: clockwork.NewFakeClockAt(epoch), tune: tune}
 	f.open(t)
 	t.Cleanup(func() { f.close(t) })
 	return f
@@ -43,7 +47,9 @@ func (f *fixture) open(t *testing.T) {
 	if err != nil {
 		t.Fatalf("store.Open: %v", err)
 	}
-	cfg := Config{Clock: f.clock, Hash: lightHash}
+	// Every login comes from one source at one instant of the fake clock:
+	// lift the per-source rate, which budget tests set themselves.
+	cfg := Config{Clock: f.clock, Hash: lightHash, SecretKeys: f.keys, LoginsPerSource: 1e6, LoginChecksPerSecond: 1e6}
 	if f.tune != nil {
 		f.tune(&cfg)
 	}
@@ -52,6 +58,7 @@ func (f *fixture) open(t *testing.T) {
 		_ = st.Close()
 		t.Fatalf("New: %v", err)
 	}
+	a.pause = func(time.Duration) {} // unknown ids: the wait is real time, not the fake clock's
 	f.st, f.a = st, a
 }
 
@@ -75,14 +82,18 @@ func (f *fixture) reopen(t *testing.T) {
 
 func (f *fixture) register(t *testing.T, id, password string, admin bool) {
 	t.Helper()
-	if _, _, err := f.a.RegisterClient(ClientSpec{ID: id, Password: password, Admin: admin}); err != nil {
+	role := RoleClient
+	if admin {
+		role = RoleAdmin
+	}
+	if _, _, err := f.a.RegisterClient(ClientSpec{ID: id, Password: password, Role: role}); err != nil {
 		t.Fatalf("RegisterClient(%q): %v", id, err)
 	}
 }
 
 func (f *fixture) login(t *testing.T, id, password string) Session {
 	t.Helper()
-	s, err := f.a.Login(id, password)
+	s, err := f.a.Login(id, password, testSource)
 	if err != nil {
 		t.Fatalf("Login(%q): %v", id, err)
 	}

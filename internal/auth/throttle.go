@@ -1,21 +1,26 @@
 package auth
 
 import (
+	"net"
+	"net/netip"
 	"sync"
 	"time"
 )
 
-// throttle slows down password guessing per client id: after a failed
-// login, attempts for the same id are refused until a backoff has passed,
-// without running the KDF. The backoff doubles with each consecutive
-// failure up to a maximum; a success, or a quiet period of twice the
-// maximum, resets it.
+// throttle slows down password guessing per client id and source: after
+// a failed login, attempts for the same id from the same source are
+// refused until a backoff has passed, without running the KDF. The
+// backoff doubles with each consecutive failure up to a maximum; a
+// success, or a quiet period of twice the maximum, resets it. Failures
+// from one source never hold back another, so guessing a client's
+// password cannot lock the client out.
 type throttle struct {
 	base, max time.Duration
 	limit     int
 
 	mu      sync.Mutex
 	entries map[string]*failures
+	running map[string]chan struct{} // attempts under way, one per key, closed when it ends
 }
 
 type failures struct {
@@ -24,29 +29,75 @@ type failures struct {
 }
 
 func newThrottle(cfg *Config) *throttle {
-	return &throttle{base: cfg.LoginBackoff, max: cfg.MaxLoginBackoff, limit: cfg.MaxThrottled, entries: map[string]*failures{}}
+	return &throttle{base: max(cfg.LoginBackoff, time.Millisecond), max: cfg.MaxLoginBackoff, limit: cfg.MaxThrottled,
+		entries: map[string]*failures{}, running: map[string]chan struct{}{}}
 }
 
-// wait returns how long client must still wait before its next attempt;
-// zero means it may try now.
-func (t *throttle) wait(client string, now time.Time) time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if f := t.entries[client]; f != nil && now.Before(f.until) {
-		return f.until.Sub(now)
+// throttleKey names a client id as tried from a source.
+func throttleKey(client, source string) string { return client + "\x00" + SourceKey(source) }
+
+// SourceKey is the part of an address that names one source: an IPv4
+// address, or an IPv6 address's /64, which one host usually holds whole.
+func SourceKey(addr string) string {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
 	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	if a = a.Unmap(); a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
+}
+
+// begin waits for the attempt for key under way, if any, then returns
+// how long key must still wait before its next attempt, or zero, and
+// then the attempt may go ahead until end. Attempts for one key run one
+// at a time: a burst of guesses sent at once costs one check before the
+// first failure throttles the rest, while a pool of connections logging
+// in together with the right password only waits its turn. now gives
+// the time once the wait is over.
+func (t *throttle) begin(key string, now func() time.Time) time.Duration {
+	t.mu.Lock()
+	for {
+		running, busy := t.running[key]
+		if !busy {
+			break
+		}
+		t.mu.Unlock()
+		<-running
+		t.mu.Lock()
+	}
+	defer t.mu.Unlock()
+	if f := t.entries[key]; f != nil && now().Before(f.until) {
+		return f.until.Sub(now())
+	}
+	t.running[key] = make(chan struct{})
 	return 0
 }
 
-// fail records a failed attempt and returns the backoff it imposes.
-func (t *throttle) fail(client string, now time.Time) time.Duration {
+// end ends the attempt begin let go ahead, letting the next one for key
+// in.
+func (t *throttle) end(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	f := t.entries[client]
+	close(t.running[key])
+	delete(t.running, key)
+}
+
+// fail records a failed attempt and returns the backoff it imposes.
+func (t *throttle) fail(key string, now time.Time) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.entries[key]
 	if f == nil {
 		t.makeRoom(now)
 		f = &failures{}
-		t.entries[client] = f
+		t.entries[key] = f
 	}
 	if t.forgotten(f, now) {
 		f.count = 0
@@ -60,11 +111,11 @@ func (t *throttle) fail(client string, now time.Time) time.Duration {
 	return wait
 }
 
-// succeed clears a client's failures.
-func (t *throttle) succeed(client string) {
+// succeed clears key's failures.
+func (t *throttle) succeed(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.entries, client)
+	delete(t.entries, key)
 }
 
 // forgotten reports whether f's failures are old enough to start over.

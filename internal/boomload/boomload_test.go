@@ -7,6 +7,7 @@ import (
 	"flag"
 	"io"
 	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -35,7 +36,7 @@ const adminPassword = "load-admin-password"
 func startServer(tb testing.TB) string {
 	tb.Helper()
 	srv, err := server.New(server.Config{
-		DataDir: tb.TempDir(), TCPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdminPassword: adminPassword,
+		DataDir: filepath.Join(tb.TempDir(), "data"), TCPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdminPassword: adminPassword,
 	})
 	if err != nil {
 		tb.Fatal(err)

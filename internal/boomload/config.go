@@ -32,6 +32,9 @@ type Config struct {
 	Addr string
 	// Credentials log each connection in. Required.
 	Credentials client.Credentials
+	// Options are passed to each connection's Dial, such as
+	// client.WithTLS.
+	Options []client.Option
 	// Conns is the number of connections (Clients). Default DefaultConns.
 	Conns int
 	// Depth is the registrations in flight per connection. Default

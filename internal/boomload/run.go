@@ -95,7 +95,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 func (r *run) dial(ctx context.Context) ([]*client.Client, error) {
 	var clients []*client.Client
 	for range r.cfg.Conns {
-		c, err := client.Dial(ctx, r.cfg.Addr, r.cfg.Credentials, client.WithMaxInFlight(r.cfg.Depth))
+		c, err := client.Dial(ctx, r.cfg.Addr, r.cfg.Credentials, append(r.cfg.Options[:len(r.cfg.Options):len(r.cfg.Options)], client.WithMaxInFlight(r.cfg.Depth))...)
 		if err != nil {
 			for _, c := range clients {
 				c.Close()

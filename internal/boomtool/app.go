@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,11 +23,12 @@ const (
 	DefaultTimeout = 10 * time.Second
 )
 
-// Environment variables read for credentials and the address.
+// Environment variables read for credentials, the address and TLS.
 const (
 	EnvAddr     = "BOOMERANG_ADDR"
 	EnvClient   = "BOOMERANG_CLIENT"
 	EnvPassword = "BOOMERANG_PASSWORD"
+	EnvCA       = "BOOMERANG_CA"
 )
 
 // Env is everything the tool takes from its surroundings, so tests can
@@ -78,6 +80,7 @@ type app struct {
 	password string
 	output   string
 	timeout  time.Duration
+	tls      tlsFlags
 
 	saved *savedSession // the session the connection uses, if from the file
 	conn  *client.Client
@@ -103,6 +106,7 @@ BOOMERANG_PASSWORD, or else from the session saved by "boomtool login".`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	parent(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.addr, "addr", "", "server TCP address HOST:PORT (default $"+EnvAddr+", the saved session's, or "+DefaultAddr+")")
@@ -110,19 +114,44 @@ BOOMERANG_PASSWORD, or else from the session saved by "boomtool login".`,
 	pf.StringVar(&a.password, "password", "", "password (default $"+EnvPassword+")")
 	pf.StringVarP(&a.output, "output", "o", "table", "output format: table or json")
 	pf.DurationVar(&a.timeout, "timeout", DefaultTimeout, "how long to wait for the server")
+	a.tls.register(pf)
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
-		if a.output != "table" && a.output != "json" {
+		switch {
+		case a.output != "table" && a.output != "json":
 			return usagef("--output must be table or json, not %q", a.output)
+		case a.timeout <= 0:
+			return usagef("--timeout must be positive, got %v", a.timeout)
 		}
 		return nil
 	}
 	root.AddCommand(
-		a.loginCommand(), a.logoutCommand(),
-		a.setCommand(), a.updateCommand(), a.deleteCommand(), a.deleteAllCommand(), a.showCommand(), a.listCommand(),
+		a.loginCommand(), a.logoutCommand(), a.sessionCommand(),
+		a.setCommand(), a.updateCommand(), a.deleteCommand(), a.deleteAllCommand(), a.showCommand(), a.listCommand(), a.nextCommand(),
 		a.dlqCommand(), a.groupCommand(), a.clientCommand(), a.infoCommand(), a.benchCommand(),
 	)
 	return root
+}
+
+// parent makes cmd, a command that only groups others, print its help
+// when called alone and refuse an unknown subcommand as a usage error,
+// with suggestions.
+func parent(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+		if c.SuggestionsMinimumDistance <= 0 {
+			c.SuggestionsMinimumDistance = 2
+		}
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return usageError{errors.New(msg)}
+	}
+	cmd.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	return cmd
 }
 
 // credentials returns the credentials from the flags or the environment,
@@ -178,7 +207,10 @@ func (a *app) connect(ctx context.Context) (*client.Client, error) {
 		return nil, err
 	}
 	addr := a.serverAddr(saved)
-	var opts []client.Option
+	opts, err := a.tls.options(saved, a.env.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	if creds.ClientID == "" {
 		switch {
 		case saved == nil:

@@ -13,12 +13,12 @@ import (
 )
 
 func (a *app) dlqCommand() *cobra.Command {
-	cmd := &cobra.Command{
+	cmd := parent(&cobra.Command{
 		Use:   "dlq",
 		Short: "Inspect, replay and delete dead letters",
 		Long: `A task whose delivery attempts are exhausted becomes a dead letter: the
 failed occurrence, its last error and attempt count.`,
-	}
+	})
 	cmd.AddCommand(a.dlqListCommand(), a.dlqShowCommand(), a.dlqReplayCommand(), a.dlqDeleteCommand(), a.dlqPurgeCommand())
 	return cmd
 }
@@ -141,8 +141,13 @@ func (a *app) dlqShowCommand() *cobra.Command {
 
 func (a *app) dlqReplayCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:     "replay ID",
-		Short:   "Schedule a dead letter's task again, due now",
+		Use:   "replay ID",
+		Short: "Deliver a dead letter's task again",
+		Long: `Deliver a dead letter's task again, with fresh attempts, and remove it from
+the queue. It is due now, behind the tasks of its group already due. A
+group's blocking head (BLOCKS yes) is different: replaying it unblocks the
+group, as "group unblock" does, and the task keeps its due time and its place
+at the head of the group.`,
 		Example: "  boomtool dlq replay 7",
 		Args:    exactArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -51,6 +51,9 @@ func (f *durationFlag) Set(s string) error {
 	if err != nil {
 		return err
 	}
+	if d < 0 {
+		return fmt.Errorf("bad duration %q: must not be negative", s)
+	}
 	f.d, f.set = d, true
 	return nil
 }

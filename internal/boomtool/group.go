@@ -14,14 +14,14 @@ import (
 
 func (a *app) groupCommand() *cobra.Command {
 	var of string
-	cmd := &cobra.Command{
+	cmd := parent(&cobra.Command{
 		Use:   "group",
 		Short: "Show, unblock or skip a group",
 		Long: `A group whose task failed for good in block-on-error mode is blocked: its
 later tasks wait until the group is unblocked (the failed task is delivered
 again) or skipped (it stays in the dead letter queue and the group goes on).`,
-	}
-	cmd.PersistentFlags().StringVar(&of, "of", "", "admin: the group of this client (default: your own)")
+	})
+	cmd.PersistentFlags().StringVar(&of, "of", "", "admin and read-only: the group of this client (default: your own)")
 	cmd.AddCommand(
 		&cobra.Command{
 			Use: "show GROUP", Short: "Show a group's state", Args: exactArgs(1, "GROUP"),

@@ -3,8 +3,10 @@ package boomtool
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -40,26 +42,33 @@ until it expires, when they ask you to log in again.`,
 				return usagef("log in with --client ID and --password (or %s and %s)", EnvClient, EnvPassword)
 			}
 			addr := first(a.addr, a.env.Getenv(EnvAddr), DefaultAddr)
+			tlsNow := a.tls.settings(nil, a.env.Getenv)
+			opts, err := a.tls.options(nil, a.env.Getenv)
+			if err != nil {
+				return err
+			}
 			ctx, cancel := a.context(cmd)
 			defer cancel()
-			c, err := client.Dial(ctx, addr, creds)
+			c, err := client.Dial(ctx, addr, creds, opts...)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
 			s := c.Session()
-			saved := &savedSession{Addr: addr, Client: creds.ClientID, SessionID: s.ID, ExpiresAt: s.ExpiresAt, Admin: s.Admin}
+			role := roleWord(s.Role)
+			saved := &savedSession{Addr: addr, Client: creds.ClientID, SessionID: s.ID, ExpiresAt: s.ExpiresAt, Admin: s.Admin, Role: role}
+			tlsNow.saved(saved)
 			if err := a.saveSession(saved); err != nil {
 				return err
 			}
 			if a.output == "json" {
-				return writeJSON(a.env.Stdout, &boomerangv1.LoginResponse{SessionId: s.ID, ExpiresAtMs: s.ExpiresAt.UnixMilli(), Admin: s.Admin})
+				return writeJSON(a.env.Stdout, &boomerangv1.LoginResponse{SessionId: s.ID, ExpiresAtMs: s.ExpiresAt.UnixMilli(), Admin: s.Admin, Role: s.Role})
 			}
-			role := ""
-			if s.Admin {
-				role = " (admin)"
+			suffix := ""
+			if role != "client" {
+				suffix = " (" + role + ")"
 			}
-			fmt.Fprintf(a.env.Stdout, "Logged in to %s as %s%s; the session expires %s.\n", addr, creds.ClientID, role, when(s.ExpiresAt.UnixMilli(), a.env.Now()))
+			fmt.Fprintf(a.env.Stdout, "Logged in to %s as %s%s; the session expires %s.\n", addr, creds.ClientID, suffix, when(s.ExpiresAt.UnixMilli(), a.env.Now()))
 			return nil
 		},
 	}
@@ -70,25 +79,67 @@ until it expires, when they ask you to log in again.`,
 func (a *app) logoutCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "logout",
-		Short: "Forget the saved session",
-		Args:  exactArgs(0, ""),
-		RunE: func(*cobra.Command, []string) error {
+		Short: "End the saved session on the server and forget it",
+		Long: `End the saved session on the server, so that its id is worthless from then
+on, and delete the session file. If the server cannot be reached the file is
+deleted anyway, and the command says the session stays valid on the server
+until it expires (exit code 1).`,
+		Args: exactArgs(0, ""),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			saved, err := a.loadSession()
+			if err != nil {
+				return err
+			}
+			var serverErr error
+			if saved != nil && (saved.ExpiresAt.IsZero() || a.env.Now().Before(saved.ExpiresAt)) {
+				serverErr = a.endOnServer(cmd, saved)
+			}
 			had, err := a.removeSession()
 			if err != nil {
 				return err
 			}
 			if a.output == "json" {
-				fmt.Fprintf(a.env.Stdout, "{\n  \"removed\": %t\n}\n", had)
-				return nil
-			}
-			if had {
-				fmt.Fprintln(a.env.Stdout, "Logged out: the saved session is gone.")
-			} else {
+				fmt.Fprintf(a.env.Stdout, "{\n  \"removed\": %t,\n  \"endedOnServer\": %t\n}\n", had, saved != nil && serverErr == nil)
+			} else if !had {
 				fmt.Fprintln(a.env.Stdout, "There was no saved session.")
+			} else if serverErr == nil {
+				fmt.Fprintln(a.env.Stdout, "Logged out: the session is ended on the server and the saved session is gone.")
+			}
+			if serverErr != nil {
+				return fmt.Errorf("the saved session is deleted here, but the server could not end it, so it stays valid there until %s: %w",
+					saved.ExpiresAt.UTC().Format(time.RFC3339), serverErr)
 			}
 			return nil
 		},
 	}
+}
+
+// endOnServer ends a saved session on its server. One the server no
+// longer knows, or that has expired, is ended already.
+func (a *app) endOnServer(cmd *cobra.Command, saved *savedSession) error {
+	ctx, cancel := a.context(cmd)
+	defer cancel()
+	opts, err := a.tls.options(saved, a.env.Getenv)
+	if err != nil {
+		return err
+	}
+	c, err := client.Dial(ctx, saved.Addr, client.Credentials{}, append(opts, client.WithSession(saved.session()))...)
+	if err == nil {
+		defer c.Close()
+		_, err = c.Logout(ctx, &boomerangv1.LogoutRequest{})
+	}
+	if errors.Is(err, client.ErrSessionExpired) || errors.Is(err, client.ErrUnauthorized) {
+		return nil
+	}
+	return err
+}
+
+// roleWord names a role for people: "client", "admin", "read-only".
+func roleWord(r boomerangv1.Role) string {
+	if r == boomerangv1.Role_ROLE_UNSPECIFIED {
+		return "client"
+	}
+	return enumWord(r.String(), "ROLE_")
 }
 
 func (a *app) infoCommand() *cobra.Command {

@@ -50,7 +50,9 @@ func writeJSON(w io.Writer, m proto.Message) error {
 	return err
 }
 
-// table writes aligned columns.
+// table writes aligned columns. Cells are escaped (see clean): group
+// keys, payloads and errors come from clients, and control characters
+// from them must not reach the terminal.
 type table struct{ tw *tabwriter.Writer }
 
 func newTable(w io.Writer, header ...string) *table {
@@ -59,18 +61,51 @@ func newTable(w io.Writer, header ...string) *table {
 	return t
 }
 
-func (t *table) row(cells ...string) { fmt.Fprintln(t.tw, strings.Join(cells, "\t")) }
-func (t *table) flush() error        { return t.tw.Flush() }
+func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		cells[i] = clean(c)
+	}
+	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+}
 
-// fields writes "key: value" lines, aligned.
+func (t *table) flush() error { return t.tw.Flush() }
+
+// fields writes "key: value" lines, aligned, with values escaped like
+// table cells.
 type fields struct{ tw *tabwriter.Writer }
 
 func newFields(w io.Writer) *fields { return &fields{tw: tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)} }
 
 func (f *fields) add(key, value string) {
 	if value != "" {
-		fmt.Fprintf(f.tw, "%s:\t%s\n", key, value)
+		fmt.Fprintf(f.tw, "%s:\t%s\n", key, clean(value))
 	}
+}
+
+// clean escapes what a terminal would act on rather than show: control
+// characters (ANSI escapes, tabs, newlines), other non-printable runes and
+// bytes that are not UTF-8, in Go's backslash notation.
+func clean(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return r == utf8.RuneError || !unicode.IsPrint(r) })
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:i])
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsPrint(r):
+			b.WriteRune(r)
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += size
+	}
+	return b.String()
 }
 func (f *fields) flush() error { return f.tw.Flush() }
 

@@ -19,7 +19,7 @@ const adminPassword = "tool-admin-password"
 func startServer(t *testing.T) string {
 	t.Helper()
 	srv, err := server.New(server.Config{
-		DataDir: t.TempDir(), TCPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdminPassword: adminPassword,
+		DataDir: filepath.Join(t.TempDir(), "data"), TCPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", AdminPassword: adminPassword,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func TestAgainstServer(t *testing.T) {
 		t.Fatalf("dlq purge with no dead letters: %v", out)
 	}
 	code, _, errOut = tina.run("", "set", "x", "--every", "-1s")
-	if code != 1 || !strings.Contains(errOut, "invalid") {
+	if code != 2 || !strings.Contains(errOut, "must not be negative") {
 		t.Fatalf("negative interval: exit %d, %q", code, errOut)
 	}
 	admin.ok(t, "client", "deregister", "tina")

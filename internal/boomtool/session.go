@@ -12,13 +12,19 @@ import (
 	"github.com/boomerangd/boomerang/client"
 )
 
-// savedSession is what "boomtool login" keeps in the session file.
+// savedSession is what "boomtool login" keeps in the session file: the
+// session and how the connection was made.
 type savedSession struct {
 	Addr      string    `json:"addr"`
 	Client    string    `json:"client"`
 	SessionID string    `json:"session_id"`
 	ExpiresAt time.Time `json:"expires_at"`
 	Admin     bool      `json:"admin"`
+	Role      string    `json:"role,omitempty"`
+	TLS       bool      `json:"tls,omitempty"`
+	CA        string    `json:"ca,omitempty"`
+	Cert      string    `json:"cert,omitempty"`
+	Key       string    `json:"key,omitempty"`
 }
 
 func (s *savedSession) session() client.Session {

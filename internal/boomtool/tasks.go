@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,20 +21,31 @@ func (a *app) setCommand() *cobra.Command {
 		file, group, key, mode   string
 		callback, pool           string
 		maxAttempts              uint32
+		empty                    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "set [PAYLOAD]",
 		Short: "Schedule a task",
 		Long: `Schedule a task: its payload is delivered to the client's callback when due.
-Without --delay or --at it is due now; --every repeats it.`,
+Without --delay or --at it is due now; --every repeats it. A task needs a
+payload, unless --empty says an empty one is meant.`,
 		Example: `  boomtool set 'invoice 42' --delay 90s
   boomtool set 'report' --at 2026-12-01T10:00:00Z --every 24h --group reports
-  boomtool set --payload-file order.bin --group customer-7 --key order-1001`,
+  boomtool set --payload-file order.bin --group customer-7 --key order-1001
+  boomtool set --empty --every 1m --group heartbeat`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			payload, _, err := readPayload(args, file, a.env.Stdin)
+			payload, given, err := readPayload(args, file, a.env.Stdin)
 			if err != nil {
 				return err
+			}
+			switch {
+			case empty && len(payload) > 0:
+				return usagef("--empty with a payload: give one or the other")
+			case !empty && !given:
+				return usagef("no payload: give it as an argument or with --payload-file, or pass --empty for an empty task")
+			case !empty && len(payload) == 0:
+				return usagef("the payload is empty: pass --empty if an empty task is meant")
 			}
 			m, err := parseMode(mode)
 			if err != nil {
@@ -89,6 +101,7 @@ Without --delay or --at it is due now; --every repeats it.`,
 	f.Var(&cbTimeout, "callback-timeout", "per-attempt timeout of --callback")
 	f.StringVar(&pool, "pool", "", "dispatch pool of --callback")
 	f.Uint32Var(&maxAttempts, "max-attempts", 0, "delivery attempts before the task goes to the dead letter queue (default: the client's)")
+	f.BoolVar(&empty, "empty", false, "schedule the task with an empty payload")
 	_ = cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions(modeNames, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
@@ -226,7 +239,7 @@ func writeTask(w io.Writer, t *boomerangv1.Task, now time.Time) error {
 	f.add("Client", t.GetClient())
 	f.add("Group", t.GetGroup())
 	if t.GetStatus() != boomerangv1.TaskStatus_TASK_STATUS_UNSPECIFIED {
-		f.add("Status", enumWord(t.GetStatus().String(), "TASK_STATUS_"))
+		f.add("Status", statusWord(t))
 	}
 	f.add("Due", when(t.GetFireAtMs(), now))
 	f.add("Repeat", every(t.GetRepeatIntervalMs()))
@@ -235,7 +248,7 @@ func writeTask(w io.Writer, t *boomerangv1.Task, now time.Time) error {
 	f.add("Attempts", strconv.FormatUint(uint64(t.GetAttempts()), 10))
 	f.add("Next attempt", when(t.GetNextAttemptMs(), now))
 	f.add("Last error", t.GetLastError())
-	f.add("Fired", strconv.FormatUint(t.GetFires(), 10)+" times")
+	f.add("Fired", times(t.GetFires()))
 	f.add("Idempotency key", t.GetIdempotencyKey())
 	f.add("Callback", callbackString(t.GetCallback()))
 	f.add("Retry", retryString(t.GetRetry()))
@@ -248,121 +261,40 @@ func retryString(r *boomerangv1.RetryPolicy) string {
 	if r == nil {
 		return ""
 	}
-	s := enumWord(r.GetBackoff().String(), "BACKOFF_")
+	var parts []string
+	if r.GetBackoff() != boomerangv1.Backoff_BACKOFF_UNSPECIFIED {
+		parts = append(parts, enumWord(r.GetBackoff().String(), "BACKOFF_"))
+	}
 	if r.GetInitialIntervalMs() > 0 {
-		s += " from " + humanDuration(time.Duration(r.GetInitialIntervalMs())*time.Millisecond)
+		parts = append(parts, "from "+humanDuration(time.Duration(r.GetInitialIntervalMs())*time.Millisecond))
 	}
 	if r.GetMaxIntervalMs() > 0 {
-		s += " up to " + humanDuration(time.Duration(r.GetMaxIntervalMs())*time.Millisecond)
+		parts = append(parts, "up to "+humanDuration(time.Duration(r.GetMaxIntervalMs())*time.Millisecond))
 	}
 	if r.GetMaxAttempts() > 0 {
-		s += fmt.Sprintf(", %d attempts", r.GetMaxAttempts())
+		parts = append(parts, fmt.Sprintf("%d attempts", r.GetMaxAttempts()))
 	}
-	return s
+	return strings.Join(parts, ", ")
 }
 
-func (a *app) listCommand() *cobra.Command {
-	var (
-		q              boomerangv1.ListTasksRequest
-		status         string
-		recurring, one bool
-		all            bool
-		from, to       timeFlag
-	)
-	cmd := &cobra.Command{
-		Use:     "list",
-		Aliases: []string{"ls"},
-		Short:   "List tasks",
-		Long: `List tasks in due order, one page at a time (--limit, then --page-token from
-the last line), or every page with --all.`,
-		Example: `  boomtool list
-  boomtool list --group customer-7 --status retrying
-  boomtool list --recurring --all -o json`,
-		Args: exactArgs(0, ""),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch status {
-			case "":
-			case "scheduled":
-				q.Status = boomerangv1.TaskStatus_TASK_STATUS_SCHEDULED
-			case "retrying":
-				q.Status = boomerangv1.TaskStatus_TASK_STATUS_RETRYING
-			default:
-				return usagef("bad --status %q: want scheduled or retrying", status)
-			}
-			switch {
-			case recurring && one:
-				return usagef("give --recurring or --one-shot, not both")
-			case recurring || one:
-				q.Recurring = &recurring
-			}
-			if from.set {
-				q.DueFromMs = from.t.UnixMilli()
-			}
-			if to.set {
-				q.DueToMs = to.t.UnixMilli()
-			}
-			return a.run(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := listTasks(ctx, c, &q, all)
-				if err != nil {
-					return err
-				}
-				if a.output == "json" {
-					return writeJSON(a.env.Stdout, resp)
-				}
-				return a.writeTaskTable(resp)
-			})
-		},
+// statusWord names a task's status for people; a blocked task says what
+// blocks it.
+func statusWord(t *boomerangv1.Task) string {
+	if t.GetStatus() == boomerangv1.TaskStatus_TASK_STATUS_BLOCKED {
+		return fmt.Sprintf("blocked by dead letter %d", t.GetBlockedByDeadLetter())
 	}
-	f := cmd.Flags()
-	f.StringVar(&q.Client, "of", "", "admin: list this client's tasks (default: your own; an admin's: everyone's)")
-	f.StringVar(&q.Group, "group", "", "only this group")
-	f.StringVar(&status, "status", "", "only scheduled or retrying tasks")
-	f.BoolVar(&recurring, "recurring", false, "only recurring tasks")
-	f.BoolVar(&one, "one-shot", false, "only one-shot tasks")
-	f.Var(&from, "due-from", "only tasks due at or after this time (RFC 3339)")
-	f.Var(&to, "due-to", "only tasks due before this time (RFC 3339)")
-	f.Uint32Var(&q.PageSize, "limit", 100, "tasks per page (at most 1000)")
-	f.Uint64Var(&q.PageToken, "page-token", 0, "continue from this page token")
-	f.BoolVar(&all, "all", false, "fetch every page")
-	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"scheduled", "retrying"}, cobra.ShellCompDirectiveNoFileComp))
-	return cmd
+	return enumWord(t.GetStatus().String(), "TASK_STATUS_")
 }
 
-// listTasks fetches one page, or with all every page into one response.
-func listTasks(ctx context.Context, c *client.Client, q *boomerangv1.ListTasksRequest, all bool) (*boomerangv1.ListTasksResponse, error) {
-	if !all {
-		return c.ListTasks(ctx, q)
+// times says how often: "never", "1 time", "3 times".
+func times(n uint64) string {
+	switch n {
+	case 0:
+		return "never"
+	case 1:
+		return "1 time"
 	}
-	out := &boomerangv1.ListTasksResponse{}
-	for t, err := range c.Tasks(ctx, q) {
-		if err != nil {
-			return nil, err
-		}
-		out.Tasks = append(out.Tasks, t)
-	}
-	return out, nil
-}
-
-func (a *app) writeTaskTable(resp *boomerangv1.ListTasksResponse) error {
-	now := a.env.Now()
-	if len(resp.GetTasks()) == 0 {
-		fmt.Fprintln(a.env.Stdout, "No tasks.")
-		return nil
-	}
-	t := newTable(a.env.Stdout, "ID", "CLIENT", "GROUP", "DUE", "REPEAT", "STATUS", "ATTEMPTS", "PAYLOAD")
-	for _, task := range resp.GetTasks() {
-		t.row(strconv.FormatUint(task.GetId(), 10), task.GetClient(), dash(task.GetGroup()),
-			relative(time.UnixMilli(task.GetFireAtMs()), now), every(task.GetRepeatIntervalMs()),
-			enumWord(task.GetStatus().String(), "TASK_STATUS_"), strconv.FormatUint(uint64(task.GetAttempts()), 10),
-			payloadPreview(task.GetPayload(), 40))
-	}
-	if err := t.flush(); err != nil {
-		return err
-	}
-	if next := resp.GetNextPageToken(); next != 0 {
-		fmt.Fprintf(a.env.Stdout, "More tasks: add --page-token %d, or use --all.\n", next)
-	}
-	return nil
+	return strconv.FormatUint(n, 10) + " times"
 }
 
 func dash(s string) string {

@@ -172,7 +172,7 @@ func checkWebhooks(t *testing.T) {
 		m.DeliveryID, _ = strconv.ParseUint(s.DeliveryID, 10, 64)
 		m.TaskID, _ = strconv.ParseUint(s.TaskID, 10, 64)
 		h := http.Header{}
-		webhook.SetHeaders(h, &m, webhook.NewSigner(secret), body)
+		webhook.SetHeaders(h, &m, body, webhook.NewSigner(secret))
 		for k, v := range s.Headers {
 			if h.Get(k) != v || len(h) != len(s.Headers) {
 				t.Errorf("%s: header %s is %q, want %q (%d headers, want %d)", s.Name, k, h.Get(k), v, len(h), len(s.Headers))

@@ -163,8 +163,50 @@ func operations() []op {
 				Version: "v1.2.3", StartedMs: createMs, Partitions: 4, TcpAddress: "127.0.0.1:7070", HttpAddress: "127.0.0.1:7071",
 				MaxPayloadBytes: 1 << 20, MaxFrameBytes: 1<<20 + 65536,
 			}}}},
+		{"logout",
+			&boomerangv1.Request{RequestId: 40, SessionId: session, Body: &boomerangv1.Request_Logout{Logout: &boomerangv1.LogoutRequest{}}},
+			&boomerangv1.Response{RequestId: 40, Body: &boomerangv1.Response_Logout{Logout: &boomerangv1.LogoutResponse{}}}},
+		{"list_sessions",
+			&boomerangv1.Request{RequestId: 41, SessionId: session, Body: &boomerangv1.Request_ListSessions{ListSessions: &boomerangv1.ListSessionsRequest{Client: "billing"}}},
+			&boomerangv1.Response{RequestId: 41, Body: &boomerangv1.Response_ListSessions{ListSessions: &boomerangv1.ListSessionsResponse{Sessions: []*boomerangv1.SessionInfo{{
+				Handle: "3f2a9c0d81b4e7a6", Client: "billing", Role: boomerangv1.Role_ROLE_READ_ONLY, CreatedMs: createMs,
+				ExpiresMs: createMs + 3600000, Source: "[2001:db8::7]:51234", Current: true,
+			}}}}}},
+		{"revoke_sessions",
+			&boomerangv1.Request{RequestId: 42, SessionId: session, Body: &boomerangv1.Request_RevokeSessions{RevokeSessions: &boomerangv1.RevokeSessionsRequest{Client: "billing", Handle: "3f2a9c0d81b4e7a6"}}},
+			&boomerangv1.Response{RequestId: 42, Body: &boomerangv1.Response_RevokeSessions{RevokeSessions: &boomerangv1.RevokeSessionsResponse{Revoked: 1}}}},
+		{"get_client",
+			&boomerangv1.Request{RequestId: 43, SessionId: session, Body: &boomerangv1.Request_GetClient{GetClient: &boomerangv1.GetClientRequest{ClientId: "billing"}}},
+			&boomerangv1.Response{RequestId: 43, Body: &boomerangv1.Response_GetClient{GetClient: &boomerangv1.GetClientResponse{Client: fullClientConfig()}}}},
+		{"update_client",
+			&boomerangv1.Request{RequestId: 44, SessionId: session, Body: &boomerangv1.Request_UpdateClient{UpdateClient: &boomerangv1.UpdateClientRequest{
+				ClientId: "billing", ClearCallback: true, Retry: retryPolicy(), DefaultMode: boomerangv1.DispatchMode_DISPATCH_MODE_UNSPECIFIED.Enum(),
+				Role: boomerangv1.Role_ROLE_READ_ONLY.Enum(), CallbackRules: &boomerangv1.CallbackRules{},
+			}}},
+			&boomerangv1.Response{RequestId: 44, Body: &boomerangv1.Response_UpdateClient{UpdateClient: &boomerangv1.UpdateClientResponse{Client: fullClientConfig()}}}},
+		{"change_password",
+			&boomerangv1.Request{RequestId: 45, SessionId: session, Body: &boomerangv1.Request_ChangePassword{ChangePassword: &boomerangv1.ChangePasswordRequest{
+				CurrentPassword: "correct horse battery staple", NewPassword: "staple battery horse correct",
+			}}},
+			&boomerangv1.Response{RequestId: 45, Body: &boomerangv1.Response_ChangePassword{ChangePassword: &boomerangv1.ChangePasswordResponse{}}}},
+		{"rotate_signing_secret",
+			&boomerangv1.Request{RequestId: 46, SessionId: session, Body: &boomerangv1.Request_RotateSigningSecret{RotateSigningSecret: &boomerangv1.RotateSigningSecretRequest{
+				ClientId: "billing", SigningSecret: secretBytes(), OverlapMs: proto.Int64(0),
+			}}},
+			&boomerangv1.Response{RequestId: 46, Body: &boomerangv1.Response_RotateSigningSecret{RotateSigningSecret: &boomerangv1.RotateSigningSecretResponse{
+				Client: fullClientConfig(), SigningSecret: secretBytes(),
+			}}}},
 	}
 	return ops
+}
+
+// fullClientConfig has the fields clientConfig leaves out set too.
+func fullClientConfig() *boomerangv1.ClientConfig {
+	c := clientConfig()
+	c.Role = boomerangv1.Role_ROLE_CLIENT
+	c.CallbackRules = &boomerangv1.CallbackRules{Allow: []string{"*.billing.example", "10.1.0.0/16"}, Deny: []string{"169.254.169.254"}}
+	c.PreviousSecretExpiresMs = dueMs + 86400000
+	return c
 }
 
 // extraRequests exercise what the per-operation set leaves out.

@@ -100,7 +100,7 @@ func headerMap(h http.Header) map[string]string {
 
 func newSignature(in signInput) signature {
 	h := http.Header{}
-	webhook.SetHeaders(h, &in.meta, webhook.NewSigner(in.secret), in.body)
+	webhook.SetHeaders(h, &in.meta, in.body, webhook.NewSigner(in.secret))
 	signed := strings.Join([]string{h.Get(webhook.HeaderTimestamp), h.Get(webhook.HeaderTaskID), h.Get(webhook.HeaderAttempt),
 		h.Get(webhook.HeaderFireAt), h.Get(webhook.HeaderClient), h.Get(webhook.HeaderGroup), ""}, "\n")
 	return signature{
@@ -185,7 +185,7 @@ func verdict(err error) string {
 func newVerification(t *testing.T, c verifyCase) verification {
 	in := signInputs()[c.from]
 	h := http.Header{}
-	webhook.SetHeaders(h, &in.meta, webhook.NewSigner(in.secret), in.body)
+	webhook.SetHeaders(h, &in.meta, in.body, webhook.NewSigner(in.secret))
 	if c.change != nil {
 		c.change(h)
 	}

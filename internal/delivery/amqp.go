@@ -35,7 +35,7 @@ func (t *amqpTransport) dial(_ context.Context, uri string) (*amqpConn, error) {
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName("boomerang")
 	conn, err := amqp.DialConfig(uri, amqp.Config{
-		Dial:       amqp.DefaultDial(t.e.cfg.DefaultTimeout),
+		Dial:       brokerDialer{e: t.e}.Dial,
 		Properties: props,
 	})
 	if err != nil {

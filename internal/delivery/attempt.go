@@ -28,13 +28,13 @@ type route struct {
 // exactly once, by finish (the transport's answer) or expire (its
 // timeout), whichever comes first.
 type attempt struct {
-	e      *Engine
-	task   *storepb.Task
-	number uint32
-	id     uint64
-	done   func(error)
-	route  route
-	signer *webhook.Signer // HTTP: the client's secret; nil without one
+	e       *Engine
+	task    *storepb.Task
+	number  uint32
+	id      uint64
+	done    func(error)
+	route   route
+	signers []*webhook.Signer // HTTP: the client's secrets in use; none without one
 
 	lane   *lane
 	slot   bool // holds a slot of route.pool

@@ -108,10 +108,10 @@ func loadTasks(b *testing.B, st *store.Store, tasks []benchTask) {
 	ids := map[uint16]uint64{}
 	batch := st.NewBatch()
 	for i, bt := range tasks {
-		shard := uint16(i % store.Shards)
+		shard := uint16(i % st.Shards())
 		mode := storepb.DispatchMode_DISPATCH_MODE_NEXT_ON_ERROR
 		if bt.group != "" {
-			shard = store.GroupShard("bench", bt.group)
+			shard = st.GroupShard("bench", bt.group)
 		}
 		ids[shard]++
 		batch.PutTask(&storepb.Task{Id: store.MakeID(shard, ids[shard]), Client: "bench", Group: bt.group,

@@ -68,7 +68,7 @@ func (b *brokers[C]) acquire(ctx context.Context, key string, now time.Time) (co
 	if d != nil && d.done() && (d.err != nil || d.conn.broken()) {
 		if d.err != nil && now.Before(ent.downUntil) {
 			b.mu.Unlock()
-			return conn, nil, fmt.Errorf("%w: redialling in %v after: %w", ErrUnreachable, ent.downUntil.Sub(now).Round(time.Millisecond), d.err)
+			return conn, nil, dialError(fmt.Errorf("redialling in %v after: %w", ent.downUntil.Sub(now).Round(time.Millisecond), d.err))
 		}
 		if d.err == nil {
 			stale = d
@@ -100,7 +100,7 @@ func (b *brokers[C]) acquire(ctx context.Context, key string, now time.Time) (co
 	}
 	if d.err != nil {
 		release()
-		return conn, nil, fmt.Errorf("%w: %w", ErrUnreachable, d.err)
+		return conn, nil, dialError(d.err)
 	}
 	return d.conn, release, nil
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/boomerangd/boomerang/internal/delivery/webhook"
+	"github.com/boomerangd/boomerang/internal/egress"
 	"github.com/boomerangd/boomerang/internal/store"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
@@ -16,9 +18,28 @@ type clientInfo struct {
 	unknown  bool // not registered
 	callback *storepb.Callback
 	retry    *storepb.RetryPolicy // complete: the client's over Config.DefaultRetry
-	signer   *webhook.Signer      // nil without a signing secret
+	signers  []signer             // newest first; none without a signing secret
+	policy   *egress.Policy       // the server's callback policy narrowed by the client's rules
 	route    route                // the client's own callback, when routeErr is nil
 	routeErr error
+}
+
+// signer signs with one of a client's secrets until its expiry (zero:
+// never).
+type signer struct {
+	*webhook.Signer
+	until time.Time
+}
+
+// signersAt returns the signers whose secrets are still valid at now.
+func (c *clientInfo) signersAt(now time.Time) []*webhook.Signer {
+	out := make([]*webhook.Signer, 0, len(c.signers))
+	for _, s := range c.signers {
+		if s.until.IsZero() || now.Before(s.until) {
+			out = append(out, s.Signer)
+		}
+	}
+	return out
 }
 
 // clientEntry caches one client. Deliver reads it without a lock while it
@@ -98,10 +119,16 @@ func (e *Engine) withClient(a *attempt) {
 
 func (e *Engine) load(id string, ent *clientEntry, gen uint64) {
 	rec, err := e.cfg.Clients.Client(id)
+	var details *Details
+	if cd, ok := e.cfg.Clients.(ClientDetails); ok && err == nil {
+		var d Details
+		d, err = cd.ClientDetails(id)
+		details = &d
+	}
 	var info *clientInfo
 	switch {
 	case err == nil:
-		info = e.newClientInfo(rec)
+		info = e.newClientInfo(rec, details)
 	case errors.Is(err, store.ErrNotFound):
 		info = &clientInfo{unknown: true}
 	default:
@@ -124,14 +151,23 @@ func (e *Engine) load(id string, ent *clientEntry, gen uint64) {
 	}
 }
 
-func (e *Engine) newClientInfo(c *storepb.Client) *clientInfo {
+// newClientInfo resolves a client's record and, when the ClientSource
+// gives them, its details.
+func (e *Engine) newClientInfo(c *storepb.Client, d *Details) *clientInfo {
 	info := &clientInfo{
 		callback: c.GetCallback(),
 		retry:    fillRetry(c.GetRetry(), e.cfg.DefaultRetry),
+		policy:   e.cfg.Egress,
 	}
-	if secret := c.GetSigningSecret(); len(secret) > 0 {
-		info.signer = webhook.NewSigner(secret)
+	switch {
+	case d != nil:
+		for _, s := range d.Secrets {
+			info.signers = append(info.signers, signer{Signer: webhook.NewSigner(s.Key), until: s.Until})
+		}
+		info.policy = e.cfg.Egress.Narrow(d.Rules)
+	case len(c.GetSigningSecret()) > 0:
+		info.signers = []signer{{Signer: webhook.NewSigner(c.GetSigningSecret())}}
 	}
-	info.route, info.routeErr = e.newRoute(info.callback)
+	info.route, info.routeErr = e.newRoute(info.callback, info.policy)
 	return info
 }

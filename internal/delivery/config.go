@@ -10,6 +10,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/boomerangd/boomerang/internal/egress"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
@@ -53,6 +54,30 @@ const (
 // An unknown client is an error wrapping store.ErrNotFound.
 type ClientSource interface {
 	Client(id string) (*storepb.Client, error)
+}
+
+// ClientDetails is what a ClientSource may know beyond the stored record:
+// when Config.Clients implements it, deliveries are signed with the
+// secrets it gives, not the record's signing_secret, and checked against
+// the client's own callback rules.
+type ClientDetails interface {
+	ClientDetails(id string) (Details, error)
+}
+
+// Details are a client's signing secrets and callback rules.
+type Details struct {
+	// Secrets sign webhooks, newest first: each delivery carries one
+	// signature per secret that has not expired.
+	Secrets []Secret
+	// Rules are the client's own callback rules (see egress.Policy.Narrow);
+	// nil: none.
+	Rules *egress.Policy
+}
+
+// Secret is a signing secret; a zero Until never expires.
+type Secret struct {
+	Key   []byte
+	Until time.Time
 }
 
 // Config configures an Engine.
@@ -101,6 +126,13 @@ type Config struct {
 	// Clock drives timeouts, rate limits, redial backoff and timestamps.
 	// Default: the real clock.
 	Clock clockwork.Clock
+
+	// Egress is the server's callback policy. Every attempt's endpoint is
+	// checked against it (with its client's rules) before it is made, and
+	// every connection the engine opens after DNS resolution, so a name
+	// that resolves to a denied address is refused. A denied attempt
+	// fails for good. Default: nil, which allows every destination.
+	Egress *egress.Policy
 }
 
 // PoolConfig limits the deliveries of one dispatch pool.

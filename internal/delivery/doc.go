@@ -32,9 +32,10 @@
 // # Transports
 //
 //   - HTTP: a POST of the payload with the Boomerang headers and an
-//     HMAC-SHA256 signature (package webhook), over one shared client
-//     whose keep-alive connections are pooled per host. 2xx acknowledges.
-//     Redirects are not followed.
+//     HMAC-SHA256 signature (package webhook) per signing secret in use,
+//     over one shared client whose keep-alive connections are pooled per
+//     host. 2xx acknowledges. Redirects are not followed. Only the status
+//     of another answer goes into the error, never its body.
 //   - gRPC: boomerang.v1.CallbackService/Deliver with connect-go's gRPC
 //     protocol over cleartext HTTP/2; one connection per endpoint
 //     multiplexes every call. An Ack with ok true acknowledges.
@@ -67,6 +68,16 @@
 // backoff as a raw TCP endpoint. sink.go parses both endpoint kinds.
 //
 // Idle connections are closed after Config.IdleTimeout.
+//
+// # Callback policy
+//
+// With Config.Egress, an attempt's endpoint is checked before the attempt
+// is made, against the server's policy narrowed by the client's own rules
+// (Details.Rules), and every connection the transports open is checked
+// again after DNS resolution, address by address (egress.Dialer). A
+// denied destination fails the attempt for good. When Config.Clients
+// implements ClientDetails, it also gives the signing secrets: during a
+// rotation, every secret not yet expired signs each webhook.
 //
 // # Failures and retries
 //

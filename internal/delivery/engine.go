@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/boomerangd/boomerang/internal/egress"
 	"github.com/boomerangd/boomerang/internal/gate"
 	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
@@ -110,7 +112,7 @@ func (e *Engine) dispatch(a *attempt, info *clientInfo) {
 	}
 	r, err := info.route, info.routeErr
 	if a.task.Callback != nil {
-		r, err = e.newRoute(Effective(a.task.Callback, info.callback))
+		r, err = e.newRoute(Effective(a.task.Callback, info.callback), info.policy)
 	}
 	if err != nil {
 		a.reject(err)
@@ -120,7 +122,10 @@ func (e *Engine) dispatch(a *attempt, info *clientInfo) {
 		a.reject(permanent(fmt.Errorf("%w: payload of %d bytes exceeds the UDP limit of %d", ErrInvalidCallback, len(a.task.Payload), MaxUDPPayload)))
 		return
 	}
-	a.route, a.signer = r, info.signer
+	a.route = r
+	if r.protocol == storepb.Protocol_PROTOCOL_HTTP {
+		a.signers = info.signersAt(e.cfg.Clock.Now())
+	}
 	if err := r.pool.submit(a); err != nil {
 		a.reject(err)
 	}
@@ -129,8 +134,9 @@ func (e *Engine) dispatch(a *attempt, info *clientInfo) {
 // reject ends an attempt that never got a pool slot.
 func (a *attempt) reject(err error) { a.end(err, false) }
 
-// newRoute resolves a callback into a route; its errors are permanent.
-func (e *Engine) newRoute(cb *storepb.Callback) (route, error) {
+// newRoute resolves a callback into a route and checks its endpoint
+// against policy; its errors are permanent.
+func (e *Engine) newRoute(cb *storepb.Callback, policy *egress.Policy) (route, error) {
 	if cb == nil || (cb.Protocol == storepb.Protocol_PROTOCOL_UNSPECIFIED && cb.Endpoint == "") {
 		return route{}, permanent(ErrNoCallback)
 	}
@@ -147,8 +153,16 @@ func (e *Engine) newRoute(cb *storepb.Callback) (route, error) {
 	if cb.TimeoutMs > 0 {
 		r.timeout = time.Duration(cb.TimeoutMs) * time.Millisecond
 	}
+	host, _, _ := net.SplitHostPort(cb.Endpoint)
 	if r.protocol == storepb.Protocol_PROTOCOL_HTTP {
 		r.url, _ = parseURL(cb.Endpoint) // valid: checked above
+		host = r.url.Hostname()
+	}
+	if h, ok := sinkHost(r.protocol, cb.Endpoint); ok {
+		host = h
+	}
+	if err := policy.CheckEndpoint(host); err != nil {
+		return route{}, permanent(err)
 	}
 	return r, nil
 }
@@ -235,4 +249,10 @@ func (e *Engine) Stats() Stats {
 		s.Pools[name] = p.stats()
 	}
 	return s
+}
+
+// dialer opens the engine's connections, checking each against the
+// server's callback policy.
+func (e *Engine) dialer() *egress.Dialer {
+	return &egress.Dialer{Policy: e.cfg.Egress, Base: net.Dialer{KeepAlive: 30 * time.Second}}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/boomerangd/boomerang/internal/egress"
 	"github.com/boomerangd/boomerang/internal/scheduler"
 )
 
@@ -60,21 +61,18 @@ func IsPermanent(err error) bool {
 	return ok
 }
 
-// StatusError is an HTTP answer other than 2xx.
+// StatusError is an HTTP answer other than 2xx. It holds the status only:
+// the response body is never read into errors, which clients see in
+// their dead letters, so a callback aimed at an internal service reveals
+// nothing of what it answers.
 type StatusError struct {
 	Code int
 	// RetryAfter is the delay a 429 or 503 asked for (Retry-After), or 0.
 	RetryAfter time.Duration
-	// Detail is the start of the response body, for the task's last error.
-	Detail string
 }
 
 func (e *StatusError) Error() string {
-	msg := fmt.Sprintf("delivery: HTTP %d %s", e.Code, http.StatusText(e.Code))
-	if e.Detail != "" {
-		msg += ": " + e.Detail
-	}
-	return msg
+	return fmt.Sprintf("delivery: HTTP %d %s", e.Code, http.StatusText(e.Code))
 }
 
 // Unwrap makes errors.Is(err, ErrRejected) true.
@@ -113,4 +111,13 @@ func outcomeOf(err error) int {
 		return 6
 	}
 	return 5
+}
+
+// dialError classifies a failed connection: a destination the callback
+// policy denies fails for good, anything else is unreachable for now.
+func dialError(err error) error {
+	if errors.Is(err, egress.ErrDenied) {
+		return permanent(err)
+	}
+	return fmt.Errorf("%w: %w", ErrUnreachable, err)
 }

@@ -3,12 +3,13 @@ package delivery
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"sync"
 	"time"
 
 	"connectrpc.com/connect"
+
+	"github.com/boomerangd/boomerang/internal/egress"
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
 	"github.com/boomerangd/boomerang/api/boomerang/v1/boomerangv1connect"
@@ -38,7 +39,7 @@ func newGRPCTransport(e *Engine) *grpcTransport {
 	tr := &http.Transport{
 		Protocols:       &protocols,
 		Proxy:           nil,
-		DialContext:     (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:     e.dialer().DialContext,
 		IdleConnTimeout: e.cfg.IdleTimeout,
 	}
 	return &grpcTransport{e: e, tr: tr, hc: &http.Client{Transport: tr}, clients: map[string]*grpcClient{}}
@@ -94,13 +95,16 @@ func grpcError(a *attempt, err error) error {
 	if errors.As(err, &ce) {
 		msg = ce.Message()
 	}
-	switch code {
-	case connect.CodeUnavailable, connect.CodeCanceled:
-		return fmt.Errorf("%w: gRPC %s: %s", ErrUnreachable, code, safeText(msg))
-	case connect.CodeUnimplemented, connect.CodeInvalidArgument, connect.CodeUnauthenticated, connect.CodePermissionDenied:
-		return permanent(fmt.Errorf("%w: gRPC %s: %s", ErrRejected, code, safeText(msg)))
+	msg = safeText(msg)
+	switch {
+	case errors.Is(err, egress.ErrDenied):
+		return permanent(fmt.Errorf("%w: %w", ErrUnreachable, err))
+	case code == connect.CodeUnavailable, code == connect.CodeCanceled:
+		return fmt.Errorf("%w: gRPC %s: %s", ErrUnreachable, code, msg)
+	case code == connect.CodeUnimplemented, code == connect.CodeInvalidArgument, code == connect.CodeUnauthenticated, code == connect.CodePermissionDenied:
+		return permanent(fmt.Errorf("%w: gRPC %s: %s", ErrRejected, code, msg))
 	}
-	return fmt.Errorf("%w: gRPC %s: %s", ErrRejected, code, safeText(msg))
+	return fmt.Errorf("%w: gRPC %s: %s", ErrRejected, code, msg)
 }
 
 // sweep forgets clients of endpoints unused since before cutoff; the HTTP

@@ -3,9 +3,7 @@ package delivery
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,12 +14,13 @@ import (
 	"github.com/boomerangd/boomerang/internal/sanitize"
 )
 
-// Limits on reading an HTTP answer: the start of an error body goes into
-// the task's last error, and a short body is drained so the connection
-// can be reused.
+// Limits on text from receivers: an Ack's or a gRPC error's text goes
+// into the task's last error cut to receiverTextBytes; an HTTP body is
+// never read into an error, and a short one is drained, unread, so the
+// connection can be reused.
 const (
-	httpDetailBytes = 256
-	httpDrainBytes  = 64 << 10
+	receiverTextBytes = 256
+	httpDrainBytes    = 64 << 10
 )
 
 // userAgent identifies Boomerang to receivers.
@@ -41,7 +40,7 @@ type httpTransport struct {
 func newHTTPTransport(e *Engine) *httpTransport {
 	tr := &http.Transport{
 		Proxy:       nil, // webhooks go straight to their endpoint
-		DialContext: (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext,
+		DialContext: e.dialer().DialContext,
 		// Every attempt under way may hold a connection; keep as many
 		// idle for reuse.
 		MaxIdleConnsPerHost: maxConcurrent(e.cfg.Pools),
@@ -99,14 +98,14 @@ func (t *httpTransport) request(a *attempt) *http.Request {
 		DeliveryID: a.id, TaskID: a.task.Id, Attempt: a.number, FireAtMs: a.task.DueMs,
 		Client: a.task.Client, Group: a.task.Group, Timestamp: a.begun.Unix(),
 	}
-	webhook.SetHeaders(req.Header, &m, a.signer, body)
+	webhook.SetHeaders(req.Header, &m, body, a.signers...)
 	req.Header["Content-Type"] = contentType
 	req.Header["User-Agent"] = userAgents
 	return req.WithContext(a.ctx)
 }
 
-// answer turns a response into an outcome, reading a little of the body
-// and draining it so the connection goes back to the pool.
+// answer turns a response into an outcome from its status, draining the
+// body unread so the connection goes back to the pool.
 func answer(resp *http.Response, now func() time.Time) error {
 	defer func() {
 		_, _ = io.CopyN(io.Discard, resp.Body, httpDrainBytes)
@@ -115,8 +114,7 @@ func answer(resp *http.Response, now func() time.Time) error {
 	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
 		return nil
 	}
-	detail, _ := io.ReadAll(io.LimitReader(resp.Body, httpDetailBytes))
-	se := &StatusError{Code: resp.StatusCode, Detail: safeText(string(detail))}
+	se := &StatusError{Code: resp.StatusCode}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		se.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), now)
 	}
@@ -147,7 +145,7 @@ func safeText(s string) string {
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
 		s = s[:i]
 	}
-	return sanitize.Text(s, httpDetailBytes)
+	return sanitize.Text(s, receiverTextBytes)
 }
 
 // transportError classifies a failed request. When the attempt's context
@@ -158,7 +156,7 @@ func transportError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ErrClosed
 	}
-	return fmt.Errorf("%w: %w", ErrUnreachable, err)
+	return dialError(err)
 }
 
 // sweep does nothing: the HTTP transport closes idle connections itself

@@ -43,6 +43,7 @@ func (t *natsTransport) dial(_ context.Context, server string) (*natsConn, error
 		nats.ReconnectBufSize(-1),
 		nats.MaxReconnects(-1),
 		nats.NoCallbacksAfterClientClose(),
+		nats.SetCustomDialer(brokerDialer{e: t.e}),
 	)
 	if err != nil {
 		return nil, err

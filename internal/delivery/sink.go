@@ -1,8 +1,10 @@
 package delivery
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -143,6 +145,33 @@ func parseSinkURL(endpoint, scheme, port string) (*url.URL, error) {
 		u.Host += ":" + port
 	}
 	return u, nil
+}
+
+// sinkHost is the broker host of a queue sink's endpoint, for the
+// callback policy; ok is false for other protocols.
+func sinkHost(p storepb.Protocol, endpoint string) (string, bool) {
+	if p != storepb.Protocol_PROTOCOL_NATS && p != storepb.Protocol_PROTOCOL_AMQP {
+		return "", false
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return "", false
+	}
+	return u.Hostname(), true
+}
+
+// brokerDialer dials brokers through the engine's dialer, so that every
+// address is checked against the callback policy, as for the other
+// transports; the client libraries take a dial function without a
+// context.
+type brokerDialer struct {
+	e *Engine
+}
+
+func (d brokerDialer) Dial(network, address string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(d.e.ctx, d.e.cfg.DefaultTimeout)
+	defer cancel()
+	return d.e.dialer().DialContext(ctx, network, address)
 }
 
 // withGroup fills GroupPlaceholder with the task's group.

@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/boomerangd/boomerang/internal/egress"
 )
 
 // tcpTransport sends Delivery frames over pooled, pipelined connections,
@@ -21,7 +22,7 @@ import (
 // attempts awaiting its Acks; the next attempt dials a new one.
 type tcpTransport struct {
 	e      *Engine
-	dialer net.Dialer
+	dialer *egress.Dialer
 
 	// Lock order: mu, then an endpoint's mu, then life.
 	mu        sync.Mutex
@@ -50,7 +51,7 @@ type tcpEndpoint struct {
 }
 
 func newTCPTransport(e *Engine) *tcpTransport {
-	return &tcpTransport{e: e, dialer: net.Dialer{KeepAlive: 30 * time.Second}, endpoints: map[string]*tcpEndpoint{}}
+	return &tcpTransport{e: e, dialer: e.dialer(), endpoints: map[string]*tcpEndpoint{}}
 }
 
 func (t *tcpTransport) contextual() bool { return false }
@@ -183,7 +184,7 @@ func (ep *tcpEndpoint) dialFailed(err error) {
 	ep.waiting = nil
 	ep.mu.Unlock()
 	for _, a := range waiting {
-		a.finish(fmt.Errorf("%w: %w", ErrUnreachable, err))
+		a.finish(dialError(err))
 	}
 }
 

@@ -3,7 +3,6 @@ package delivery
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"time"
 
@@ -100,11 +99,11 @@ func (ep *udpEndpoint) enqueue(a *attempt) bool {
 func (ep *udpEndpoint) run() {
 	defer ep.t.senders.Done()
 	ctx, cancel := context.WithTimeout(ep.t.e.ctx, ep.t.e.cfg.DefaultTimeout)
-	nc, err := (&net.Dialer{}).DialContext(ctx, "udp", ep.addr)
+	nc, err := ep.t.e.dialer().DialContext(ctx, "udp", ep.addr)
 	cancel()
 	if err != nil {
 		// Forget the endpoint so a later attempt resolves it again.
-		ep.stop(fmt.Errorf("%w: %s: %w", ErrUnreachable, ep.addr, err))
+		ep.stop(dialError(fmt.Errorf("%s: %w", ep.addr, err)))
 		return
 	}
 	defer nc.Close()

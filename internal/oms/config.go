@@ -12,7 +12,7 @@ import (
 // cmd/minioms.
 const (
 	// DefaultListen is the address cmd/minioms listens on.
-	DefaultListen = "127.0.0.1:7070"
+	DefaultListen = "127.0.0.1:7090"
 	// DefaultExecMin and DefaultExecMax bound the simulated execution time
 	// cmd/minioms uses unless told otherwise.
 	DefaultExecMin = 10 * time.Millisecond

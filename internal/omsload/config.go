@@ -135,7 +135,7 @@ func (c *Config) validate() error {
 
 // RegisterFlags binds c's fields to command-line flags in fs.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Addr, "addr", "127.0.0.1:7070", "server address HOST:PORT")
+	fs.StringVar(&c.Addr, "addr", oms.DefaultListen, "server address HOST:PORT")
 	fs.StringVar(&c.Scenario, "scenario", "", fmt.Sprintf("scenario: one of %v", Scenarios()))
 	fs.IntVar(&c.Conns, "conns", DefaultConns, "connections (hot-family adds one for the hot account)")
 	fs.Float64Var(&c.Rate, "rate", 0, "total orders per second, open loop (0: closed loop, as fast as answers return)")

@@ -127,10 +127,10 @@ func bulkLoadGroups(b *testing.B, st *store.Store, n, groups int, due func(i int
 	for start := 0; start < n; start += perBatch {
 		batch := st.NewBatch()
 		for i := start; i < min(n, start+perBatch); i++ {
-			shard, group := uint16(i%store.Shards), ""
+			shard, group := uint16(i%st.Shards()), ""
 			if groups > 0 {
 				group = fmt.Sprint("g", i%groups)
-				shard = store.GroupShard("bench", group)
+				shard = st.GroupShard("bench", group)
 			}
 			ids[shard]++
 			id := store.MakeID(shard, ids[shard])

@@ -69,25 +69,50 @@ func (s *Scheduler) byPartition(n int, id func(int) uint64) map[*partition][]uin
 	return out
 }
 
-// cancelMany cancels the tasks that still exist and are not under way, in
-// one batch.
+// cancelMany cancels the tasks that still exist, are not under way, and
+// are in shards this node leads.
 func (p *partition) cancelMany(c Caller, ids []uint64, done func(result)) {
-	n := 0
+	var tasks []*storepb.Task
 	for _, id := range ids {
-		t, err := p.lookup(c, id)
-		if err == ErrNotFound || p.editable(id) != nil {
+		if !p.leads(store.ShardOf(id)) || p.editable(id) != nil {
 			continue
 		}
-		if err == nil {
-			err = p.drop(t)
+		t, err := p.lookup(c, id)
+		if err == ErrNotFound {
+			continue
 		}
 		if err != nil {
 			done(result{err: err})
 			return
 		}
-		n++
+		tasks = append(tasks, t)
 	}
-	p.then(func(err error) { done(result{count: n, err: err}) })
+	each := gather(len(tasks), func(err error) { done(result{count: len(tasks), err: err}) })
+	for _, t := range tasks {
+		p.begin(store.ShardOf(t.Id), storepb.Op_OP_CANCEL)
+		if err := p.drop(t); err != nil {
+			p.then(func(error) { each(err) })
+			continue
+		}
+		p.then(each)
+	}
+}
+
+// gather returns a continuation for each of n decisions that calls fn,
+// with the first error, once all of them ran (at once when n is 0).
+func gather(n int, fn func(err error)) func(err error) {
+	if n == 0 {
+		fn(nil)
+	}
+	var first error
+	return func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+		if n--; n == 0 {
+			fn(first)
+		}
+	}
 }
 
 // DeadLetterFilter selects dead letters for PurgeDeadLetters. Zero

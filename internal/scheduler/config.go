@@ -10,6 +10,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/boomerangd/boomerang/internal/replica"
 	"github.com/boomerangd/boomerang/internal/store"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
@@ -42,6 +43,23 @@ type Config struct {
 
 	// Deliverer receives due tasks. Required.
 	Deliverer Deliverer
+
+	// NodeID identifies this node among the replicas of every shard, and
+	// Peers are the replicas (their node ids, this one's included) of a
+	// shard created now. Defaults: node 1, alone.
+	NodeID uint64
+	Peers  []uint64
+
+	// Transport carries replication messages to the other replicas;
+	// required when Peers holds others.
+	Transport replica.Transport
+
+	// RaftTick is the replication's tick, and ElectionTicks the ticks
+	// after which followers that hear nothing from a leader elect another
+	// (randomly between 1 and 2 times it). Defaults replica.DefaultTick
+	// (100 ms) and replica.DefaultElectionTicks (10).
+	RaftTick      time.Duration
+	ElectionTicks int
 
 	// OnFinished, if set, is told of every occurrence that reached its
 	// final outcome (delivered, or moved to the dead letter queue), once
@@ -137,6 +155,12 @@ type Config struct {
 
 func (c *Config) ensureDefaults() {
 	c.ensureLimits()
+	if c.NodeID == 0 {
+		c.NodeID = 1
+	}
+	if len(c.Peers) == 0 {
+		c.Peers = []uint64{c.NodeID}
+	}
 	if c.Retry == nil {
 		c.Retry = FixedRetry{Attempts: DefaultMaxAttempts, Delay: DefaultRetryDelay}
 	}
@@ -146,8 +170,8 @@ func (c *Config) ensureDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Partitions == 0 {
-		c.Partitions = min(store.Shards, 1<<bits.Len(uint(runtime.GOMAXPROCS(0)-1)))
+	if c.Partitions == 0 && c.Store != nil {
+		c.Partitions = min(c.Store.Shards(), 1<<bits.Len(uint(runtime.GOMAXPROCS(0)-1)))
 	}
 	if c.Horizon == 0 {
 		c.Horizon = DefaultHorizon
@@ -214,8 +238,8 @@ func (c *Config) validate() error {
 		return errors.New("scheduler: Config.Store is required")
 	case c.Deliverer == nil:
 		return errors.New("scheduler: Config.Deliverer is required")
-	case c.Partitions < 1 || c.Partitions&(c.Partitions-1) != 0 || c.Partitions > store.Shards:
-		return fmt.Errorf("scheduler: Config.Partitions must be a power of two between 1 and %d, got %d", store.Shards, c.Partitions)
+	case c.Partitions < 1 || c.Partitions&(c.Partitions-1) != 0 || c.Partitions > c.Store.Shards():
+		return fmt.Errorf("scheduler: Config.Partitions must be a power of two between 1 and the store's %d shards, got %d", c.Store.Shards(), c.Partitions)
 	case c.Tick <= 0:
 		return fmt.Errorf("scheduler: Config.Tick must be positive, got %v", c.Tick)
 	case c.Horizon < 2*c.Tick:

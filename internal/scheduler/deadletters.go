@@ -14,6 +14,7 @@ import (
 // its due time and sequence, so it takes its old place in the group's
 // order, before and after a restart.
 func (p *partition) unblock(c Caller, client, group string, done func(result)) {
+	p.begin(p.s.cfg.Store.GroupShard(client, group), storepb.Op_OP_UNBLOCK)
 	g, releaseRec, err := p.groupRecord(client, group)
 	if err != nil {
 		done(result{err: err})
@@ -25,14 +26,14 @@ func (p *partition) unblock(c Caller, client, group string, done func(result)) {
 		t, err = p.revive(dl, true)
 	}
 	if err == nil {
-		err = p.open.b.PutTask(t)
+		err = p.cmd().PutTask(t)
 	}
 	if err != nil {
 		releaseRec()
 		done(result{err: err})
 		return
 	}
-	_ = p.open.b.DeleteDeadLetter(dl) // it was stored, so it encodes
+	_ = p.cmd().DeleteDeadLetter(dl) // it was stored, so it encodes
 	p.decideDL(dl.Id, dl, nil)
 	g.rec.BlockedTask, g.rec.BlockedSinceMs = 0, 0
 	g.rec.Tasks++
@@ -51,6 +52,7 @@ func (p *partition) unblock(c Caller, client, group string, done func(result)) {
 // skip lets a blocked group go on without its head, which stays in the
 // dead letter queue, no longer blocking.
 func (p *partition) skip(c Caller, client, group string, done func(result)) {
+	p.begin(p.s.cfg.Store.GroupShard(client, group), storepb.Op_OP_SKIP)
 	g, releaseRec, err := p.groupRecord(client, group)
 	if err != nil {
 		done(result{err: err})
@@ -64,7 +66,7 @@ func (p *partition) skip(c Caller, client, group string, done func(result)) {
 	}
 	kept := proto.Clone(dl).(*storepb.DeadLetter)
 	kept.BlocksGroup = false
-	_ = p.open.b.PutDeadLetter(kept) // it was stored, so it encodes
+	_ = p.cmd().PutDeadLetter(kept) // it was stored, so it encodes
 	p.decideDL(kept.Id, dl, kept)
 	p.unblocked(g, releaseRec, done)
 }
@@ -132,6 +134,7 @@ func (p *partition) revive(dl *storepb.DeadLetter, keepPlace bool) (*storepb.Tas
 // unblocked; any other dead letter is due now, behind the tasks of its
 // group that are already due.
 func (p *partition) replay(c Caller, id uint64, done func(result)) {
+	p.begin(store.ShardOf(id), storepb.Op_OP_REPLAY)
 	dl, err := p.deadLetterFor(c, id)
 	if err != nil {
 		done(result{err: err})
@@ -143,7 +146,7 @@ func (p *partition) replay(c Caller, id uint64, done func(result)) {
 	}
 	t, err := p.revive(dl, false)
 	if err == nil {
-		err = p.open.b.PutTask(t)
+		err = p.cmd().PutTask(t)
 	}
 	if err != nil {
 		done(result{err: err})
@@ -155,7 +158,7 @@ func (p *partition) replay(c Caller, id uint64, done func(result)) {
 		done(result{err: err})
 		return
 	}
-	_ = p.open.b.DeleteDeadLetter(dl)
+	_ = p.cmd().DeleteDeadLetter(dl)
 	p.decideDL(dl.Id, dl, nil)
 	undo := p.decide(t.Id, t)
 	p.then(func(err error) {
@@ -170,6 +173,7 @@ func (p *partition) replay(c Caller, id uint64, done func(result)) {
 
 // dropDeadLetter deletes a dead letter; a blocked head's group goes on.
 func (p *partition) dropDeadLetter(c Caller, id uint64, done func(result)) {
+	p.begin(store.ShardOf(id), storepb.Op_OP_DELETE_DEAD_LETTER)
 	dl, err := p.deadLetterFor(c, id)
 	if err != nil {
 		done(result{err: err})
@@ -181,7 +185,7 @@ func (p *partition) dropDeadLetter(c Caller, id uint64, done func(result)) {
 // dropOne deletes a dead letter the caller may see.
 func (p *partition) dropOne(dl *storepb.DeadLetter, done func(result)) {
 	if !dl.BlocksGroup {
-		_ = p.open.b.DeleteDeadLetter(dl) // it was stored, so it encodes
+		_ = p.cmd().DeleteDeadLetter(dl) // it was stored, so it encodes
 		p.decideDL(dl.Id, dl, nil)
 		p.then(func(err error) { done(result{err: err}) })
 		return
@@ -191,7 +195,7 @@ func (p *partition) dropOne(dl *storepb.DeadLetter, done func(result)) {
 		done(result{err: err})
 		return
 	}
-	_ = p.open.b.DeleteDeadLetter(dl)
+	_ = p.cmd().DeleteDeadLetter(dl)
 	p.decideDL(dl.Id, dl, nil)
 	p.unblocked(g, releaseRec, done)
 }

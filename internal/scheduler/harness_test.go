@@ -54,6 +54,16 @@ func newHarness(t *testing.T, tune func(*Config)) *harness {
 	return h
 }
 
+// newPowerHarness is newHarness on a MemFS, so that the test can cut the
+// power.
+func newPowerHarness(t *testing.T, tune func(*Config)) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: "/data", fs: store.NewMemFS(), clock: newFakeClock(), del: newRecorder(), tune: tune}
+	h.open()
+	t.Cleanup(h.close)
+	return h
+}
+
 // startHarness runs a harness in dir; the caller closes it.
 func startHarness(t tester, dir string, tune func(*Config)) *harness {
 	t.Helper()
@@ -199,7 +209,7 @@ func (h *harness) snapshot() (settleSnapshot, bool) {
 			p.inbox.mu.Unlock()
 			now := p.mono()
 			next, armed := p.wheel.NextExpiry()
-			if p.inJournal > 0 || p.open.len() > 0 || waiting > 0 || p.unread > 0 ||
+			if p.undecided() || waiting > 0 || p.unread > 0 ||
 				(armed && !next.After(p.wall())) || !now.Before(p.nextLoad) || !now.Before(p.nextSweep) ||
 				(len(p.ready) > 0 && p.busy < p.slots) {
 				quiet = false

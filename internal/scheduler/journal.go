@@ -1,89 +1,187 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/boomerangd/boomerang/internal/replica"
 	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
-// journalBatch is the records of many decisions, committed together, and
-// what to do once they are durable. Every batch is synced before its
-// decisions are applied: registrations, operator actions and delivery
-// outcomes alike, so a group's next task never starts before its
-// predecessor's outcome would survive a power loss.
-type journalBatch struct {
-	b   *store.Batch
-	ops []func(err error)
+// A decision records its writes as a command for its shard
+// (store.Command). At the end of a loop turn the partition proposes each
+// shard's commands as one entry of the shard's replicated log; once the
+// entry is committed, every replica applies its commands to its state,
+// and on the leader the decisions' continuations (then) run. Every log
+// entry is synced before it is committed, so a change takes effect, and
+// its caller hears of it, only once it survives a power loss.
+
+// pendingCmd is a decided command until it is applied.
+type pendingCmd struct {
+	shard uint16
+	c     *store.Command
+	ops   []func(err error)
+	id    uint64 // proposal number, once proposed
 }
 
-func newJournalBatch(st *store.Store) *journalBatch {
-	return &journalBatch{b: st.NewBatch()}
+// begin starts the command of a decision on shard.
+func (p *partition) begin(shard uint16, op storepb.Op) {
+	p.cur = &pendingCmd{shard: shard, c: store.NewCommand(op)}
+	p.open[shard] = append(p.open[shard], p.cur)
 }
 
-func (j *journalBatch) len() int { return len(j.ops) }
+// abandon drops the command being decided, which must not have been
+// given continuations or overlay entries yet.
+func (p *partition) abandon() {
+	q := p.open[p.cur.shard]
+	p.open[p.cur.shard] = q[:len(q)-1]
+	finish(p.cur, ErrClosed)
+	p.cur = &pendingCmd{shard: p.cur.shard, c: store.NewCommand(storepb.Op_OP_UNSPECIFIED)}
+}
 
-// then queues fn to run on the loop after the batch is durable, with the
-// commit error if it is not.
-func (p *partition) then(fn func(err error)) { p.open.ops = append(p.open.ops, fn) }
+// cmd is the command being decided.
+func (p *partition) cmd() *store.Command { return p.cur.c }
 
-// journalDepth is how many batches may be in the journal at once: one
-// syncing while the next is written to the log behind it.
-const journalDepth = 2
+// then queues fn to run once the current decision is applied, or with the
+// error that kept it from being applied.
+func (p *partition) then(fn func(err error)) { p.cur.ops = append(p.cur.ops, fn) }
 
-// flush hands the open batch to the journal unless journalDepth batches
-// are already there. While they sync, the loop fills the next batch: one
-// fsync covers everything that arrived in the meantime.
+// flush proposes each shard's decided commands as one log entry.
 func (p *partition) flush() {
-	if p.inJournal >= journalDepth || p.open.len() == 0 {
-		return
-	}
-	p.inJournal++
-	p.journalCh <- p.open
-	p.open = newJournalBatch(p.s.cfg.Store)
-}
-
-// logged is a batch in the log, its fsync under way.
-type logged struct {
-	j    *journalBatch
-	wait func() error
-	err  error
-}
-
-// journal writes batches to the log in order and, on a second goroutine,
-// waits for each one's fsync and reports back to the loop, in the same
-// order: the next batch goes into the log while the last one syncs.
-func (p *partition) journal() {
-	syncing := make(chan logged, journalDepth)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for l := range syncing {
-			err := l.err
-			if err == nil {
-				err = l.wait()
+	for shard, cmds := range p.open {
+		var batch storepb.CommandBatch
+		var live []*pendingCmd
+		for _, pc := range cmds {
+			if pc.c.Len() == 0 {
+				finish(pc, nil) // decided to change nothing
+				continue
 			}
-			if err != nil {
-				err = fmt.Errorf("scheduler: journal commit: %w", err)
-			}
-			p.inbox.post(func() { p.journaled(l.j, err) })
+			p.proposals++
+			pc.id = p.proposals
+			c := pc.c.Proto()
+			c.Node, c.Proposal = p.s.cfg.NodeID, pc.id
+			batch.Commands = append(batch.Commands, c)
+			live = append(live, pc)
 		}
-	}()
-	for j := range p.journalCh {
-		l := logged{j: j}
-		l.wait, l.err = p.s.cfg.Store.CommitAsync(j.b)
-		syncing <- l
+		if len(live) == 0 {
+			continue
+		}
+		err := ErrNotLeader
+		if p.leads(shard) {
+			err = p.propose(shard, &batch)
+		}
+		if err != nil {
+			for _, pc := range live {
+				finish(pc, err)
+			}
+			continue
+		}
+		p.proposed[shard] = append(p.proposed[shard], live...)
 	}
-	close(syncing)
-	<-done
+	clear(p.open)
 }
 
-// journaled applies a durable batch, or fails the scheduler.
-func (p *partition) journaled(j *journalBatch, err error) {
-	p.inJournal--
+func (p *partition) propose(shard uint16, batch *storepb.CommandBatch) error {
+	data, err := proto.Marshal(batch)
 	if err != nil {
-		p.s.fail(err)
+		return fmt.Errorf("scheduler: encode commands: %w", err)
 	}
-	for _, op := range j.ops {
+	return p.s.node.Propose(shard, data)
+}
+
+// undecided reports decisions not yet applied.
+func (p *partition) undecided() bool {
+	for _, q := range p.open {
+		if len(q) > 0 {
+			return true
+		}
+	}
+	for _, q := range p.proposed {
+		if len(q) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// finish runs a command's continuations.
+func finish(pc *pendingCmd, err error) {
+	for _, op := range pc.ops {
 		op(err)
 	}
 }
+
+// apply applies committed log entries to the state, as every replica
+// does, in one unsynced store batch with each shard's applied index, then
+// runs the continuations of this node's commands among them.
+func (p *partition) apply(committed []replica.Committed) {
+	b := p.s.cfg.Store.NewStateBatch()
+	var done []*pendingCmd
+	for _, c := range committed {
+		for _, e := range c.Entries {
+			if e.GetType() != raftpb.EntryType_EntryNormal || len(e.Data) == 0 {
+				continue
+			}
+			var batch storepb.CommandBatch
+			if err := proto.Unmarshal(e.Data, &batch); err != nil {
+				p.s.fail(fmt.Errorf("%w: shard %d log entry %d: %v", store.ErrCorrupt, c.Shard, e.GetIndex(), err))
+				return
+			}
+			for _, cmd := range batch.Commands {
+				if err := b.Apply(cmd, p.noteID); err != nil {
+					p.s.fail(fmt.Errorf("shard %d log entry %d: %w", c.Shard, e.GetIndex(), err))
+					return
+				}
+				if cmd.Node == p.s.cfg.NodeID {
+					done = append(done, p.applied(c.Shard, cmd.Proposal)...)
+				}
+			}
+		}
+		last := c.Entries[len(c.Entries)-1].GetIndex()
+		if err := b.SetApplied(c.Shard, last, p.lastID[c.Shard]); err != nil {
+			p.s.fail(err)
+			return
+		}
+		p.appliedIndex[c.Shard] = last
+	}
+	if err := p.s.cfg.Store.CommitNoSync(b); err != nil {
+		p.s.fail(fmt.Errorf("scheduler: apply: %w", err))
+		return
+	}
+	for _, c := range committed {
+		p.s.node.Applied(c.Shard, p.appliedIndex[c.Shard])
+	}
+	for _, pc := range done {
+		finish(pc, nil)
+	}
+}
+
+// noteID follows the highest id issued in each shard.
+func (p *partition) noteID(shard uint16, id uint64) { p.lastID[shard] = max(p.lastID[shard], id) }
+
+// applied returns this node's command that was just applied, and before
+// it any of the shard's that were proposed earlier and dropped (a lost
+// leadership), which fail.
+func (p *partition) applied(shard uint16, proposal uint64) []*pendingCmd {
+	q := p.proposed[shard]
+	var out []*pendingCmd
+	for len(q) > 0 && q[0].id < proposal {
+		finish(q[0], ErrNotLeader)
+		q = q[1:]
+	}
+	if len(q) > 0 && q[0].id == proposal {
+		out = append(out, q[0])
+		q = q[1:]
+	}
+	p.proposed[shard] = q
+	return out
+}
+
+// ErrNotLeader: this node does not lead the shard a request is for (or
+// stopped leading it while the request was under way, which may or may
+// not have taken effect).
+var ErrNotLeader = errors.New("scheduler: not the shard's leader")

@@ -9,6 +9,7 @@ import (
 
 // register decides a new task on shard and answers after it is durable.
 func (p *partition) register(req *RegisterRequest, shard uint16, done func(result)) {
+	p.begin(shard, storepb.Op_OP_REGISTER)
 	now := p.wallMs()
 	ik := ""
 	if req.IdempotencyKey != "" {
@@ -51,7 +52,7 @@ func (p *partition) register(req *RegisterRequest, shard uint16, done func(resul
 	}
 	// The task record holds every string of the registration: once it is
 	// in the batch, the group record and idempotency key encode too.
-	if err := p.open.b.PutTask(t); err != nil {
+	if err := p.cmd().PutTask(t); err != nil {
 		done(result{err: err})
 		return
 	}
@@ -63,7 +64,7 @@ func (p *partition) register(req *RegisterRequest, shard uint16, done func(resul
 	}
 	var w *idemWait
 	if ik != "" {
-		_ = p.open.b.PutIdempotency(shard, req.Client, req.IdempotencyKey, t.Id, now)
+		_ = p.cmd().PutIdempotency(shard, req.Client, req.IdempotencyKey, t.Id, now)
 		p.idemKeys[shard]++
 		w = &idemWait{task: t}
 		p.idem[ik] = w
@@ -185,6 +186,7 @@ func (p *partition) editable(id uint64) error {
 }
 
 func (p *partition) update(c Caller, req *UpdateRequest, done func(result)) {
+	p.begin(store.ShardOf(req.ID), storepb.Op_OP_UPDATE)
 	t, err := p.lookup(c, req.ID)
 	if err == nil {
 		err = p.editable(req.ID)
@@ -206,7 +208,7 @@ func (p *partition) update(c Caller, req *UpdateRequest, done func(result)) {
 		upd.Attempts, upd.NextAttemptMs, upd.LastError = 0, 0, ""
 	}
 	upd.UpdatedMs = p.wallMs()
-	if err := p.open.b.ReplaceTask(t, upd); err != nil {
+	if err := p.cmd().ReplaceTask(t, upd); err != nil {
 		done(result{err: err})
 		return
 	}
@@ -221,6 +223,7 @@ func (p *partition) update(c Caller, req *UpdateRequest, done func(result)) {
 }
 
 func (p *partition) cancel(c Caller, id uint64, done func(result)) {
+	p.begin(store.ShardOf(id), storepb.Op_OP_CANCEL)
 	t, err := p.lookup(c, id)
 	if err == nil {
 		err = p.editable(id)
@@ -236,10 +239,10 @@ func (p *partition) cancel(c Caller, id uint64, done func(result)) {
 	p.then(func(err error) { done(result{view: TaskView{Task: t}, err: err}) })
 }
 
-// drop journals the deletion of a task that is not under way; applied,
-// its group goes on if it was holding it.
+// drop decides the deletion of a task that is not under way; applied, its
+// group goes on if it was holding it.
 func (p *partition) drop(t *storepb.Task) error {
-	if err := p.open.b.DeleteTask(t); err != nil {
+	if err := p.cmd().DeleteTask(t); err != nil {
 		return err
 	}
 	releaseRec, err := p.countTask(t, -1)

@@ -15,8 +15,8 @@ const MaxErrorLen = 512
 // delivered records the outcome of an attempt. Its group does not go on
 // until the outcome is durable.
 func (p *partition) delivered(f *flight, derr error) {
-	if f.state != flightDelivering {
-		return
+	if p.flights[f.id] != f || f.state != flightDelivering {
+		return // its shard is no longer led here
 	}
 	p.busy--
 	p.s.deliveries.Add(-1)
@@ -32,6 +32,7 @@ func (p *partition) delivered(f *flight, derr error) {
 	f.state = flightSettling
 	t := f.task
 	now := p.wall()
+	p.begin(store.ShardOf(t.Id), storepb.Op_OP_OUTCOME)
 	var err error
 	switch {
 	case derr == nil:
@@ -71,6 +72,7 @@ func (p *partition) unrecorded(f *flight, err error) {
 	p.s.cfg.Logger.Error("delivery outcome could not be recorded; the task will be delivered again",
 		"task", f.id, "err", err)
 	p.s.counters.unrecorded.Add(1)
+	p.abandon()
 	p.refused(f)
 }
 
@@ -147,7 +149,7 @@ func nextOccurrence(t *storepb.Task, now time.Time) *storepb.Task {
 func (p *partition) commitOutcome(t, next *storepb.Task) error {
 	var release func()
 	if next == nil {
-		if err := p.open.b.DeleteTask(t); err != nil {
+		if err := p.cmd().DeleteTask(t); err != nil {
 			return err
 		}
 		var err error
@@ -155,7 +157,7 @@ func (p *partition) commitOutcome(t, next *storepb.Task) error {
 			return err
 		}
 	} else {
-		if err := p.open.b.ReplaceTask(t, next); err != nil {
+		if err := p.cmd().ReplaceTask(t, next); err != nil {
 			return err
 		}
 		release = func() {}
@@ -186,7 +188,7 @@ func (p *partition) deadLetter(f *flight, t *storepb.Task, attempts uint32, msg 
 		FailedMs:    now.UnixMilli(),
 		BlocksGroup: f.run != nil && t.Mode == storepb.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR,
 	}
-	if err := p.open.b.PutDeadLetter(dl); err != nil {
+	if err := p.cmd().PutDeadLetter(dl); err != nil {
 		return err
 	}
 	p.decideDL(dl.Id, nil, dl)

@@ -6,14 +6,14 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
-	"github.com/boomerangd/boomerang/internal/store"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 	"github.com/boomerangd/boomerang/internal/wheel"
 )
 
 // partition is one loop goroutine and everything it alone owns: its
-// shards' id counters, their part of the wheel, their running groups and
-// started tasks, their undurable decisions and the open journal batch.
+// shards' state as their replicas apply it, and for the shards this node
+// leads, their part of the wheel, running groups, started tasks and
+// undurable decisions.
 type partition struct {
 	s      *Scheduler
 	index  int
@@ -35,8 +35,8 @@ type partition struct {
 	busy    int                  // attempts under way
 	blocked int                  // groups in runBlocked
 
-	// pending overlays decisions that are in the journal but not yet
-	// applied: the task as decided, or nil once deleted.
+	// pending overlays decisions that are proposed but not yet applied:
+	// the task as decided, or nil once deleted.
 	pending map[uint64]*pendingTask
 	// waiters run once the pending decision on a task is applied.
 	waiters map[uint64]func()
@@ -44,17 +44,21 @@ type partition struct {
 	pendingDLs map[uint64]*pendingDL
 	recs       map[string]*groupRec // group records in use, blocked, or idle in idleRecs
 	idleRecs   list.List            // keys of cached records no decision holds, most recent first
-	idem       map[string]*idemWait // registrations by idempotency key, in the journal
-	idemKeys   map[uint16]int       // idempotency keys remembered, per shard
+	idem       map[string]*idemWait // registrations by idempotency key, not yet applied
+	idemKeys   map[uint16]int       // idempotency keys remembered, per led shard
 
-	ids         map[uint16]*idRange // per-shard id counters
-	loadedUntil int64               // tasks due before this (Unix ms) are in the wheel
-	nextLoad    time.Time           // monotonic
-	nextSweep   time.Time           // monotonic
+	leading      map[uint16]uint64 // shards this node leads, and the term
+	lastID       map[uint16]uint64 // the highest id in each shard's state
+	issued       map[uint16]uint64 // a led shard's last id counter issued
+	appliedIndex map[uint16]uint64 // each shard's state includes its log up to here
+	loadedUntil  int64             // tasks due before this (Unix ms) are in the wheel
+	nextLoad     time.Time         // monotonic
+	nextSweep    time.Time         // monotonic
 
-	open      *journalBatch
-	inJournal int // batches handed to the journal and not yet back
-	journalCh chan *journalBatch
+	cur       *pendingCmd              // the command of the decision under way
+	open      map[uint16][]*pendingCmd // decided this turn, by shard
+	proposed  map[uint16][]*pendingCmd // proposed, not yet applied, in order
+	proposals uint64                   // proposal numbers issued
 
 	fired    []firedTimer
 	unread   int // messages of the current batch not yet run
@@ -87,7 +91,7 @@ type flightState uint8
 
 const (
 	flightDelivering flightState = iota
-	flightSettling               // outcome decided, waiting for the journal
+	flightSettling               // outcome decided, waiting to be applied
 	flightRetrying
 )
 
@@ -133,30 +137,33 @@ func newPartition(s *Scheduler, index int) (*partition, error) {
 		return nil, err
 	}
 	p := &partition{
-		s:          s,
-		index:      index,
-		wheel:      w,
-		started:    started,
-		wallNs:     wallNs,
-		timers:     make(map[uint64]wheel.Timer),
-		flights:    make(map[uint64]*flight),
-		runs:       make(map[string]*groupRun),
-		slots:      max(1, s.cfg.MaxDelivering/s.cfg.Partitions),
-		pending:    make(map[uint64]*pendingTask),
-		waiters:    make(map[uint64]func()),
-		pendingDLs: make(map[uint64]*pendingDL),
-		recs:       make(map[string]*groupRec),
-		idem:       make(map[string]*idemWait),
-		idemKeys:   make(map[uint16]int),
-		ids:        make(map[uint16]*idRange),
-		journalCh:  make(chan *journalBatch, journalDepth),
-		done:       make(chan struct{}),
+		s:            s,
+		index:        index,
+		wheel:        w,
+		started:      started,
+		wallNs:       wallNs,
+		timers:       make(map[uint64]wheel.Timer),
+		flights:      make(map[uint64]*flight),
+		runs:         make(map[string]*groupRun),
+		slots:        max(1, s.cfg.MaxDelivering/s.cfg.Partitions),
+		pending:      make(map[uint64]*pendingTask),
+		waiters:      make(map[uint64]func()),
+		pendingDLs:   make(map[uint64]*pendingDL),
+		recs:         make(map[string]*groupRec),
+		idem:         make(map[string]*idemWait),
+		idemKeys:     make(map[uint16]int),
+		leading:      make(map[uint16]uint64),
+		lastID:       make(map[uint16]uint64),
+		issued:       make(map[uint16]uint64),
+		appliedIndex: make(map[uint16]uint64),
+		open:         make(map[uint16][]*pendingCmd),
+		proposed:     make(map[uint16][]*pendingCmd),
+		done:         make(chan struct{}),
 	}
-	for sh := index; sh < store.Shards; sh += s.cfg.Partitions {
+	for sh := index; sh < s.cfg.Store.Shards(); sh += s.cfg.Partitions {
 		p.shards = append(p.shards, uint16(sh))
 	}
 	p.inbox.init(s.cfg.MaxInbox)
-	p.open = newJournalBatch(s.cfg.Store)
 	return p, nil
 }
 
@@ -189,17 +196,6 @@ func wheelTime(atMs int64) time.Time { return time.UnixMilli(atMs) }
 // run is the partition loop.
 func (p *partition) run(stop, abort <-chan struct{}) {
 	defer close(p.done)
-	journalDone := make(chan struct{})
-	go func() {
-		defer close(journalDone)
-		p.journal()
-	}()
-	defer func() {
-		// The store may be closed as soon as the loop is gone: let the
-		// journal finish the commit it may be in first.
-		close(p.journalCh)
-		<-journalDone
-	}()
 	timer := p.s.cfg.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -216,10 +212,11 @@ func (p *partition) run(stop, abort <-chan struct{}) {
 		if !p.stopping {
 			p.advance()
 			p.pump()
-			p.load()
+			p.loadAhead()
 			p.sweep()
 		}
 		p.flush()
+		p.cur = nil
 		if p.stopping && p.drained() {
 			return
 		}
@@ -254,9 +251,10 @@ func (p *partition) sleep(timer clockwork.Timer, stop, abort <-chan struct{}) bo
 }
 
 // drained reports that a stopping partition has nothing left that it
-// must finish: no attempt under way and nothing waiting for the journal.
+// must finish: no attempt under way and no decision waiting to be
+// applied.
 func (p *partition) drained() bool {
-	if p.inJournal > 0 || p.open.len() > 0 {
+	if p.undecided() {
 		return false
 	}
 	for _, f := range p.flights {

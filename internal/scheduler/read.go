@@ -77,7 +77,7 @@ func (s *Scheduler) Group(ctx context.Context, c Caller, client, group string) (
 	if err := s.readable(ctx, c, client); err != nil {
 		return nil, err
 	}
-	g, err := s.cfg.Store.Group(store.GroupShard(client, group), client, group)
+	g, err := s.cfg.Store.Group(s.cfg.Store.GroupShard(client, group), client, group)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrNotFound
 	}

@@ -7,63 +7,132 @@ import (
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
-// recover rebuilds the partition from the store before its loop starts:
-// id counters, blocked groups, idempotency key counts, and what is due
-// before the horizon. Whatever was under way at a crash is due, so it
-// fires again; blocked groups are restored first, so none of their tasks
-// gets past its blocked head. Overdue tasks of no ordered group wait in
-// the ready queue as bare ids, and an ordered group needs one wake
-// however many of its tasks are due: a backlog costs a few bytes a task.
-// Each shard's ids resume above its last reservation, with a new one
-// synced before any is issued.
-func (p *partition) recover() error {
-	st := p.s.cfg.Store
-	b := st.NewBatch()
-	now := p.mono()
-	nowMs := p.wallMs()
-	p.loadedUntil = nowMs + p.s.cfg.Horizon.Milliseconds()
-	p.nextLoad = now.Add(p.s.cfg.LoadInterval)
-	p.nextSweep = now.Add(p.s.cfg.SweepInterval)
+// load reads what every replica follows of its shards, before the node
+// starts: the highest id issued in each.
+func (p *partition) load() error {
 	for _, sh := range p.shards {
-		m, err := st.ShardMeta(sh)
+		m, err := p.s.cfg.Store.ShardMeta(sh)
 		if err != nil {
 			return err
 		}
-		r := &idRange{next: m.LastId, durable: m.LastId + idBlock}
-		if r.durable > store.MaxCounter {
-			return store.ErrCorrupt
+		if m.LastId > 0 {
+			p.lastID[sh] = store.MakeID(sh, m.LastId)
 		}
-		p.ids[sh] = r
-		if err := b.PutShardMeta(sh, &storepb.ShardMeta{LastId: r.durable}); err != nil {
-			return err
-		}
-		err = st.ScanBlockedGroups(sh, func(g *storepb.Group) error {
-			p.runOf(store.GroupRef(g.Client, g.Group), true).state = runBlocked
-			p.blocked++
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		err = st.ScanIdempotency(sh, func(store.IdempotencyKey) bool {
-			p.idemKeys[sh]++
-			return true
-		})
-		if err != nil {
-			return err
-		}
-		err = st.ScanDue(sh, math.MinInt64, p.loadedUntil, func(e store.DueEntry) error {
-			p.recovered(e, nowMs)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
+		p.appliedIndex[sh] = m.Applied
 	}
-	return st.Commit(b)
+	return nil
 }
 
-// recovered puts one due index entry in line at start.
+// lead makes this node act as the shard's leader from term on (the
+// state holds everything committed before), or, with term 0, stop.
+func (p *partition) lead(shard uint16, term uint64) {
+	if term == 0 {
+		p.follow(shard)
+		return
+	}
+	p.leading[shard] = term
+	p.issued[shard] = store.CounterOf(p.lastID[shard])
+	if err := p.rebuild(shard); err != nil {
+		p.s.fail(err)
+		return
+	}
+	p.s.leaderReady(p)
+}
+
+// rebuild makes the shard's runtime from its state, as a new leader does:
+// blocked groups, idempotency key counts, and what is due before the
+// horizon. Overdue tasks of no ordered group wait in the ready queue as
+// bare ids, and an ordered group needs one wake however many of its tasks
+// are due: a backlog costs a few bytes a task.
+func (p *partition) rebuild(shard uint16) error {
+	st := p.s.cfg.Store
+	nowMs := p.wallMs()
+	err := st.ScanBlockedGroups(shard, func(g *storepb.Group) error {
+		r := p.runOf(store.GroupRef(g.Client, g.Group), true)
+		if r.state != runBlocked {
+			r.state = runBlocked
+			p.blocked++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	p.idemKeys[shard] = 0
+	err = st.ScanIdempotency(shard, func(store.IdempotencyKey) bool {
+		p.idemKeys[shard]++
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return st.ScanDue(shard, math.MinInt64, p.loadedUntil, func(e store.DueEntry) error {
+		p.recovered(e, nowMs)
+		return nil
+	})
+}
+
+// follow drops the shard's runtime when this node no longer leads it:
+// timers, groups, started tasks and waiting work go; decisions not yet
+// applied fail with ErrNotLeader (they may still be committed by the new
+// leader); attempts under way finish unheard. The new leader delivers
+// again whatever had no durable outcome.
+func (p *partition) follow(shard uint16) {
+	delete(p.leading, shard)
+	for _, pc := range p.open[shard] {
+		finish(pc, ErrNotLeader)
+	}
+	delete(p.open, shard)
+	for _, pc := range p.proposed[shard] {
+		finish(pc, ErrNotLeader)
+	}
+	delete(p.proposed, shard)
+	for id := range p.timers {
+		if store.ShardOf(id) == shard {
+			p.unschedule(id)
+		}
+	}
+	for id, f := range p.flights {
+		if store.ShardOf(id) == shard {
+			if f.state == flightDelivering {
+				p.busy--
+				p.s.deliveries.Add(-1)
+			}
+			delete(p.flights, id)
+		}
+	}
+	for _, g := range p.runs {
+		if p.s.cfg.Store.GroupShard(g.client, g.group) == shard {
+			if g.state == runBlocked {
+				p.blocked--
+			}
+			p.forget(g)
+		}
+	}
+	p.ready = dropShard(p.ready, p.s.cfg.Store, shard)
+}
+
+// dropShard removes a shard's work from the ready queue.
+func dropShard(ready []readyItem, st *store.Store, shard uint16) []readyItem {
+	out := ready[:0]
+	for _, it := range ready {
+		if it.run != nil && st.GroupShard(it.run.client, it.run.group) == shard || it.run == nil && store.ShardOf(it.id) == shard {
+			continue
+		}
+		out = append(out, it)
+	}
+	clear(ready[len(out):])
+	return out
+}
+
+// leads reports whether this node leads the shard.
+func (p *partition) leads(shard uint16) bool {
+	_, ok := p.leading[shard]
+	return ok
+}
+
+// recovered puts one due index entry in line when a shard's runtime is
+// built.
 func (p *partition) recovered(e store.DueEntry, nowMs int64) {
 	if len(e.Group) == 0 {
 		if e.Due <= nowMs {
@@ -79,17 +148,17 @@ func (p *partition) recovered(e store.DueEntry, nowMs int64) {
 	}
 }
 
-// load moves the tasks whose due time enters the horizon from the store
-// into the wheel.
-func (p *partition) load() {
+// loadAhead moves the tasks whose due time enters the horizon from the
+// store into the wheel, for the shards this node leads.
+func (p *partition) loadAhead() {
 	now := p.mono()
 	if now.Before(p.nextLoad) {
 		return
 	}
 	from := p.loadedUntil
 	p.loadedUntil = p.wallMs() + p.s.cfg.Horizon.Milliseconds()
-	for _, sh := range p.shards {
-		err := p.s.cfg.Store.ScanDue(sh, from, p.loadedUntil, func(e store.DueEntry) error {
+	for shard := range p.leading {
+		err := p.s.cfg.Store.ScanDue(shard, from, p.loadedUntil, func(e store.DueEntry) error {
 			if len(e.Group) != 0 {
 				if g := p.runOf(string(e.Group), true); g.state == runIdle {
 					p.sleepUntil(g, e.Due)
@@ -112,4 +181,13 @@ func (p *partition) load() {
 		}
 	}
 	p.nextLoad = now.Add(p.s.cfg.LoadInterval)
+}
+
+// startClock sets the horizon and the first load and sweep, before the
+// node starts.
+func (p *partition) startClock() {
+	now := p.mono()
+	p.loadedUntil = p.wallMs() + p.s.cfg.Horizon.Milliseconds()
+	p.nextLoad = now.Add(p.s.cfg.LoadInterval)
+	p.nextSweep = now.Add(p.s.cfg.SweepInterval)
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/boomerangd/boomerang/internal/replica"
 	"github.com/boomerangd/boomerang/internal/store"
 )
 
@@ -22,6 +23,10 @@ type Scheduler struct {
 	deadLetters *deadLetterCounts
 	failure     atomic.Pointer[error]
 
+	node   *replica.Node
+	led    atomic.Int64  // shards led once
+	allLed chan struct{} // closed once every shard was led
+
 	started                        atomic.Bool
 	startOnce, stopOnce, abortOnce sync.Once
 	stop                           chan struct{} // closed: stop firing, drain attempts
@@ -36,7 +41,10 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Scheduler{cfg: cfg, stop: make(chan struct{}), abort: make(chan struct{}), deadLetters: newDeadLetterCounts(cfg.DeadLetterPolicy)}
+	s := &Scheduler{
+		cfg: cfg, stop: make(chan struct{}), abort: make(chan struct{}), allLed: make(chan struct{}),
+		deadLetters: newDeadLetterCounts(cfg.DeadLetterPolicy),
+	}
 	for i := range cfg.Partitions {
 		p, err := newPartition(s, i)
 		if err != nil {
@@ -56,36 +64,37 @@ func (s *Scheduler) Start(ctx context.Context) error {
 }
 
 func (s *Scheduler) start(ctx context.Context) error {
-	var err error
-	errs := make(chan error, len(s.parts))
-	for _, p := range s.parts {
-		go func() { errs <- p.recover() }()
+	if err := s.startNode(); err != nil {
+		return err
 	}
-	for range s.parts {
-		if e := <-errs; e != nil && err == nil {
-			err = fmt.Errorf("scheduler: recovery: %w", e)
-		}
-	}
-	if err == nil {
-		err = s.countDeadLetters()
-	}
-	if err == nil {
-		err = ctx.Err()
-	}
-	if err != nil {
+	if err := s.countDeadLetters(); err != nil {
 		return err
 	}
 	s.started.Store(true)
 	for _, p := range s.parts {
+		p.startClock()
 		p.inbox.open()
 		go p.run(s.stop, s.abort)
 	}
+	if err := s.node.Start(); err != nil {
+		s.shutdown()
+		return fmt.Errorf("scheduler: replication: %w", err)
+	}
 	s.sweeper.Go(func() { s.sweep(s.stop) })
-	return nil
+	if len(s.cfg.Peers) > 1 {
+		return nil // a cluster's shards get their leaders as it goes
+	}
+	select {
+	case <-s.allLed:
+		return nil
+	case <-ctx.Done():
+		s.shutdown()
+		return ctx.Err()
+	}
 }
 
 // Stop stops taking requests and firing tasks, waits for the delivery
-// attempts under way to finish and their outcomes to be journaled, then
+// attempts under way to finish and their outcomes to be applied, then
 // stops. Tasks that were due but not yet delivered stay in the store and
 // fire after the next Start. If ctx ends first, Stop returns ctx.Err()
 // without waiting further; attempts still under way are then delivered
@@ -101,20 +110,29 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 		return nil
 	}
 	s.sweeper.Wait()
+	defer s.node.Stop()
 	for _, p := range s.parts {
 		select {
 		case <-p.done:
 		case <-ctx.Done():
-			// Stop where we are, as a crash would: what was not journaled
-			// is redone after the next Start.
-			s.abortOnce.Do(func() { close(s.abort) })
-			for _, p := range s.parts {
-				<-p.done
-			}
+			// Stop where we are, as a crash would: what was not applied
+			// is applied again from the log after the next Start.
+			s.shutdown()
 			return ctx.Err()
 		}
 	}
 	return s.err()
+}
+
+// shutdown ends the loops at once.
+func (s *Scheduler) shutdown() {
+	s.abortOnce.Do(func() { close(s.abort) })
+	for _, p := range s.parts {
+		p.inbox.close()
+	}
+	for _, p := range s.parts {
+		<-p.done
+	}
 }
 
 // fail stops the scheduler after a storage error: the store holds exactly
@@ -183,15 +201,13 @@ func (s *Scheduler) partitionOf(shard uint16) *partition {
 }
 
 // Register schedules a task. created is false when an idempotency key
-// matched an existing task, which is returned instead.
+// matched an earlier registration, whose task is returned instead.
 func (s *Scheduler) Register(ctx context.Context, req RegisterRequest) (view TaskView, created bool, err error) {
 	if err := s.validateRegister(&req); err != nil {
 		return TaskView{}, false, err
 	}
 	shard := s.shardFor(&req)
-	r, err := s.call(ctx, s.partitionOf(shard), func(done func(result)) {
-		s.partitionOf(shard).register(&req, shard, done)
-	})
+	r, err := s.onLeader(ctx, shard, func(p *partition, done func(result)) { p.register(&req, shard, done) })
 	return r.view, r.created, err
 }
 
@@ -200,11 +216,11 @@ func (s *Scheduler) Register(ctx context.Context, req RegisterRequest) (view Tas
 func (s *Scheduler) shardFor(req *RegisterRequest) uint16 {
 	switch {
 	case req.Group != "":
-		return store.GroupShard(req.Client, req.Group)
+		return s.cfg.Store.GroupShard(req.Client, req.Group)
 	case req.IdempotencyKey != "":
-		return store.GroupShard(req.Client, "\x00"+req.IdempotencyKey)
+		return s.cfg.Store.GroupShard(req.Client, "\x00"+req.IdempotencyKey)
 	}
-	return uint16(s.rr.Add(1) % store.Shards)
+	return uint16(s.rr.Add(1) % uint32(s.cfg.Store.Shards()))
 }
 
 // Update changes a task's payload, due time or interval.
@@ -212,53 +228,46 @@ func (s *Scheduler) Update(ctx context.Context, c Caller, req UpdateRequest) (Ta
 	if err := s.validateUpdate(&req); err != nil {
 		return TaskView{}, err
 	}
-	p := s.partitionOf(store.ShardOf(req.ID))
-	r, err := s.call(ctx, p, func(done func(result)) { p.update(c, &req, done) })
+	r, err := s.onLeader(ctx, store.ShardOf(req.ID), func(p *partition, done func(result)) { p.update(c, &req, done) })
 	return r.view, err
 }
 
 // Cancel deletes a task. It fails with ErrInFlight while an attempt is
 // under way; once it returns nil the task never fires again.
 func (s *Scheduler) Cancel(ctx context.Context, c Caller, id uint64) error {
-	p := s.partitionOf(store.ShardOf(id))
-	_, err := s.call(ctx, p, func(done func(result)) { p.cancel(c, id, done) })
+	_, err := s.onLeader(ctx, store.ShardOf(id), func(p *partition, done func(result)) { p.cancel(c, id, done) })
 	return err
 }
 
 // Get returns a task and its status.
 func (s *Scheduler) Get(ctx context.Context, c Caller, id uint64) (TaskView, error) {
-	p := s.partitionOf(store.ShardOf(id))
-	r, err := s.call(ctx, p, func(done func(result)) { p.get(c, id, done) })
+	r, err := s.onLeader(ctx, store.ShardOf(id), func(p *partition, done func(result)) { p.get(c, id, done) })
 	return r.view, err
 }
 
 // Unblock delivers a blocked group's dead-lettered head again and lets the
 // group go on; it returns the revived task.
 func (s *Scheduler) Unblock(ctx context.Context, c Caller, client, group string) (TaskView, error) {
-	p := s.partitionOf(store.GroupShard(client, group))
-	r, err := s.call(ctx, p, func(done func(result)) { p.unblock(c, client, group, done) })
+	r, err := s.onLeader(ctx, s.cfg.Store.GroupShard(client, group), func(p *partition, done func(result)) { p.unblock(c, client, group, done) })
 	return r.view, err
 }
 
 // Skip lets a blocked group go on, leaving its head in the dead letter
 // queue.
 func (s *Scheduler) Skip(ctx context.Context, c Caller, client, group string) error {
-	p := s.partitionOf(store.GroupShard(client, group))
-	_, err := s.call(ctx, p, func(done func(result)) { p.skip(c, client, group, done) })
+	_, err := s.onLeader(ctx, s.cfg.Store.GroupShard(client, group), func(p *partition, done func(result)) { p.skip(c, client, group, done) })
 	return err
 }
 
 // Replay delivers a dead letter again with fresh attempts; it returns the
 // revived task.
 func (s *Scheduler) Replay(ctx context.Context, c Caller, id uint64) (TaskView, error) {
-	p := s.partitionOf(store.ShardOf(id))
-	r, err := s.call(ctx, p, func(done func(result)) { p.replay(c, id, done) })
+	r, err := s.onLeader(ctx, store.ShardOf(id), func(p *partition, done func(result)) { p.replay(c, id, done) })
 	return r.view, err
 }
 
 // DeleteDeadLetter drops a dead letter. A group's blocked head is skipped.
 func (s *Scheduler) DeleteDeadLetter(ctx context.Context, c Caller, id uint64) error {
-	p := s.partitionOf(store.ShardOf(id))
-	_, err := s.call(ctx, p, func(done func(result)) { p.dropDeadLetter(c, id, done) })
+	_, err := s.onLeader(ctx, store.ShardOf(id), func(p *partition, done func(result)) { p.dropDeadLetter(c, id, done) })
 	return err
 }

@@ -255,7 +255,7 @@ func TestIdempotencyKeyReturnsTheFirstTask(t *testing.T) {
 func TestIdempotencyKeysExpire(t *testing.T) {
 	h := newHarness(t, func(c *Config) {
 		c.IdempotencyRetention = time.Hour
-		c.MaxIdempotencyKeys = 2 * store.Shards // two per shard
+		c.MaxIdempotencyKeys = 2 * store.DefaultShards // two per shard
 	})
 	reg := func(key string) (TaskView, bool) {
 		v, created, err := h.s.Register(context.Background(), RegisterRequest{Client: "acme", Delay: 10 * 24 * time.Hour, IdempotencyKey: key})
@@ -274,7 +274,7 @@ func TestIdempotencyKeysExpire(t *testing.T) {
 		t.Fatalf("after retention: created %v, id %d (first %d)", created, v.Task.Id, first.Task.Id)
 	}
 	// Keys on one shard beyond its share: the oldest is forgotten first.
-	keys := sameShardKeys("acme", 3)
+	keys := sameShardKeys(h.st, "acme", 3)
 	var ids []uint64
 	for _, k := range keys {
 		v, _ := reg(k)
@@ -293,11 +293,11 @@ func TestIdempotencyKeysExpire(t *testing.T) {
 
 // sameShardKeys returns n idempotency keys of client that live on one
 // shard.
-func sameShardKeys(client string, n int) []string {
+func sameShardKeys(st *store.Store, client string, n int) []string {
 	byShard := map[uint16][]string{}
 	for i := 0; ; i++ {
 		k := fmt.Sprint("key-", i)
-		sh := store.GroupShard(client, "\x00"+k)
+		sh := st.GroupShard(client, "\x00"+k)
 		if byShard[sh] = append(byShard[sh], k); len(byShard[sh]) == n {
 			return byShard[sh]
 		}
@@ -369,33 +369,50 @@ func TestInvalidRequestsNameTheField(t *testing.T) {
 	h.register(RegisterRequest{Payload: payload("ok"), Delay: time.Hour})
 }
 
-// Every change is synced before it takes effect: registrations and
+// Every change is durable before it takes effect: registrations and
 // cancels before they are acknowledged, delivery outcomes, retries and
-// dead-lettering before the group's next task may start.
-func TestEveryChangeIsSynced(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.Retry = FixedRetry{Attempts: 2, Delay: time.Second} })
-	stats := h.st.Stats
-	before := stats()
+// dead-lettering before the group's next task may start. The power is
+// cut after each step; what the step made visible must survive it.
+func TestEveryChangeIsDurable(t *testing.T) {
+	tune := func(c *Config) { c.Retry = FixedRetry{Attempts: 2, Delay: time.Second} }
+	h := newPowerHarness(t, tune)
+	get := func(id uint64) error {
+		_, err := h.s.Get(context.Background(), Caller{Client: "acme"}, id)
+		return err
+	}
 	ok := h.register(RegisterRequest{Payload: payload("ok"), Group: "g"})
 	bad := h.register(RegisterRequest{Payload: payload("bad"), Group: "g"})
 	gone := h.register(RegisterRequest{Payload: payload("gone"), Delay: time.Hour})
 	if err := h.s.Cancel(context.Background(), Caller{Client: "acme"}, gone.Task.Id); err != nil {
 		t.Fatal(err)
 	}
-	h.settle()
-	h.ack(h.expect("ok", 1))
+	h.powerLoss()
+	if get(ok.Task.Id) != nil || get(bad.Task.Id) != nil || !errors.Is(get(gone.Task.Id), ErrNotFound) {
+		t.Fatal("a registration or a cancel did not survive the power loss")
+	}
+
+	a := h.expect("ok", 1)
+	a.done(nil)
+	h.expect("bad", 1) // the group moved on: the outcome must be durable
+	h.powerLoss()
+	if !errors.Is(get(ok.Task.Id), ErrNotFound) {
+		t.Fatal("the acknowledged task came back after the power loss")
+	}
+
 	h.fail(h.expect("bad", 1), errRefused)
+	h.powerLoss()
+	if v, err := h.s.Get(context.Background(), Caller{Client: "acme"}, bad.Task.Id); err != nil || v.Task.Attempts != 1 {
+		t.Fatalf("the retry did not survive the power loss: %+v, %v", v.Task, err)
+	}
+
 	h.advance(time.Second)
 	h.fail(h.expect("bad", 2), errRefused)
-	after := stats()
-	if commits, synced := after.Commits-before.Commits, after.SyncedCommits-before.SyncedCommits; commits != synced || commits < 5 {
-		t.Fatalf("%d commits, %d of them synced: want every one synced", commits, synced)
+	h.powerLoss()
+	if !errors.Is(get(bad.Task.Id), ErrNotFound) {
+		t.Fatal("the dead-lettered task came back after the power loss")
 	}
-	if _, err := h.s.Get(context.Background(), Caller{Client: "acme"}, ok.Task.Id); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("delivered task: %v, want ErrNotFound", err)
-	}
-	if _, err := h.s.Get(context.Background(), Caller{Client: "acme"}, bad.Task.Id); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("dead-lettered task: %v, want ErrNotFound", err)
+	if dls, _, err := h.s.DeadLetters(context.Background(), Caller{Client: "acme"}, "acme", 0, 10); err != nil || len(dls) != 1 {
+		t.Fatalf("dead letters after the power loss: %d, %v", len(dls), err)
 	}
 }
 

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"container/list"
 	"errors"
+	"fmt"
 
 	"google.golang.org/protobuf/proto"
 
@@ -81,41 +82,16 @@ func (p *partition) decideDL(id uint64, old, dl *storepb.DeadLetter) {
 	})
 }
 
-// idRange is a shard's id counter. Ids up to durable are covered by a
-// reservation that is synced, so a power loss can never bring an issued
-// id back: recovery resumes above the last durable reservation.
-type idRange struct {
-	next      uint64 // last counter issued
-	durable   uint64 // synced reservation
-	reserving uint64 // reservation in the journal, 0 if none
-}
-
-// idBlock is how many ids one reservation covers. A new one is written
-// when half of the last is used, so it is durable long before it is
-// needed.
-const idBlock = 1 << 20
-
-// allocID issues the next task or dead letter id on shard.
+// allocID issues the next task or dead letter id on a shard this node
+// leads. An id is only seen once its command is applied, and a command is
+// applied only once its log entry is durable, so a power loss can never
+// bring back an id anyone saw: a new leader continues from the state.
 func (p *partition) allocID(shard uint16) (uint64, error) {
-	r := p.ids[shard]
-	if r.next >= r.durable {
-		return 0, ErrBusy // a whole block issued within one sync: never in practice
+	if p.issued[shard] >= store.MaxCounter {
+		return 0, fmt.Errorf("scheduler: shard %d has issued every id", shard)
 	}
-	r.next++
-	if r.reserving == 0 && r.durable-r.next < idBlock/2 {
-		r.reserving = r.durable + idBlock
-		reserved := r.reserving
-		if err := p.open.b.PutShardMeta(shard, &storepb.ShardMeta{LastId: reserved}); err != nil {
-			return 0, err
-		}
-		p.then(func(err error) {
-			if err == nil {
-				r.durable = reserved
-			}
-			r.reserving = 0
-		})
-	}
-	return store.MakeID(shard, r.next), nil
+	p.issued[shard]++
+	return store.MakeID(shard, p.issued[shard]), nil
 }
 
 // groupRec is a group's durable record as the loop last decided it.
@@ -139,7 +115,7 @@ func (p *partition) groupRecord(client, group string) (*groupRec, func(), error)
 		g.idle = nil
 	}
 	if g == nil {
-		shard := store.GroupShard(client, group)
+		shard := p.s.cfg.Store.GroupShard(client, group)
 		rec, err := p.s.cfg.Store.Group(shard, client, group)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -177,12 +153,12 @@ func (p *partition) idleRecord(k string, g *groupRec) {
 func (p *partition) saveGroup(g *groupRec) {
 	r := g.rec
 	if r.Tasks == 0 && r.BlockedTask == 0 {
-		_ = p.open.b.DeleteGroup(uint16(r.Shard), r.Client, r.Group)
+		_ = p.cmd().DeleteGroup(uint16(r.Shard), r.Client, r.Group)
 		return
 	}
 	// The record's strings are those of a task record already written in
 	// this decision, so it encodes.
-	_ = p.open.b.PutGroup(r)
+	_ = p.cmd().PutGroup(r)
 }
 
 // countTask adds delta to the tasks of t's group, if it has one, and

@@ -87,7 +87,7 @@ func maxEntries(l DeadLetterLimits) int {
 
 // countDeadLetters fills the counts from the dead letter index at start.
 func (s *Scheduler) countDeadLetters() error {
-	for shard := range uint16(store.Shards) {
+	for shard := range uint16(s.cfg.Store.Shards()) {
 		err := s.cfg.Store.DeadLetterRefs(shard, "", func(r store.DeadLetterRef) bool {
 			s.deadLetters.total.Add(1)
 			if !r.BlocksGroup {
@@ -156,7 +156,7 @@ func (s *Scheduler) sweepOnce(ctx context.Context, retention bool) error {
 // the oldest entries of each are read.
 func (s *Scheduler) expiredDeadLetters(client string, excess int, cutoffMs int64) ([]store.DeadLetterRef, error) {
 	var expired, oldest []store.DeadLetterRef
-	for shard := range uint16(store.Shards) {
+	for shard := range uint16(s.cfg.Store.Shards()) {
 		taken := 0
 		err := s.cfg.Store.DeadLetterRefs(shard, client, func(r store.DeadLetterRef) bool {
 			switch {
@@ -200,24 +200,30 @@ func (s *Scheduler) dropDeadLetters(ctx context.Context, refs []store.DeadLetter
 	return n, nil
 }
 
-// dropDeadLetters deletes the dead letters still there and not blocking
-// a group, in one batch.
+// dropDeadLetters deletes the dead letters still there, not blocking a
+// group, and in shards this node leads.
 func (p *partition) dropDeadLetters(ids []uint64, done func(result)) {
-	n := 0
+	var dls []*storepb.DeadLetter
 	for _, id := range ids {
+		if !p.leads(store.ShardOf(id)) {
+			continue
+		}
 		dl, ok, err := p.currentDL(id)
 		if err != nil {
 			done(result{err: err})
 			return
 		}
-		if !ok || dl.BlocksGroup {
-			continue
+		if ok && !dl.BlocksGroup {
+			dls = append(dls, dl)
 		}
-		_ = p.open.b.DeleteDeadLetter(dl) // it was stored, so it encodes
-		p.decideDL(id, dl, nil)
-		n++
 	}
-	p.then(func(err error) { done(result{count: n, err: err}) })
+	each := gather(len(dls), func(err error) { done(result{count: len(dls), err: err}) })
+	for _, dl := range dls {
+		p.begin(store.ShardOf(dl.Id), storepb.Op_OP_SWEEP)
+		_ = p.cmd().DeleteDeadLetter(dl) // it was stored, so it encodes
+		p.decideDL(dl.Id, dl, nil)
+		p.then(each)
+	}
 }
 
 // sweep forgets idempotency keys past their retention, and the oldest
@@ -230,14 +236,15 @@ func (p *partition) sweep() {
 	}
 	const budget = 4096
 	cutoff := p.wallMs() - p.s.cfg.IdempotencyRetention.Milliseconds()
-	perShard := max(1, p.s.cfg.MaxIdempotencyKeys/store.Shards)
+	perShard := max(1, p.s.cfg.MaxIdempotencyKeys/p.s.cfg.Store.Shards())
 	left := budget
-	for _, sh := range p.shards {
+	for sh := range p.leading {
+		p.begin(sh, storepb.Op_OP_SWEEP)
 		err := p.s.cfg.Store.ScanIdempotency(sh, func(k store.IdempotencyKey) bool {
 			if left == 0 || (k.CreatedMs >= cutoff && p.idemKeys[sh] <= perShard) {
 				return false
 			}
-			_ = p.open.b.DeleteIdempotency(sh, k.Client, k.Key, k.CreatedMs)
+			_ = p.cmd().DeleteIdempotency(sh, k.Client, k.Key, k.CreatedMs)
 			p.idemKeys[sh]--
 			left--
 			return true
@@ -246,9 +253,6 @@ func (p *partition) sweep() {
 			p.s.fail(err)
 			return
 		}
-	}
-	if left < budget {
-		p.then(func(error) {})
 	}
 	p.nextSweep = now.Add(p.s.cfg.SweepInterval)
 	if left == 0 {

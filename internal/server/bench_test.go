@@ -83,7 +83,7 @@ func BenchmarkServiceInfo(b *testing.B) {
 	req := &boomerangv1.Request{RequestId: 1, SessionId: session, Body: infoReq().Body}
 	b.ReportAllocs()
 	for b.Loop() {
-		if resp := ts.svc.Handle(ctx, req); resp.Error != nil {
+		if resp, _ := ts.svc.Handle(ctx, req); resp.Error != nil {
 			b.Fatal(resp.Error)
 		}
 	}

@@ -10,8 +10,14 @@ import (
 )
 
 // CancelTasks cancels every task of a client, or of one of its groups,
-// except those being delivered.
+// except those being delivered. A read-only client may only count them
+// (dry run).
 func (s *Service) CancelTasks(ctx context.Context, p auth.Principal, req *boomerangv1.CancelTasksRequest) (*boomerangv1.CancelTasksResponse, error) {
+	if !req.DryRun {
+		if err := writable(p); err != nil {
+			return nil, err
+		}
+	}
 	client, err := owner(p, req.Client, false)
 	if err == nil {
 		err = checkName("group", req.Group, scheduler.MaxGroupLen)
@@ -27,8 +33,14 @@ func (s *Service) CancelTasks(ctx context.Context, p auth.Principal, req *boomer
 }
 
 // PurgeDeadLetters deletes every dead letter matching a filter, except
-// groups' blocked heads.
+// groups' blocked heads. A read-only client may only count them (dry
+// run).
 func (s *Service) PurgeDeadLetters(ctx context.Context, p auth.Principal, req *boomerangv1.PurgeDeadLettersRequest) (*boomerangv1.PurgeDeadLettersResponse, error) {
+	if !req.DryRun {
+		if err := writable(p); err != nil {
+			return nil, err
+		}
+	}
 	client, err := owner(p, req.Client, true)
 	if err == nil {
 		err = firstError(

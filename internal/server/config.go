@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +32,21 @@ const (
 	DefaultCloseLinger      = time.Second
 	DefaultAdminID          = "admin"
 	DefaultVersion          = "dev"
+	// DefaultMaxPendingLogins and DefaultMaxPendingLoginsPerAddr bound
+	// raw TCP connections that have not logged in yet.
+	DefaultMaxPendingLogins        = 1024
+	DefaultMaxPendingLoginsPerAddr = 64
+	// DefaultMaxConnBufferBytes and DefaultMaxBufferBytes bound the
+	// bytes of requests being served and responses not yet sent, per raw
+	// TCP connection and in all.
+	DefaultMaxConnBufferBytes = 8 << 20
+	DefaultMaxBufferBytes     = 256 << 20
+	// DefaultHTTPReadTimeout bounds reading one HTTP request, body
+	// included.
+	DefaultHTTPReadTimeout = 30 * time.Second
+	// SecretKeyFile is where the server keeps a generated secret key, in
+	// the data directory, when none is configured.
+	SecretKeyFile = "secret.key"
 )
 
 // Limits on Config values.
@@ -56,9 +72,46 @@ type Config struct {
 	TCPAddr  string
 	HTTPAddr string
 
-	// Pprof serves Go's profiler (net/http/pprof) under /debug/pprof/ on
-	// HTTPAddr. Off by default: profiles show internals and cost CPU.
+	// Pprof serves Go's profiler (net/http/pprof) under /debug/pprof/
+	// beside /metrics. Off by default: profiles show internals and cost
+	// CPU.
 	Pprof bool
+
+	// MetricsAddr, when set, serves /metrics (and /debug/pprof/ with
+	// Pprof) on a listener of their own, without TLS, and no longer on
+	// HTTPAddr. Default "": on HTTPAddr.
+	MetricsAddr string
+
+	// MetricsToken, when set, must come as "Authorization: Bearer
+	// <token>" with every request for /metrics and /debug/pprof/.
+	// Default "": none needed.
+	MetricsToken string
+
+	// TLS, when set, serves both TCPAddr and HTTPAddr over TLS with it
+	// (see LoadTLS); HTTP then offers HTTP/2 through TLS instead of
+	// cleartext h2c. Default nil: plain TCP.
+	TLS *tls.Config
+
+	// AllowOpenDataDir lets the server start on a data directory that
+	// its group or others may read or enter. By default such a directory
+	// is refused: it holds the password hashes and sealed signing
+	// secrets.
+	AllowOpenDataDir bool
+
+	// SecretKeys seal the clients' signing secrets at rest (see
+	// auth.Config.SecretKeys): the first seals, the others only open
+	// what was sealed before a key rotation. Default: a key generated
+	// into DataDir/secret.key on first start, and read from there after.
+	SecretKeys [][]byte
+
+	// CallbackAllow and CallbackDeny are the server's callback policy
+	// (package egress): networks, addresses and host patterns. A
+	// callback is checked when it is registered and each connection
+	// after DNS resolution. The entry "default" in CallbackDeny stands
+	// for egress.DefaultDeny, and "none" for nothing. Defaults: allow
+	// everything not denied; deny egress.DefaultDeny.
+	CallbackAllow []string
+	CallbackDeny  []string
 
 	// MaxPayloadBytes bounds a task's payload; the scheduler's limit
 	// follows it. Default 1 MiB.
@@ -79,9 +132,32 @@ type Config struct {
 	// get a BUSY error frame and are closed. Default 10000.
 	MaxConnections int
 
+	// MaxPendingLogins bounds raw TCP connections that have not logged in
+	// yet (no request of theirs carried a live session or logged in),
+	// and MaxPendingLoginsPerAddr those from one source address (an IPv6
+	// /64); beyond either, new connections get BUSY. Defaults 1024 and 64.
+	MaxPendingLogins        int
+	MaxPendingLoginsPerAddr int
+
+	// MaxConnBufferBytes bounds the bytes one raw TCP connection holds in
+	// requests being served and responses not yet written; at the bound
+	// the connection is not read further. MaxBufferBytes bounds the same
+	// over every connection, beyond the first 64 KiB of each, which every
+	// connection may hold regardless so that small requests get through
+	// when others have spent the budget. A single request over either
+	// still goes through, alone. Defaults 8 MiB (at least 4 ×
+	// MaxFrameBytes) and 256 MiB (at least MaxConnBufferBytes).
+	MaxConnBufferBytes int
+	MaxBufferBytes     int
+
 	// HandshakeTimeout is how long a new raw TCP connection may take to
-	// send its first frame. Default 10 s.
+	// log in (a login, or any request with a live session), and to send
+	// HTTP request headers. Default 10 s.
 	HandshakeTimeout time.Duration
+
+	// HTTPReadTimeout bounds reading a whole HTTP request, body included,
+	// so a trickled body cannot hold a connection. Default 30 s.
+	HTTPReadTimeout time.Duration
 
 	// IdleTimeout closes a raw TCP connection that sent nothing and had
 	// nothing outstanding for this long, and an HTTP keep-alive
@@ -113,6 +189,14 @@ type Config struct {
 	// PasswordHash sets the argon2id cost of new password hashes. Zero
 	// fields take the auth.DefaultHash* values.
 	PasswordHash auth.HashParams
+
+	// LoginChecksPerSecond, MaxLoginWait and LoginsPerSource bound the
+	// work logins may cause (see auth.Config). Defaults: 8 password
+	// checks per second and core, waits of up to 5 s, 20 attempts per
+	// second from one source.
+	LoginChecksPerSecond float64
+	MaxLoginWait         time.Duration
+	LoginsPerSource      float64
 
 	// Partitions is the number of scheduler partitions, a power of two.
 	// Default: GOMAXPROCS rounded up.
@@ -211,6 +295,21 @@ func (c *Config) ensureDefaults() {
 	if c.MaxConnections == 0 {
 		c.MaxConnections = DefaultMaxConnections
 	}
+	if c.MaxPendingLogins == 0 {
+		c.MaxPendingLogins = min(DefaultMaxPendingLogins, c.MaxConnections)
+	}
+	if c.MaxPendingLoginsPerAddr == 0 {
+		c.MaxPendingLoginsPerAddr = min(DefaultMaxPendingLoginsPerAddr, c.MaxPendingLogins)
+	}
+	if c.MaxConnBufferBytes == 0 {
+		c.MaxConnBufferBytes = max(DefaultMaxConnBufferBytes, 4*c.MaxFrameBytes)
+	}
+	if c.MaxBufferBytes == 0 {
+		c.MaxBufferBytes = max(DefaultMaxBufferBytes, c.MaxConnBufferBytes)
+	}
+	if c.HTTPReadTimeout == 0 {
+		c.HTTPReadTimeout = DefaultHTTPReadTimeout
+	}
 	if c.HandshakeTimeout == 0 {
 		c.HandshakeTimeout = DefaultHandshakeTimeout
 	}
@@ -257,12 +356,22 @@ func (c *Config) validate() error {
 	case c.MaxFrameBytes < c.MaxPayloadBytes+MinFrameOverhead:
 		return fmt.Errorf("server: Config.MaxFrameBytes (%d) must exceed MaxPayloadBytes (%d) by at least %d bytes",
 			c.MaxFrameBytes, c.MaxPayloadBytes, MinFrameOverhead)
-	case c.Partitions < 1 || c.Partitions&(c.Partitions-1) != 0 || c.Partitions > store.Shards:
-		return fmt.Errorf("server: Config.Partitions must be a power of two between 1 and %d, got %d", store.Shards, c.Partitions)
-	case c.MaxInFlight < 1 || c.MaxConnections < 1:
-		return errors.New("server: Config.MaxInFlight and MaxConnections must be positive")
-	case c.HandshakeTimeout < 0 || c.IdleTimeout < 0 || c.WriteTimeout < 0 || c.CloseLinger < 0:
-		return errors.New("server: Config.HandshakeTimeout, IdleTimeout, WriteTimeout and CloseLinger must not be negative")
+	case c.Partitions < 1 || c.Partitions&(c.Partitions-1) != 0 || c.Partitions > store.MaxShards:
+		return fmt.Errorf("server: Config.Partitions must be a power of two between 1 and %d, got %d", store.MaxShards, c.Partitions)
+	case c.MaxInFlight < 1 || c.MaxConnections < 1 || c.MaxPendingLogins < 1 || c.MaxPendingLoginsPerAddr < 1:
+		return errors.New("server: Config.MaxInFlight, MaxConnections, MaxPendingLogins and MaxPendingLoginsPerAddr must be positive")
+	case c.MaxConnBufferBytes < c.MaxFrameBytes || c.MaxBufferBytes < c.MaxConnBufferBytes:
+		return fmt.Errorf("server: Config.MaxConnBufferBytes (%d) must be at least MaxFrameBytes (%d), and MaxBufferBytes (%d) at least MaxConnBufferBytes",
+			c.MaxConnBufferBytes, c.MaxFrameBytes, c.MaxBufferBytes)
+	case c.HandshakeTimeout < 0 || c.IdleTimeout < 0 || c.WriteTimeout < 0 || c.CloseLinger < 0 || c.HTTPReadTimeout < 0:
+		return errors.New("server: Config.HandshakeTimeout, IdleTimeout, WriteTimeout, CloseLinger and HTTPReadTimeout must not be negative")
+	case c.MetricsAddr != "" && !validAddr(c.MetricsAddr):
+		return fmt.Errorf("server: Config.MetricsAddr %q must be host:port", c.MetricsAddr)
 	}
 	return nil
+}
+
+func validAddr(addr string) bool {
+	_, _, err := net.SplitHostPort(addr)
+	return err == nil
 }

@@ -9,9 +9,10 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protodelim"
+	"google.golang.org/protobuf/proto"
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
 )
@@ -30,17 +31,29 @@ const (
 // goroutine that writes to the socket.
 //
 // Each request holds a slot from being read until its response is
-// flushed. The reader takes a slot before it reads a frame, so with
-// MaxInFlight requests outstanding it stops reading, and the client's
-// writes back up into its socket: memory per connection stays bounded.
-// out has room for every slot and the final error frame, so sending to it
-// never blocks.
+// flushed, and bytes of the connection's and the server's budgets: its
+// frame from its length prefix on, and what its response may take, cut
+// to the response's size once it is made. The first connAllowance bytes a
+// connection holds do not count against the server's budget, so a
+// connection with little outstanding is never held up by others. The
+// reader takes a slot before it reads a frame and the bytes before it
+// reads the frame's body, so with MaxInFlight requests outstanding or a
+// budget spent it stops reading, and the client's writes back up into
+// its socket: memory per connection and in all stays bounded. out has room for every slot and
+// the final error frame, so sending to it never blocks.
 type conn struct {
-	t      *tcpServer
-	nc     net.Conn
-	id     uint64
-	ctx    context.Context // cancelled when the server gives up waiting
-	cancel context.CancelFunc
+	t       *tcpServer
+	nc      net.Conn
+	id      uint64
+	source  string          // remote address
+	loginBy time.Time       // a connection that has not logged in by then is closed
+	ctx     context.Context // cancelled when the server gives up waiting
+	cancel  context.CancelFunc
+
+	loggedIn    atomic.Bool
+	pendingDone atomic.Bool // no longer counted as waiting to log in
+	budget      *byteBudget
+	allowance   atomic.Int64 // left of connAllowance
 
 	slots    chan struct{}
 	out      chan outbound
@@ -52,17 +65,22 @@ type outbound struct {
 	resp     *boomerangv1.Response
 	op       string
 	received time.Time
+	hold     hold // budget bytes, given back once written
 	final    bool // the connection's error frame: holds no slot
 }
 
 func newConn(t *tcpServer, nc net.Conn, id uint64) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := t.cfg.MaxInFlight
-	return &conn{
-		t: t, nc: nc, id: id, ctx: ctx, cancel: cancel,
-		slots: make(chan struct{}, n),
-		out:   make(chan outbound, n+1),
+	c := &conn{
+		t: t, nc: nc, id: id, source: nc.RemoteAddr().String(), ctx: ctx, cancel: cancel,
+		loginBy: time.Now().Add(t.cfg.HandshakeTimeout),
+		budget:  newByteBudget(t.cfg.MaxConnBufferBytes),
+		slots:   make(chan struct{}, n),
+		out:     make(chan outbound, n+1),
 	}
+	c.allowance.Store(connAllowance)
+	return c
 }
 
 // readLoop reads requests until the stream ends, breaks, times out or the
@@ -83,80 +101,132 @@ func (c *conn) readLoop() {
 func (c *conn) readRequests() *boomerangv1.Response {
 	br := bufio.NewReaderSize(c.nc, readBuffer)
 	scratch := make([]byte, 0, scratchBytes)
-	deadline := time.Now().Add(c.t.cfg.HandshakeTimeout)
-	first := true
+	idleSince := time.Now()
 	for {
 		select {
 		case c.slots <- struct{}{}:
 		case <-c.t.stop:
 			return connError(ErrStopping)
 		}
-		if !first {
-			deadline = time.Now().Add(c.t.cfg.IdleTimeout)
-		}
-		body, err := c.nextFrame(br, deadline, first, scratch)
-		if err != nil {
-			<-c.slots
-			return c.readFailed(err, first)
-		}
-		req := new(boomerangv1.Request)
-		badID, err := decodeRequest(body, req)
-		received := time.Now()
+		req, h, err := c.readRequest(br, &idleSince, scratch)
+		var bad *badRequest
 		switch {
-		case err != nil && badID == 0:
-			<-c.slots
-			return c.readFailed(err, first)
+		case errors.As(err, &bad):
+			// The envelope parsed: only this request fails.
+			c.out <- outbound{resp: &boomerangv1.Response{RequestId: bad.id, Error: ErrorOf(bad.err)}, op: "unknown", received: time.Now(), hold: h}
 		case err != nil:
-			c.out <- outbound{resp: &boomerangv1.Response{RequestId: badID, Error: ErrorOf(err)}, op: "unknown", received: received}
+			<-c.slots
+			return c.readFailed(err)
 		default:
 			c.handlers.Add(1)
-			go c.run(req, received)
+			go c.run(req, time.Now(), h)
 		}
-		first = false
+		idleSince = time.Now()
 	}
 }
 
-// nextFrame waits for a frame to begin before deadline, then reads it
-// whole. An idle connection with requests outstanding is not idle: the
-// wait starts over.
-func (c *conn) nextFrame(br *bufio.Reader, deadline time.Time, first bool, scratch []byte) ([]byte, error) {
+// badRequest is a frame whose envelope parsed but whose operation did
+// not.
+type badRequest struct {
+	id  uint64
+	err error
+}
+
+func (b *badRequest) Error() string { return b.err.Error() }
+
+// readRequest reads and decodes the next frame, holding the budget its
+// frame and its response need.
+func (c *conn) readRequest(br *bufio.Reader, idleSince *time.Time, scratch []byte) (*boomerangv1.Request, hold, error) {
+	size, err := c.nextFrame(br, idleSince)
+	if err != nil {
+		return nil, hold{}, err
+	}
+	h, err := c.reserve(c.t.stopCtx, size)
+	if err != nil {
+		return nil, hold{}, ErrStopping
+	}
+	if err := c.nc.SetReadDeadline(c.deadline(time.Now())); err != nil {
+		c.release(h)
+		return nil, hold{}, err
+	}
+	body, err := readBody(br, size, scratch)
+	if err != nil {
+		c.release(h)
+		return nil, hold{}, err
+	}
+	req := new(boomerangv1.Request)
+	badID, err := decodeRequest(body, req)
+	switch {
+	case err != nil && badID == 0:
+		c.release(h)
+		return nil, hold{}, err
+	case err != nil:
+		return nil, c.shrink(h, smallResponse), &badRequest{id: badID, err: err}
+	}
+	more, err := c.reserve(c.t.stopCtx, responseBound(req, size, c.t.cfg.MaxFrameBytes))
+	if err != nil {
+		c.release(h)
+		return nil, hold{}, ErrStopping
+	}
+	return req, h.plus(more), nil
+}
+
+// deadline is when the reader stops waiting for input: IdleTimeout after
+// from, and no later than loginBy until the connection has logged in.
+func (c *conn) deadline(from time.Time) time.Time {
+	d := from.Add(c.t.cfg.IdleTimeout)
+	if !c.loggedIn.Load() && c.loginBy.Before(d) {
+		return c.loginBy
+	}
+	return d
+}
+
+// nextFrame waits for a frame to begin, then reads its length prefix. An
+// idle connection with requests outstanding is not idle: the wait starts
+// over.
+func (c *conn) nextFrame(br *bufio.Reader, idleSince *time.Time) (int, error) {
 	for {
-		if err := c.nc.SetReadDeadline(deadline); err != nil {
-			return nil, err
+		if err := c.nc.SetReadDeadline(c.deadline(*idleSince)); err != nil {
+			return 0, err
 		}
 		if c.t.stopping() {
-			return nil, ErrStopping
+			return 0, ErrStopping
 		}
 		_, err := br.Peek(1)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, os.ErrDeadlineExceeded) || first || len(c.slots) <= 1 {
-			return nil, err
+		now := time.Now()
+		switch {
+		case !errors.Is(err, os.ErrDeadlineExceeded):
+			return 0, err
+		case !c.loggedIn.Load() && !now.Before(c.loginBy):
+			return 0, err
+		case len(c.slots) > 1:
+			*idleSince = now
+		case !now.Before(c.deadline(*idleSince)):
+			return 0, err
 		}
-		deadline = time.Now().Add(c.t.cfg.IdleTimeout)
 	}
-	if !first {
-		if err := c.nc.SetReadDeadline(time.Now().Add(c.t.cfg.IdleTimeout)); err != nil {
-			return nil, err
-		}
+	if err := c.nc.SetReadDeadline(c.deadline(time.Now())); err != nil {
+		return 0, err
 	}
-	return readFrame(br, c.t.cfg.MaxFrameBytes, scratch)
+	return frameSize(br, c.t.cfg.MaxFrameBytes)
 }
 
 // readFailed picks the error frame for a reader that stopped with err.
-func (c *conn) readFailed(err error, first bool) *boomerangv1.Response {
+func (c *conn) readFailed(err error) *boomerangv1.Response {
 	switch {
-	case c.t.stopping():
+	case c.t.stopping() || errors.Is(err, ErrStopping):
 		return connError(ErrStopping)
 	case errors.Is(err, ErrFrame):
 		c.t.m.brokenFrames.Inc()
-		c.t.log.Debug("broken frame; closing connection", "conn", c.id, "remote", c.nc.RemoteAddr().String(), "err", err)
+		c.t.log.Debug("broken frame; closing connection", "conn", c.id, "remote", c.source, "err", err)
 		return connError(err)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		what := "no complete frame within the idle timeout"
-		if first {
-			what = "no complete frame within the handshake timeout"
+		if !c.loggedIn.Load() {
+			what = "no login within the handshake timeout"
 		}
 		return connError(fmt.Errorf("%w: %s", ErrTimeout, what))
 	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
@@ -166,11 +236,15 @@ func (c *conn) readFailed(err error, first bool) *boomerangv1.Response {
 	return nil
 }
 
-// run answers one request.
-func (c *conn) run(req *boomerangv1.Request, received time.Time) {
+// run answers one request, then holds only what its response takes.
+func (c *conn) run(req *boomerangv1.Request, received time.Time, h hold) {
 	defer c.handlers.Done()
-	resp := c.t.svc.Handle(c.ctx, req)
-	c.out <- outbound{resp: resp, op: operation(req), received: received}
+	resp, loggedIn := c.t.svc.Handle(withPeer(c.ctx, c.source), req)
+	if loggedIn && c.loggedIn.CompareAndSwap(false, true) {
+		c.t.loggedIn(c)
+	}
+	h = c.shrink(h, proto.Size(resp))
+	c.out <- outbound{resp: resp, op: operation(req), received: received, hold: h}
 }
 
 // interrupt makes the reader stop at once, whether it waits for a frame
@@ -182,82 +256,4 @@ func (c *conn) interrupt() { _ = c.nc.SetReadDeadline(time.Unix(1, 0)) }
 func (c *conn) abort() {
 	c.cancel()
 	_ = c.nc.Close()
-}
-
-// writeLoop writes responses as they come, flushing whenever none is
-// waiting, so under load many responses share one system call. A request
-// releases its slot, and is counted in the metrics, once its response is
-// flushed.
-func (c *conn) writeLoop() {
-	defer c.t.wg.Done()
-	bw := bufio.NewWriterSize(c.nc, writeBuffer)
-	var unflushed []outbound
-	dead := false
-	for o := range c.out {
-		if !dead {
-			if len(unflushed) == 0 {
-				dead = c.nc.SetWriteDeadline(time.Now().Add(c.t.cfg.WriteTimeout)) != nil
-			}
-			if _, err := protodelim.MarshalTo(bw, o.resp); err != nil {
-				dead = c.writeFailed(err)
-			}
-		}
-		unflushed = append(unflushed, o)
-		if len(c.out) > 0 && len(unflushed) < cap(c.out) {
-			continue
-		}
-		if !dead {
-			if err := bw.Flush(); err != nil {
-				dead = c.writeFailed(err)
-			}
-		}
-		c.settle(unflushed)
-		unflushed = unflushed[:0]
-	}
-	c.settle(unflushed)
-	c.close(dead)
-	c.cancel()
-	c.t.forget(c)
-}
-
-// settle counts flushed responses and frees their slots.
-func (c *conn) settle(batch []outbound) {
-	now := time.Now()
-	for _, o := range batch {
-		if o.final {
-			continue
-		}
-		c.t.m.observe(o.op, responseStatus(o.resp), now.Sub(o.received))
-		<-c.slots
-	}
-}
-
-// writeFailed drops a connection whose write failed; the reader then
-// fails too. Responses still to come are discarded.
-func (c *conn) writeFailed(err error) bool {
-	_ = c.nc.Close()
-	c.t.log.Debug("connection write failed; closing", "conn", c.id, "err", err)
-	return true
-}
-
-// close ends a connection whose responses are written. A healthy one is
-// half-closed first and drained for up to CloseLinger: closing a socket
-// with unread input resets it, and a reset can destroy responses the peer
-// has not read yet.
-func (c *conn) close(dead bool) {
-	if tc, ok := c.nc.(*net.TCPConn); ok && !dead && c.ctx.Err() == nil {
-		if tc.CloseWrite() == nil {
-			_ = c.nc.SetReadDeadline(time.Now().Add(c.t.cfg.CloseLinger))
-			_, _ = io.Copy(io.Discard, c.nc)
-		}
-	}
-	_ = c.nc.Close()
-}
-
-// responseStatus is OK for a result, else the error's status.
-func responseStatus(r *boomerangv1.Response) boomerangv1.Status {
-	if r.Error == nil {
-		return boomerangv1.Status_STATUS_OK
-	}
-	return r.Error.Status
 }

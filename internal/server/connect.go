@@ -24,15 +24,18 @@ type connectHandler struct {
 
 var _ boomerangv1connect.BoomerangServiceHandler = (*connectHandler)(nil)
 
-// newConnectHandler returns the handler's path prefix and the handler.
-func newConnectHandler(svc *Service, m *metrics, maxFrame int) (string, http.Handler) {
-	return boomerangv1connect.NewBoomerangServiceHandler(&connectHandler{svc: svc, m: m},
-		connect.WithReadMaxBytes(maxFrame),
+// newConnectHandler returns the handler's path prefix and the handler,
+// which takes request bodies of up to maxBody bytes (see limitBody) and
+// attaches the wire Error to every error (see withErrorDetail).
+func newConnectHandler(svc *Service, m *metrics, maxBody int) (string, http.Handler) {
+	path, h := boomerangv1connect.NewBoomerangServiceHandler(&connectHandler{svc: svc, m: m},
+		connect.WithReadMaxBytes(maxBody),
 		connect.WithRecover(func(_ context.Context, spec connect.Spec, _ http.Header, r any) error {
 			svc.log.Error("request panicked", "procedure", spec.Procedure, "panic", r)
 			return ConnectError(fmt.Errorf("panic: %v", r))
 		}),
 	)
+	return path, withErrorDetail(limitBody(h, maxBody))
 }
 
 // sessionOf returns the session id of a request's Authorization header.
@@ -51,7 +54,7 @@ func serve[Req, Resp any](ctx context.Context, h *connectHandler, name string, r
 	p, err := h.svc.Authenticate(sessionOf(req.Header()))
 	var resp *Resp
 	if err == nil {
-		resp, err = op(ctx, p, req.Msg)
+		resp, err = op(withPeer(ctx, req.Peer().Addr), p, req.Msg)
 	}
 	return answer(h, name, start, resp, err)
 }
@@ -67,7 +70,7 @@ func answer[Resp any](h *connectHandler, name string, start time.Time, resp *Res
 
 func (h *connectHandler) Login(ctx context.Context, req *connect.Request[boomerangv1.LoginRequest]) (*connect.Response[boomerangv1.LoginResponse], error) {
 	start := time.Now()
-	resp, err := h.svc.Login(ctx, req.Msg)
+	resp, err := h.svc.Login(withPeer(ctx, req.Peer().Addr), req.Msg)
 	return answer(h, "Login", start, resp, err)
 }
 
@@ -147,4 +150,34 @@ func (h *connectHandler) PurgeDeadLetters(ctx context.Context, req *connect.Requ
 
 func (h *connectHandler) GetServerInfo(ctx context.Context, req *connect.Request[boomerangv1.GetServerInfoRequest]) (*connect.Response[boomerangv1.GetServerInfoResponse], error) {
 	return serve(ctx, h, "GetServerInfo", req, h.svc.GetServerInfo)
+}
+
+func (h *connectHandler) Logout(ctx context.Context, req *connect.Request[boomerangv1.LogoutRequest]) (*connect.Response[boomerangv1.LogoutResponse], error) {
+	start := time.Now()
+	resp, err := h.svc.Logout(ctx, sessionOf(req.Header()), req.Msg)
+	return answer(h, "Logout", start, resp, err)
+}
+
+func (h *connectHandler) ListSessions(ctx context.Context, req *connect.Request[boomerangv1.ListSessionsRequest]) (*connect.Response[boomerangv1.ListSessionsResponse], error) {
+	return serve(ctx, h, "ListSessions", req, h.svc.ListSessions)
+}
+
+func (h *connectHandler) RevokeSessions(ctx context.Context, req *connect.Request[boomerangv1.RevokeSessionsRequest]) (*connect.Response[boomerangv1.RevokeSessionsResponse], error) {
+	return serve(ctx, h, "RevokeSessions", req, h.svc.RevokeSessions)
+}
+
+func (h *connectHandler) GetClient(ctx context.Context, req *connect.Request[boomerangv1.GetClientRequest]) (*connect.Response[boomerangv1.GetClientResponse], error) {
+	return serve(ctx, h, "GetClient", req, h.svc.GetClient)
+}
+
+func (h *connectHandler) UpdateClient(ctx context.Context, req *connect.Request[boomerangv1.UpdateClientRequest]) (*connect.Response[boomerangv1.UpdateClientResponse], error) {
+	return serve(ctx, h, "UpdateClient", req, h.svc.UpdateClient)
+}
+
+func (h *connectHandler) ChangePassword(ctx context.Context, req *connect.Request[boomerangv1.ChangePasswordRequest]) (*connect.Response[boomerangv1.ChangePasswordResponse], error) {
+	return serve(ctx, h, "ChangePassword", req, h.svc.ChangePassword)
+}
+
+func (h *connectHandler) RotateSigningSecret(ctx context.Context, req *connect.Request[boomerangv1.RotateSigningSecretRequest]) (*connect.Response[boomerangv1.RotateSigningSecretResponse], error) {
+	return serve(ctx, h, "RotateSigningSecret", req, h.svc.RotateSigningSecret)
 }

@@ -128,20 +128,73 @@ func TestConnectPlainJSON(t *testing.T) {
 	http.DefaultClient.CloseIdleConnections()
 }
 
-func TestConnectRequestTooLarge(t *testing.T) {
+// A request over the body limit, whatever its protocol, is refused with
+// the wire Error as a detail; a payload at the limit passes even in JSON,
+// whose base64 makes it a third larger.
+func TestConnectRequestSizes(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, func(c *Config) { c.MaxPayloadBytes, c.MaxFrameBytes = 1<<10, 8<<10 })
-	c := connectClients(t, ts.HTTPAddr())["connect"]
-	login, err := c.Login(ctx, connect.NewRequest(&boomerangv1.LoginRequest{ClientId: "admin", Password: adminPassword}))
+	ts := startServer(t, func(c *Config) { c.MaxPayloadBytes, c.MaxFrameBytes = 8<<10, 16<<10 })
+	ts.addClients(t)
+	for name, c := range connectClients(t, ts.HTTPAddr()) {
+		login, err := c.Login(ctx, connect.NewRequest(&boomerangv1.LoginRequest{ClientId: "alice", Password: "alice-password"}))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		session := login.Msg.SessionId
+		_, err = c.RegisterTask(ctx, withSession(&boomerangv1.RegisterTaskRequest{Payload: make([]byte, 32<<10)}, session))
+		if code, e := wireError(t, err); code != connect.CodeInvalidArgument || e.Status != boomerangv1.Status_STATUS_INVALID_REQUEST ||
+			!strings.Contains(e.Message, "request too large") {
+			t.Errorf("%s: oversized request: %v %v", name, code, e)
+		}
+		_, err = c.RegisterTask(ctx, withSession(&boomerangv1.RegisterTaskRequest{Payload: make([]byte, 8<<10+1)}, session))
+		if code, e := wireError(t, err); code != connect.CodeInvalidArgument || e.Field != "payload" {
+			t.Errorf("%s: payload over the limit: %v %v", name, code, e)
+		}
+		if _, err := c.RegisterTask(ctx, withSession(&boomerangv1.RegisterTaskRequest{Payload: make([]byte, 8<<10), When: delay(60_000)}, session)); err != nil {
+			t.Errorf("%s: payload at the limit: %v", name, err)
+		}
+	}
+}
+
+// Errors connect raises before the service sees the request carry the
+// wire Error too.
+func TestConnectErrorsCarryDetail(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, nil)
+	url := "http://" + ts.HTTPAddr() + boomerangv1connect.BoomerangServiceLoginProcedure
+	for name, body := range map[string]string{"malformed JSON": `{"clientId":`, "wrong type": `{"clientId":7}`} {
+		resp, err := http.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(out), `"type":"boomerang.v1.Error"`) {
+			t.Errorf("%s: %d %s", name, resp.StatusCode, out)
+		}
+	}
+	// gRPC: a message whose envelope does not decode.
+	c := connectClients(t, ts.HTTPAddr())["grpc"]
+	_, err := c.GetServerInfo(ctx, withSession(&boomerangv1.GetServerInfoRequest{}, "no-such-session"))
+	if code, e := wireError(t, err); code != connect.CodeUnauthenticated || e.Status != boomerangv1.Status_STATUS_UNAUTHORIZED {
+		t.Errorf("gRPC: %v %v", code, e)
+	}
+	// gRPC: an envelope that claims more than the limit, which connect
+	// refuses before reading it.
+	h2c := &http.Transport{Protocols: new(http.Protocols)}
+	h2c.Protocols.SetUnencryptedHTTP2(true)
+	defer h2c.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader("\x00\x7f\xff\xff\xffxyz"))
+	req.Header.Set("Content-Type", "application/grpc")
+	resp, err := (&http.Client{Transport: h2c}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.RegisterTask(ctx, withSession(&boomerangv1.RegisterTaskRequest{Payload: make([]byte, 9<<10)}, login.Msg.SessionId))
-	if connect.CodeOf(err) != connect.CodeResourceExhausted {
-		t.Fatalf("oversized request: %v", err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	status := resp.Trailer.Get("Grpc-Status") + resp.Header.Get("Grpc-Status")
+	if status == "0" || status == "" || resp.Trailer.Get("Grpc-Status-Details-Bin")+resp.Header.Get("Grpc-Status-Details-Bin") == "" {
+		t.Errorf("gRPC oversized envelope: status %q, trailers %v, headers %v", status, resp.Trailer, resp.Header)
 	}
-	_, err = c.RegisterTask(ctx, withSession(&boomerangv1.RegisterTaskRequest{Payload: make([]byte, 2<<10)}, login.Msg.SessionId))
-	if code, e := wireError(t, err); code != connect.CodeInvalidArgument || e.Field != "payload" {
-		t.Fatalf("payload over the limit: %v %v", code, e)
-	}
+	http.DefaultClient.CloseIdleConnections()
 }

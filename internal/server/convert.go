@@ -2,6 +2,7 @@ package server
 
 import (
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
+	"github.com/boomerangd/boomerang/internal/auth"
 	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/store"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
@@ -67,20 +68,54 @@ func groupToWire(g *storepb.Group) *boomerangv1.Group {
 	}
 }
 
-func clientToWire(c *storepb.Client) *boomerangv1.ClientConfig {
+func clientToWire(c auth.ClientInfo) *boomerangv1.ClientConfig {
 	cc := &boomerangv1.ClientConfig{
 		Id:          c.Id,
-		Admin:       c.Admin,
+		Admin:       c.Role == auth.RoleAdmin,
+		Role:        roleToWire(c.Role),
 		Callback:    callbackToWire(c.Callback),
 		Retry:       retryToWire(c.Retry),
 		DefaultMode: boomerangv1.DispatchMode(c.DefaultMode),
 		CreatedMs:   c.CreatedMs,
+		GroupLimit:  c.GroupLimit,
 	}
-	cc.GroupLimit = c.GroupLimit
 	if c.DlqMaxEntries != 0 || c.DlqRetentionMs != 0 {
 		cc.DeadLetters = &boomerangv1.DeadLetterPolicy{MaxEntries: c.DlqMaxEntries, RetentionMs: c.DlqRetentionMs}
 	}
+	if len(c.CallbackAllow) > 0 || len(c.CallbackDeny) > 0 {
+		cc.CallbackRules = &boomerangv1.CallbackRules{Allow: c.CallbackAllow, Deny: c.CallbackDeny}
+	}
+	if !c.PreviousSecretUntil.IsZero() {
+		cc.PreviousSecretExpiresMs = c.PreviousSecretUntil.UnixMilli()
+	}
 	return cc
+}
+
+var roles = map[auth.Role]boomerangv1.Role{
+	auth.RoleClient:   boomerangv1.Role_ROLE_CLIENT,
+	auth.RoleAdmin:    boomerangv1.Role_ROLE_ADMIN,
+	auth.RoleReadOnly: boomerangv1.Role_ROLE_READ_ONLY,
+}
+
+func roleToWire(r auth.Role) boomerangv1.Role { return roles[r] }
+
+// roleFromWire reads a role; UNSPECIFIED is ADMIN with the admin flag,
+// else CLIENT. A role that contradicts the flag is refused.
+func roleFromWire(r boomerangv1.Role, adminFlag bool) (auth.Role, error) {
+	switch {
+	case r == boomerangv1.Role_ROLE_UNSPECIFIED && adminFlag:
+		return auth.RoleAdmin, nil
+	case r == boomerangv1.Role_ROLE_UNSPECIFIED:
+		return auth.RoleClient, nil
+	case adminFlag && r != boomerangv1.Role_ROLE_ADMIN:
+		return 0, invalid("role", "%s contradicts admin: true", r)
+	}
+	for role, wire := range roles {
+		if wire == r {
+			return role, nil
+		}
+	}
+	return 0, invalid("role", "unknown role %d", r)
 }
 
 func callbackToWire(c *storepb.Callback) *boomerangv1.Callback {

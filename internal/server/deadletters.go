@@ -47,8 +47,13 @@ func (s *Service) GetDeadLetter(ctx context.Context, p auth.Principal, req *boom
 }
 
 // ReplayDeadLetter delivers a dead letter again with fresh attempts, as a
-// task it returns.
+// task it returns: due now, behind its group's waiting tasks, or, for a
+// group's blocking head, as UnblockGroup does, with its own due time and
+// place at the head.
 func (s *Service) ReplayDeadLetter(ctx context.Context, p auth.Principal, req *boomerangv1.ReplayDeadLetterRequest) (*boomerangv1.ReplayDeadLetterResponse, error) {
+	if err := writable(p); err != nil {
+		return nil, err
+	}
 	if err := checkID("id", req.Id); err != nil {
 		return nil, err
 	}
@@ -61,6 +66,9 @@ func (s *Service) ReplayDeadLetter(ctx context.Context, p auth.Principal, req *b
 
 // DeleteDeadLetter drops a dead letter; a group's blocked head is skipped.
 func (s *Service) DeleteDeadLetter(ctx context.Context, p auth.Principal, req *boomerangv1.DeleteDeadLetterRequest) (*boomerangv1.DeleteDeadLetterResponse, error) {
+	if err := writable(p); err != nil {
+		return nil, err
+	}
 	if err := checkID("id", req.Id); err != nil {
 		return nil, err
 	}
@@ -87,6 +95,9 @@ func (s *Service) GetGroup(ctx context.Context, p auth.Principal, req *boomerang
 // UnblockGroup delivers a blocked group's dead-lettered head again, then
 // lets the group go on.
 func (s *Service) UnblockGroup(ctx context.Context, p auth.Principal, req *boomerangv1.UnblockGroupRequest) (*boomerangv1.UnblockGroupResponse, error) {
+	if err := writable(p); err != nil {
+		return nil, err
+	}
 	client, group, err := groupOf(p, req.Client, req.Group)
 	if err != nil {
 		return nil, err
@@ -101,6 +112,9 @@ func (s *Service) UnblockGroup(ctx context.Context, p auth.Principal, req *boome
 // SkipGroup lets a blocked group go on, leaving its head in the dead
 // letter queue.
 func (s *Service) SkipGroup(ctx context.Context, p auth.Principal, req *boomerangv1.SkipGroupRequest) (*boomerangv1.SkipGroupResponse, error) {
+	if err := writable(p); err != nil {
+		return nil, err
+	}
 	client, group, err := groupOf(p, req.Client, req.Group)
 	if err != nil {
 		return nil, err

@@ -2,11 +2,17 @@ package server
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/boomerangd/boomerang/internal/auth"
 	"github.com/boomerangd/boomerang/internal/delivery"
+	"github.com/boomerangd/boomerang/internal/egress"
 	"github.com/boomerangd/boomerang/internal/scheduler"
+	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
 // engine is what the server needs of the delivery engine.
@@ -26,12 +32,13 @@ func (s *Server) deliverer(reg prometheus.Registerer) (scheduler.Deliverer, sche
 		return s.cfg.Deliverer, s.cfg.Retry, nil
 	}
 	e, err := delivery.New(delivery.Config{
-		Clients:        s.st,
+		Clients:        clientSource{s.auth},
 		Pools:          s.cfg.Pools,
 		DefaultTimeout: s.cfg.DeliveryTimeout,
 		Registerer:     reg,
 		Logger:         s.log.With("component", "delivery"),
 		Clock:          s.cfg.Clock,
+		Egress:         s.egress,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -50,4 +57,54 @@ func (s *Server) clientChanged(id string) {
 	if e := s.engine; e != nil {
 		e.Invalidate(id)
 	}
+}
+
+// clientSource gives the delivery engine the clients as auth holds them:
+// signing secrets open, callback rules parsed.
+type clientSource struct{ a *auth.Auth }
+
+var _ delivery.ClientDetails = clientSource{}
+
+func (c clientSource) Client(id string) (*storepb.Client, error) {
+	ci, err := c.a.Client(id)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", store.ErrNotFound, err)
+	}
+	return ci.Client, nil
+}
+
+func (c clientSource) ClientDetails(id string) (delivery.Details, error) {
+	secrets, err := c.a.SigningSecrets(id)
+	if err != nil {
+		return delivery.Details{}, fmt.Errorf("%w: %w", store.ErrNotFound, err)
+	}
+	d := delivery.Details{Rules: c.a.CallbackRules(id)}
+	for _, s := range secrets {
+		d.Secrets = append(d.Secrets, delivery.Secret{Key: s.Key, Until: s.Until})
+	}
+	return d, nil
+}
+
+// callbackPolicy builds the server's callback policy from Config,
+// expanding "default" and "none" in the deny list.
+func callbackPolicy(cfg *Config) (*egress.Policy, error) {
+	deny := cfg.CallbackDeny
+	if deny == nil {
+		deny = egress.DefaultDeny
+	}
+	var expanded []string
+	for _, d := range deny {
+		switch d {
+		case "default":
+			expanded = append(expanded, egress.DefaultDeny...)
+		case "none":
+		default:
+			expanded = append(expanded, d)
+		}
+	}
+	p, err := egress.New(cfg.CallbackAllow, slices.Compact(expanded))
+	if err != nil {
+		return nil, fmt.Errorf("server: callback policy: %w", err)
+	}
+	return p, nil
 }

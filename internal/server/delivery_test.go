@@ -10,7 +10,6 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
-	"github.com/boomerangd/boomerang/internal/auth"
 	"github.com/boomerangd/boomerang/internal/delivery/webhook"
 )
 
@@ -63,7 +62,7 @@ func TestRealDeliveryEngine(t *testing.T) {
 
 	task := ts.register(t, bob, &boomerangv1.RegisterTaskRequest{Payload: []byte("refused")})
 	poll(t, "a dead letter for the refused task", func() bool {
-		dls, err := ts.svc.ListDeadLetters(ctx, auth.Principal{Client: "bob"}, &boomerangv1.ListDeadLettersRequest{})
+		dls, err := ts.svc.ListDeadLetters(ctx, bob, &boomerangv1.ListDeadLettersRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}

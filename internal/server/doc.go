@@ -11,22 +11,26 @@
 // # Service
 //
 // Service holds every operation, independent of the transport: it checks
-// each field (a failure names the field and the rule), enforces
-// admin-only operations and ownership (a client sees and changes only its
-// own tasks, dead letters and groups; an admin sees all and may name any
-// client in list and group requests), applies the client's defaults (a
-// task's dispatch mode is its own, else its client's default, else
-// NEXT_ON_ERROR; its callback is its override over the client's, checked
-// at registration) and maps between the wire messages and the scheduler.
+// each field (a failure names the field and the rule), enforces roles and
+// ownership (a client sees and changes only its own tasks, dead letters,
+// groups and sessions; an admin sees and changes all and may name any
+// client; a read-only client sees what an admin sees and changes
+// nothing), applies the client's defaults (a task's dispatch mode is its
+// own, else its client's default, else NEXT_ON_ERROR; its callback is its
+// override over the client's, checked at registration, also against the
+// callback policy) and maps between the wire messages and the scheduler.
 // List pages are cut short when their encoding would exceed the frame
-// limit, so no response is larger than MaxFrameBytes.
+// limit, so no response is larger than MaxFrameBytes. A due task of a
+// blocked group reads BLOCKED, naming the dead letter, in GetTask and
+// ListTasks (see markBlocked).
 //
 // # Errors
 //
 // errors.go holds the one table from internal errors (auth, scheduler,
 // store, dispatch, context, framing) to wire status codes and messages,
 // and from status codes to Connect codes. Connect errors carry the wire
-// Error as a detail, so every client sees the exact status and field.
+// Error as a detail, so every client sees the exact status and field;
+// withErrorDetail adds it to the errors connect raises itself.
 //
 // # Raw TCP
 //
@@ -35,10 +39,12 @@
 // server. Each connection has one reader and one writer goroutine, and a
 // goroutine per request, so responses come back in completion order,
 // matched by request_id. A request holds one of MaxInFlight slots from
-// being read until its response is flushed; with all slots taken the
-// reader stops reading and TCP flow control pushes back on the client, so
-// a connection's memory stays bounded. A client that does not read its
-// responses for WriteTimeout is disconnected.
+// being read until its response is flushed, and bytes of the connection's
+// and the server's buffer budgets (MaxConnBufferBytes, MaxBufferBytes;
+// see conn). With the slots or a budget spent the reader stops reading
+// and TCP flow control pushes back on the client, so memory stays
+// bounded. A client that does not read its responses for WriteTimeout is
+// disconnected.
 //
 // A request without a live session (other than Login), or without an
 // operation, fails alone. A frame that breaks the stream closes the
@@ -50,17 +56,34 @@
 // whose operation does not decode (invalid UTF-8, a damaged nested
 // message) fails only that request, with INVALID_REQUEST on "body".
 //
-// The first frame must arrive whole within HandshakeTimeout. After that a
-// connection with nothing outstanding that sends nothing for IdleTimeout
-// is closed, as is one that leaves a frame unfinished for as long; both
-// get an error frame first. Socket deadlines use real time.
+// A connection must log in (a Login, or any request with a live session)
+// within HandshakeTimeout. Until it has, it counts against
+// MaxPendingLogins and MaxPendingLoginsPerAddr, beyond which new
+// connections are refused with BUSY. After that a connection with nothing
+// outstanding that sends nothing for IdleTimeout is closed, as is one
+// that leaves a frame unfinished for as long; both get an error frame
+// first. Socket deadlines use real time. With Config.TLS the listener
+// speaks TLS.
 //
 // # HTTP
 //
-// The HTTP port serves the Connect handler (HTTP/1.1 and cleartext
-// HTTP/2, so gRPC works without TLS), /metrics (Prometheus, its own
-// registry), /healthz (the process is up) and /readyz (200 once Start
-// has finished until Stop begins: store open, scheduler running).
+// The HTTP port serves the Connect handler (HTTP/1.1, and HTTP/2:
+// cleartext h2c without TLS, so gRPC works, negotiated with it), /healthz
+// (the process is up), /readyz (200 once Start has finished until Stop
+// begins: store open, scheduler running) and, unless Config.MetricsAddr
+// gives them a listener of their own, /metrics (Prometheus, its own
+// registry) and /debug/pprof/, behind Config.MetricsToken when set. A
+// request must arrive whole within HTTPReadTimeout; its body may be a
+// frame in the JSON mapping.
+//
+// # Start-up
+//
+// Start checks the data directory (created 0700; one its group or others
+// may read is refused unless AllowOpenDataDir), opens the store, finds
+// the secret keys (Config.SecretKeys, else a key generated into the data
+// directory), lets auth seal the signing secrets, creates the bootstrap
+// admin or warns that a configured admin password is not in use, starts
+// delivery and the scheduler, listens, and logs a recovery summary.
 //
 // # Shutdown
 //

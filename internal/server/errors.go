@@ -32,6 +32,14 @@ var (
 	// ErrTooManyConnections: the raw TCP listener is at its connection
 	// limit.
 	ErrTooManyConnections = errors.New("server: too many connections")
+	// ErrTooManyPendingLogins: the raw TCP listener has as many
+	// connections waiting to log in as it allows, in all or from the
+	// connection's source address.
+	ErrTooManyPendingLogins = errors.New("server: too many connections waiting to log in")
+	// ErrReadOnly: a read-only client asked for a change.
+	ErrReadOnly = errors.New("server: a read-only client may not change anything")
+	// ErrTooLarge: an HTTP request body over the limit.
+	ErrTooLarge = errors.New("server: request too large")
 )
 
 // statusRules is THE table from internal errors to wire status codes and
@@ -46,12 +54,14 @@ var statusRules = []struct {
 	{scheduler.ErrInvalid, boomerangv1.Status_STATUS_INVALID_REQUEST, ""},
 	{ErrFrame, boomerangv1.Status_STATUS_INVALID_REQUEST, ""},
 	{ErrTimeout, boomerangv1.Status_STATUS_INVALID_REQUEST, ""},
+	{ErrTooLarge, boomerangv1.Status_STATUS_INVALID_REQUEST, ""},
 
 	{auth.ErrNoSession, boomerangv1.Status_STATUS_UNAUTHORIZED, "no session; log in first"},
 	{auth.ErrUnknownSession, boomerangv1.Status_STATUS_UNAUTHORIZED, "unknown session; log in again"},
 	{auth.ErrInvalidCredentials, boomerangv1.Status_STATUS_UNAUTHORIZED, "invalid client id or password"},
 	{auth.ErrThrottled, boomerangv1.Status_STATUS_UNAUTHORIZED, ""},
 	{ErrAdminOnly, boomerangv1.Status_STATUS_UNAUTHORIZED, "only an admin may do this"},
+	{ErrReadOnly, boomerangv1.Status_STATUS_UNAUTHORIZED, "a read-only client may not change anything"},
 	{ErrOtherClient, boomerangv1.Status_STATUS_UNAUTHORIZED, "only an admin may name another client"},
 
 	{auth.ErrSessionExpired, boomerangv1.Status_STATUS_SESSION_EXPIRED, "session expired; log in again"},
@@ -62,7 +72,7 @@ var statusRules = []struct {
 	{scheduler.ErrInFlight, boomerangv1.Status_STATUS_CONFLICT, "a delivery attempt is under way; retry when it ends"},
 	{scheduler.ErrNotBlocked, boomerangv1.Status_STATUS_CONFLICT, "the group is not blocked"},
 	{auth.ErrExists, boomerangv1.Status_STATUS_CONFLICT, "client already exists"},
-	{auth.ErrLastAdmin, boomerangv1.Status_STATUS_CONFLICT, "cannot deregister the last admin"},
+	{auth.ErrLastAdmin, boomerangv1.Status_STATUS_CONFLICT, "cannot remove the last admin"},
 	{auth.ErrHasTasks, boomerangv1.Status_STATUS_CONFLICT, ""},
 
 	{scheduler.ErrGroupFull, boomerangv1.Status_STATUS_GROUP_FULL, "the group holds its limit of tasks; retry once some are delivered"},
@@ -75,6 +85,8 @@ var statusRules = []struct {
 
 	{scheduler.ErrBusy, boomerangv1.Status_STATUS_BUSY, "server busy; retry later"},
 	{ErrTooManyConnections, boomerangv1.Status_STATUS_BUSY, "too many connections; retry later"},
+	{ErrTooManyPendingLogins, boomerangv1.Status_STATUS_BUSY, "too many connections waiting to log in; retry later"},
+	{auth.ErrLoginBusy, boomerangv1.Status_STATUS_BUSY, "too many logins; retry later"},
 	{scheduler.ErrClosed, boomerangv1.Status_STATUS_BUSY, "server is shutting down; retry later"},
 	{store.ErrClosed, boomerangv1.Status_STATUS_BUSY, "server is shutting down; retry later"},
 	{ErrStopping, boomerangv1.Status_STATUS_BUSY, "server is shutting down; retry later"},
@@ -179,7 +191,7 @@ func ConnectError(err error) *connect.Error {
 
 // packagePrefixes are removed from messages: clients need not know which
 // package said it.
-var packagePrefixes = strings.NewReplacer("server: ", "", "auth: ", "", "scheduler: ", "", "store: ", "", "delivery: ", "", "dispatch: ", "")
+var packagePrefixes = strings.NewReplacer("server: ", "", "auth: ", "", "scheduler: ", "", "store: ", "", "delivery: ", "", "dispatch: ", "", "egress: ", "")
 
 func strip(msg string) string { return packagePrefixes.Replace(msg) }
 

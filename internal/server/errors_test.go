@@ -38,7 +38,7 @@ func TestErrorTable(t *testing.T) {
 		{scheduler.ErrInFlight, boomerangv1.Status_STATUS_CONFLICT, "a delivery attempt is under way; retry when it ends", ""},
 		{scheduler.ErrNotBlocked, boomerangv1.Status_STATUS_CONFLICT, "the group is not blocked", ""},
 		{auth.ErrExists, boomerangv1.Status_STATUS_CONFLICT, "client already exists", ""},
-		{auth.ErrLastAdmin, boomerangv1.Status_STATUS_CONFLICT, "cannot deregister the last admin", ""},
+		{auth.ErrLastAdmin, boomerangv1.Status_STATUS_CONFLICT, "cannot remove the last admin", ""},
 		{&auth.HasTasksError{Client: "a", Count: 3}, boomerangv1.Status_STATUS_CONFLICT, `client "a" still has 3 tasks; cancel them first`, ""},
 		{scheduler.ErrGroupFull, boomerangv1.Status_STATUS_GROUP_FULL, "the group holds its limit of tasks; retry once some are delivered", ""},
 		{scheduler.ErrBusy, boomerangv1.Status_STATUS_BUSY, "server busy; retry later", ""},

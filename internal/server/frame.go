@@ -16,20 +16,26 @@ import (
 // Frames are the protodelim format: a message's length as a varint, then
 // the message.
 
-// readFrame reads the next frame's body into buf (grown if needed) and
-// returns it. It returns io.EOF only at a frame boundary. A length over
-// max, a length prefix that is not a varint and a stream that ends inside
-// a frame are errors wrapping ErrFrame; read errors (deadlines, closed
-// sockets) are returned as they are.
-func readFrame(br *bufio.Reader, max int, buf []byte) ([]byte, error) {
+// frameSize reads a frame's length prefix. A length over max, a prefix
+// that is not a varint and a stream that ends inside it are errors
+// wrapping ErrFrame; io.EOF comes only at a frame boundary.
+func frameSize(br *bufio.Reader, max int) (int, error) {
 	size, err := readLength(br)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if size > uint64(max) {
-		return nil, fmt.Errorf("%w: frame of %d bytes exceeds the limit of %d", ErrFrame, size, max)
+		return 0, fmt.Errorf("%w: frame of %d bytes exceeds the limit of %d", ErrFrame, size, max)
 	}
-	if uint64(cap(buf)) < size {
+	return int(size), nil
+}
+
+// readBody reads a frame's body of size bytes into buf (grown if
+// needed) and returns it. A stream that ends inside the body is an error
+// wrapping ErrFrame; read errors (deadlines, closed sockets) are returned
+// as they are.
+func readBody(br *bufio.Reader, size int, buf []byte) ([]byte, error) {
+	if cap(buf) < size {
 		buf = make([]byte, size)
 	}
 	buf = buf[:size]

@@ -42,13 +42,17 @@ func FuzzReadFrames(f *testing.F) {
 		br := bufio.NewReaderSize(bytes.NewReader(stream), 16)
 		var scratch []byte
 		for {
-			body, err := readFrame(br, limit, scratch)
+			size, err := frameSize(br, limit)
 			if errors.Is(err, io.EOF) {
 				return
 			}
+			var body []byte
+			if err == nil {
+				body, err = readBody(br, size, scratch)
+			}
 			if err != nil {
 				if !errors.Is(err, ErrFrame) {
-					t.Fatalf("readFrame: %v is neither EOF nor a broken frame", err)
+					t.Fatalf("reading a frame: %v is neither EOF nor a broken frame", err)
 				}
 				return
 			}

@@ -29,8 +29,9 @@ func operation(req *boomerangv1.Request) string {
 }
 
 // Handle runs one raw TCP request and returns its response: a result, or
-// an Error. Every request but Login must carry a live session.
-func (s *Service) Handle(ctx context.Context, req *boomerangv1.Request) (resp *boomerangv1.Response) {
+// an Error. Every request but Login must carry a live session. loggedIn
+// reports whether the request logged in or carried a live session.
+func (s *Service) Handle(ctx context.Context, req *boomerangv1.Request) (resp *boomerangv1.Response, loggedIn bool) {
 	resp = &boomerangv1.Response{RequestId: req.RequestId}
 	defer func() {
 		if r := recover(); r != nil {
@@ -38,111 +39,152 @@ func (s *Service) Handle(ctx context.Context, req *boomerangv1.Request) (resp *b
 			resp.Body, resp.Error = nil, ErrorOf(fmt.Errorf("panic: %v", r))
 		}
 	}()
-	if err := s.handle(ctx, req, resp); err != nil {
+	loggedIn, err := s.handle(ctx, req, resp)
+	if err != nil {
 		resp.Body, resp.Error = nil, ErrorOf(err)
 	}
-	return resp
+	return resp, loggedIn
 }
 
-func (s *Service) handle(ctx context.Context, req *boomerangv1.Request, resp *boomerangv1.Response) error {
+func (s *Service) handle(ctx context.Context, req *boomerangv1.Request, resp *boomerangv1.Response) (bool, error) {
 	fd := req.ProtoReflect().WhichOneof(requestBody)
 	if fd == nil || !req.ProtoReflect().Get(fd).Message().IsValid() {
-		return errNoBody
+		return false, errNoBody
 	}
 	switch b := req.Body.(type) {
 	case *boomerangv1.Request_Login:
 		r, err := s.Login(ctx, b.Login)
 		resp.Body = &boomerangv1.Response_Login{Login: r}
-		return err
+		return err == nil, err
 	case *boomerangv1.Request_RefreshSession:
 		r, err := s.RefreshSession(ctx, req.SessionId, b.RefreshSession)
 		resp.Body = &boomerangv1.Response_RefreshSession{RefreshSession: r}
-		return err
+		return err == nil, err
+	case *boomerangv1.Request_Logout:
+		r, err := s.Logout(ctx, req.SessionId, b.Logout)
+		resp.Body = &boomerangv1.Response_Logout{Logout: r}
+		return err == nil, err
 	}
 	p, err := s.Authenticate(req.SessionId)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return s.handleAuthenticated(ctx, p, req, resp)
+	return true, s.handleAuthenticated(ctx, p, req, resp)
+}
+
+// run calls one operation and puts its result in the response body.
+func run[Req, Resp any](ctx context.Context, p auth.Principal, in *Req,
+	fn func(context.Context, auth.Principal, *Req) (*Resp, error), set func(*Resp)) error {
+	r, err := fn(ctx, p, in)
+	set(r)
+	return err
 }
 
 func (s *Service) handleAuthenticated(ctx context.Context, p auth.Principal, req *boomerangv1.Request, resp *boomerangv1.Response) error {
-	var err error
 	switch b := req.Body.(type) {
 	case *boomerangv1.Request_RegisterClient:
-		var r *boomerangv1.RegisterClientResponse
-		r, err = s.RegisterClient(ctx, p, b.RegisterClient)
-		resp.Body = &boomerangv1.Response_RegisterClient{RegisterClient: r}
+		return run(ctx, p, b.RegisterClient, s.RegisterClient, func(r *boomerangv1.RegisterClientResponse) {
+			resp.Body = &boomerangv1.Response_RegisterClient{RegisterClient: r}
+		})
 	case *boomerangv1.Request_DeregisterClient:
-		var r *boomerangv1.DeregisterClientResponse
-		r, err = s.DeregisterClient(ctx, p, b.DeregisterClient)
-		resp.Body = &boomerangv1.Response_DeregisterClient{DeregisterClient: r}
+		return run(ctx, p, b.DeregisterClient, s.DeregisterClient, func(r *boomerangv1.DeregisterClientResponse) {
+			resp.Body = &boomerangv1.Response_DeregisterClient{DeregisterClient: r}
+		})
 	case *boomerangv1.Request_ListClients:
-		var r *boomerangv1.ListClientsResponse
-		r, err = s.ListClients(ctx, p, b.ListClients)
-		resp.Body = &boomerangv1.Response_ListClients{ListClients: r}
-	case *boomerangv1.Request_RegisterTask:
-		var r *boomerangv1.RegisterTaskResponse
-		r, err = s.RegisterTask(ctx, p, b.RegisterTask)
-		resp.Body = &boomerangv1.Response_RegisterTask{RegisterTask: r}
-	case *boomerangv1.Request_UpdateTask:
-		var r *boomerangv1.UpdateTaskResponse
-		r, err = s.UpdateTask(ctx, p, b.UpdateTask)
-		resp.Body = &boomerangv1.Response_UpdateTask{UpdateTask: r}
-	case *boomerangv1.Request_CancelTask:
-		var r *boomerangv1.CancelTaskResponse
-		r, err = s.CancelTask(ctx, p, b.CancelTask)
-		resp.Body = &boomerangv1.Response_CancelTask{CancelTask: r}
-	case *boomerangv1.Request_GetTask:
-		var r *boomerangv1.GetTaskResponse
-		r, err = s.GetTask(ctx, p, b.GetTask)
-		resp.Body = &boomerangv1.Response_GetTask{GetTask: r}
-	case *boomerangv1.Request_ListTasks:
-		var r *boomerangv1.ListTasksResponse
-		r, err = s.ListTasks(ctx, p, b.ListTasks)
-		resp.Body = &boomerangv1.Response_ListTasks{ListTasks: r}
-	case *boomerangv1.Request_ListDeadLetters:
-		var r *boomerangv1.ListDeadLettersResponse
-		r, err = s.ListDeadLetters(ctx, p, b.ListDeadLetters)
-		resp.Body = &boomerangv1.Response_ListDeadLetters{ListDeadLetters: r}
-	case *boomerangv1.Request_GetDeadLetter:
-		var r *boomerangv1.GetDeadLetterResponse
-		r, err = s.GetDeadLetter(ctx, p, b.GetDeadLetter)
-		resp.Body = &boomerangv1.Response_GetDeadLetter{GetDeadLetter: r}
-	case *boomerangv1.Request_ReplayDeadLetter:
-		var r *boomerangv1.ReplayDeadLetterResponse
-		r, err = s.ReplayDeadLetter(ctx, p, b.ReplayDeadLetter)
-		resp.Body = &boomerangv1.Response_ReplayDeadLetter{ReplayDeadLetter: r}
-	case *boomerangv1.Request_DeleteDeadLetter:
-		var r *boomerangv1.DeleteDeadLetterResponse
-		r, err = s.DeleteDeadLetter(ctx, p, b.DeleteDeadLetter)
-		resp.Body = &boomerangv1.Response_DeleteDeadLetter{DeleteDeadLetter: r}
-	case *boomerangv1.Request_GetGroup:
-		var r *boomerangv1.GetGroupResponse
-		r, err = s.GetGroup(ctx, p, b.GetGroup)
-		resp.Body = &boomerangv1.Response_GetGroup{GetGroup: r}
-	case *boomerangv1.Request_UnblockGroup:
-		var r *boomerangv1.UnblockGroupResponse
-		r, err = s.UnblockGroup(ctx, p, b.UnblockGroup)
-		resp.Body = &boomerangv1.Response_UnblockGroup{UnblockGroup: r}
-	case *boomerangv1.Request_SkipGroup:
-		var r *boomerangv1.SkipGroupResponse
-		r, err = s.SkipGroup(ctx, p, b.SkipGroup)
-		resp.Body = &boomerangv1.Response_SkipGroup{SkipGroup: r}
-	case *boomerangv1.Request_CancelTasks:
-		var r *boomerangv1.CancelTasksResponse
-		r, err = s.CancelTasks(ctx, p, b.CancelTasks)
-		resp.Body = &boomerangv1.Response_CancelTasks{CancelTasks: r}
-	case *boomerangv1.Request_PurgeDeadLetters:
-		var r *boomerangv1.PurgeDeadLettersResponse
-		r, err = s.PurgeDeadLetters(ctx, p, b.PurgeDeadLetters)
-		resp.Body = &boomerangv1.Response_PurgeDeadLetters{PurgeDeadLetters: r}
+		return run(ctx, p, b.ListClients, s.ListClients, func(r *boomerangv1.ListClientsResponse) {
+			resp.Body = &boomerangv1.Response_ListClients{ListClients: r}
+		})
+	case *boomerangv1.Request_GetClient:
+		return run(ctx, p, b.GetClient, s.GetClient, func(r *boomerangv1.GetClientResponse) {
+			resp.Body = &boomerangv1.Response_GetClient{GetClient: r}
+		})
+	case *boomerangv1.Request_UpdateClient:
+		return run(ctx, p, b.UpdateClient, s.UpdateClient, func(r *boomerangv1.UpdateClientResponse) {
+			resp.Body = &boomerangv1.Response_UpdateClient{UpdateClient: r}
+		})
+	case *boomerangv1.Request_ChangePassword:
+		return run(ctx, p, b.ChangePassword, s.ChangePassword, func(r *boomerangv1.ChangePasswordResponse) {
+			resp.Body = &boomerangv1.Response_ChangePassword{ChangePassword: r}
+		})
+	case *boomerangv1.Request_RotateSigningSecret:
+		return run(ctx, p, b.RotateSigningSecret, s.RotateSigningSecret, func(r *boomerangv1.RotateSigningSecretResponse) {
+			resp.Body = &boomerangv1.Response_RotateSigningSecret{RotateSigningSecret: r}
+		})
+	case *boomerangv1.Request_ListSessions:
+		return run(ctx, p, b.ListSessions, s.ListSessions, func(r *boomerangv1.ListSessionsResponse) {
+			resp.Body = &boomerangv1.Response_ListSessions{ListSessions: r}
+		})
+	case *boomerangv1.Request_RevokeSessions:
+		return run(ctx, p, b.RevokeSessions, s.RevokeSessions, func(r *boomerangv1.RevokeSessionsResponse) {
+			resp.Body = &boomerangv1.Response_RevokeSessions{RevokeSessions: r}
+		})
 	case *boomerangv1.Request_GetServerInfo:
-		var r *boomerangv1.GetServerInfoResponse
-		r, err = s.GetServerInfo(ctx, p, b.GetServerInfo)
-		resp.Body = &boomerangv1.Response_GetServerInfo{GetServerInfo: r}
-	default:
-		return errNoBody
+		return run(ctx, p, b.GetServerInfo, s.GetServerInfo, func(r *boomerangv1.GetServerInfoResponse) {
+			resp.Body = &boomerangv1.Response_GetServerInfo{GetServerInfo: r}
+		})
 	}
-	return err
+	return s.handleData(ctx, p, req, resp)
+}
+
+// handleData runs the operations on tasks, dead letters and groups.
+func (s *Service) handleData(ctx context.Context, p auth.Principal, req *boomerangv1.Request, resp *boomerangv1.Response) error {
+	switch b := req.Body.(type) {
+	case *boomerangv1.Request_RegisterTask:
+		return run(ctx, p, b.RegisterTask, s.RegisterTask, func(r *boomerangv1.RegisterTaskResponse) {
+			resp.Body = &boomerangv1.Response_RegisterTask{RegisterTask: r}
+		})
+	case *boomerangv1.Request_UpdateTask:
+		return run(ctx, p, b.UpdateTask, s.UpdateTask, func(r *boomerangv1.UpdateTaskResponse) {
+			resp.Body = &boomerangv1.Response_UpdateTask{UpdateTask: r}
+		})
+	case *boomerangv1.Request_CancelTask:
+		return run(ctx, p, b.CancelTask, s.CancelTask, func(r *boomerangv1.CancelTaskResponse) {
+			resp.Body = &boomerangv1.Response_CancelTask{CancelTask: r}
+		})
+	case *boomerangv1.Request_GetTask:
+		return run(ctx, p, b.GetTask, s.GetTask, func(r *boomerangv1.GetTaskResponse) {
+			resp.Body = &boomerangv1.Response_GetTask{GetTask: r}
+		})
+	case *boomerangv1.Request_ListTasks:
+		return run(ctx, p, b.ListTasks, s.ListTasks, func(r *boomerangv1.ListTasksResponse) {
+			resp.Body = &boomerangv1.Response_ListTasks{ListTasks: r}
+		})
+	case *boomerangv1.Request_ListDeadLetters:
+		return run(ctx, p, b.ListDeadLetters, s.ListDeadLetters, func(r *boomerangv1.ListDeadLettersResponse) {
+			resp.Body = &boomerangv1.Response_ListDeadLetters{ListDeadLetters: r}
+		})
+	case *boomerangv1.Request_GetDeadLetter:
+		return run(ctx, p, b.GetDeadLetter, s.GetDeadLetter, func(r *boomerangv1.GetDeadLetterResponse) {
+			resp.Body = &boomerangv1.Response_GetDeadLetter{GetDeadLetter: r}
+		})
+	case *boomerangv1.Request_ReplayDeadLetter:
+		return run(ctx, p, b.ReplayDeadLetter, s.ReplayDeadLetter, func(r *boomerangv1.ReplayDeadLetterResponse) {
+			resp.Body = &boomerangv1.Response_ReplayDeadLetter{ReplayDeadLetter: r}
+		})
+	case *boomerangv1.Request_DeleteDeadLetter:
+		return run(ctx, p, b.DeleteDeadLetter, s.DeleteDeadLetter, func(r *boomerangv1.DeleteDeadLetterResponse) {
+			resp.Body = &boomerangv1.Response_DeleteDeadLetter{DeleteDeadLetter: r}
+		})
+	case *boomerangv1.Request_GetGroup:
+		return run(ctx, p, b.GetGroup, s.GetGroup, func(r *boomerangv1.GetGroupResponse) {
+			resp.Body = &boomerangv1.Response_GetGroup{GetGroup: r}
+		})
+	case *boomerangv1.Request_UnblockGroup:
+		return run(ctx, p, b.UnblockGroup, s.UnblockGroup, func(r *boomerangv1.UnblockGroupResponse) {
+			resp.Body = &boomerangv1.Response_UnblockGroup{UnblockGroup: r}
+		})
+	case *boomerangv1.Request_SkipGroup:
+		return run(ctx, p, b.SkipGroup, s.SkipGroup, func(r *boomerangv1.SkipGroupResponse) {
+			resp.Body = &boomerangv1.Response_SkipGroup{SkipGroup: r}
+		})
+	case *boomerangv1.Request_CancelTasks:
+		return run(ctx, p, b.CancelTasks, s.CancelTasks, func(r *boomerangv1.CancelTasksResponse) {
+			resp.Body = &boomerangv1.Response_CancelTasks{CancelTasks: r}
+		})
+	case *boomerangv1.Request_PurgeDeadLetters:
+		return run(ctx, p, b.PurgeDeadLetters, s.PurgeDeadLetters, func(r *boomerangv1.PurgeDeadLettersResponse) {
+			resp.Body = &boomerangv1.Response_PurgeDeadLetters{PurgeDeadLetters: r}
+		})
+	}
+	return errNoBody
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ type testServer struct {
 
 func startServer(t testing.TB, tune func(*Config)) *testServer {
 	t.Helper()
-	ts := &testServer{dir: t.TempDir(), clock: clockwork.NewFakeClockAt(epoch), del: newRecorder(), tune: tune}
+	ts := &testServer{dir: filepath.Join(t.TempDir(), "data"), clock: clockwork.NewFakeClockAt(epoch), del: newRecorder(), tune: tune}
 	ts.start(t)
 	t.Cleanup(func() { ts.stop(t) })
 	return ts
@@ -140,9 +141,9 @@ func poll(t testing.TB, what string, cond func() bool) {
 }
 
 var (
-	admin = auth.Principal{Client: "admin", Admin: true}
-	alice = auth.Principal{Client: "alice"}
-	bob   = auth.Principal{Client: "bob"}
+	admin = auth.Principal{Client: "admin", Role: auth.RoleAdmin}
+	alice = auth.Principal{Client: "alice", Role: auth.RoleClient}
+	bob   = auth.Principal{Client: "bob", Role: auth.RoleClient}
 )
 
 var httpCallback = &boomerangv1.Callback{Protocol: boomerangv1.Protocol_PROTOCOL_HTTP, Endpoint: "http://127.0.0.1:9/hook"}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -90,7 +91,7 @@ func TestHealthAndMetrics(t *testing.T) {
 
 func TestReadyzFollowsLifecycle(t *testing.T) {
 	t.Parallel()
-	s, err := New(Config{DataDir: t.TempDir()})
+	s, err := New(Config{DataDir: filepath.Join(t.TempDir(), "data")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/bits"
 	"net"
@@ -17,55 +16,66 @@ import (
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
 	"github.com/boomerangd/boomerang/internal/auth"
+	"github.com/boomerangd/boomerang/internal/egress"
 	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/store"
 )
 
 // Server is the Boomerang server: the store, auth, the scheduler and its
-// delivery engine, the raw TCP listener and the HTTP listener. Create it
+// delivery engine, the raw TCP listener and the HTTP listeners. Create it
 // with New, Start it, and Stop it.
 type Server struct {
 	cfg Config
 	log *slog.Logger
 
-	st      *store.Store
-	auth    *auth.Auth
-	engine  engine // nil when Config.Deliverer is set
-	sched   *scheduler.Scheduler
-	reg     *prometheus.Registry
-	svc     *Service
-	m       *metrics
-	tcp     *tcpServer
-	httpSrv *http.Server
-	httpLn  net.Listener
-	started time.Time
+	st        *store.Store
+	auth      *auth.Auth
+	egress    *egress.Policy
+	engine    engine // nil when Config.Deliverer is set
+	sched     *scheduler.Scheduler
+	reg       *prometheus.Registry
+	svc       *Service
+	m         *metrics
+	tcp       *tcpServer
+	httpSrv   *http.Server
+	httpLn    net.Listener
+	metricSrv *http.Server // nil unless Config.MetricsAddr is set
+	metricLn  net.Listener
+	started   time.Time
 
 	bootstrapPassword string
 
-	ready    atomic.Bool
-	startMu  sync.Mutex
-	begun    bool
-	torn     bool // teardown ran
-	stopOnce sync.Once
-	stopErr  error
+	ready     atomic.Bool
+	startMu   sync.Mutex
+	begun     bool
+	torn      bool // teardown ran
+	stopOnce  sync.Once
+	stopErr   error
+	stopping  chan struct{} // closed when Stop begins
+	summaries sync.WaitGroup
 }
 
 // New checks cfg and returns a server; Start opens and listens.
 func New(cfg Config) (*Server, error) {
 	cfg.ensureDefaults()
 	if cfg.Partitions == 0 {
-		cfg.Partitions = min(store.Shards, 1<<bits.Len(uint(runtime.GOMAXPROCS(0)-1)))
+		cfg.Partitions = min(store.DefaultShards, 1<<bits.Len(uint(runtime.GOMAXPROCS(0)-1)))
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, log: cfg.Logger}, nil
+	policy, err := callbackPolicy(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{cfg: cfg, log: cfg.Logger, egress: policy, stopping: make(chan struct{})}, nil
 }
 
-// Start opens the store, creates the bootstrap admin on first start,
-// starts the delivery engine and the scheduler (recovering every task),
-// then listens. It returns once requests are served. On failure what was
-// started is stopped again.
+// Start checks and opens the data directory and the store, creates the
+// bootstrap admin on first start, starts the delivery engine and the
+// scheduler (recovering every task), then listens. It returns once
+// requests are served, and logs what was recovered once it has counted
+// it. On failure what was started is stopped again.
 func (s *Server) Start(ctx context.Context) error {
 	s.startMu.Lock()
 	defer s.startMu.Unlock()
@@ -73,34 +83,44 @@ func (s *Server) Start(ctx context.Context) error {
 		return errors.New("server: Start called twice")
 	}
 	s.begun = true
+	begin := time.Now()
 	if err := s.start(ctx); err != nil {
 		_ = s.teardown(context.Background())
 		return err
 	}
 	s.ready.Store(true)
-	s.log.Info("listening", "tcp", s.TCPAddr(), "http", s.HTTPAddr(), "data", s.cfg.DataDir,
-		"partitions", s.cfg.Partitions, "version", s.cfg.Version)
+	s.log.Info("listening", "tcp", s.TCPAddr(), "http", s.HTTPAddr(), "metrics", s.MetricsAddr(), "tls", s.cfg.TLS != nil,
+		"data", s.cfg.DataDir, "partitions", s.cfg.Partitions, "version", s.cfg.Version)
+	s.summaries.Go(func() { s.logRecovery(time.Since(begin)) })
 	return nil
 }
 
 func (s *Server) start(ctx context.Context) error {
 	var err error
 	s.started = s.cfg.Clock.Now()
+	if err := prepareDataDir(s.cfg.DataDir, s.cfg.AllowOpenDataDir); err != nil {
+		return err
+	}
 	if s.st, err = store.Open(s.cfg.DataDir, store.Options{Logger: s.log.With("component", "store"), FS: s.cfg.StoreFS}); err != nil {
+		return err
+	}
+	// After the store: a new key file in a directory without a store
+	// would make it look like someone else's directory.
+	keys, err := secretKeys(&s.cfg, s.log)
+	if err != nil {
 		return err
 	}
 	s.auth, err = auth.New(s.st, auth.Config{
 		SessionTTL: s.cfg.SessionTTL, Hash: s.cfg.PasswordHash, Clock: s.cfg.Clock, Logger: s.log.With("component", "auth"),
+		SecretKeys: keys, LoginChecksPerSecond: s.cfg.LoginChecksPerSecond, MaxLoginWait: s.cfg.MaxLoginWait,
+		LoginsPerSource: s.cfg.LoginsPerSource,
 	})
 	if err != nil {
 		return err
 	}
-	pw, created, err := s.auth.Bootstrap(s.cfg.AdminID, s.cfg.AdminPassword)
-	if err != nil {
+	forgetDataDirKey(&s.cfg, s.log)
+	if err := s.bootstrap(); err != nil {
 		return err
-	}
-	if created {
-		s.bootstrapPassword = pw
 	}
 
 	reg := prometheus.NewRegistry()
@@ -135,11 +155,31 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 	s.svc = &Service{
-		auth: s.auth, sched: s.sched, clock: s.cfg.Clock, log: s.log,
+		auth: s.auth, sched: s.sched, clock: s.cfg.Clock, log: s.log, egress: s.egress,
 		maxPayload: s.cfg.MaxPayloadBytes, listBudget: s.cfg.MaxFrameBytes - responseOverhead,
 		info: s.info, clientChanged: s.clientChanged,
 	}
 	return s.listen(reg)
+}
+
+// bootstrap creates the first admin, or says when a configured admin
+// password is not the existing admin's: it only applies to an empty
+// store, and a user following a guide would otherwise get "invalid
+// client id or password" with no clue why.
+func (s *Server) bootstrap() error {
+	pw, created, err := s.auth.Bootstrap(s.cfg.AdminID, s.cfg.AdminPassword)
+	if err != nil {
+		return err
+	}
+	switch {
+	case created:
+		s.bootstrapPassword = pw
+	case s.cfg.AdminPassword != "" && !s.auth.CheckPassword(s.cfg.AdminID, s.cfg.AdminPassword):
+		s.log.Warn("the configured admin password is not in use: clients already exist in the data directory, and "+
+			"the admin password only applies to the first start; log in with the password set then, or start with an empty data directory",
+			"admin", s.cfg.AdminID, "data", s.cfg.DataDir)
+	}
+	return nil
 }
 
 // deadLetterLimits is a client's dead letter policy, as the scheduler
@@ -164,27 +204,6 @@ func (s *Server) groupLimit(client string) int {
 	return s.cfg.Limits.GroupTasks
 }
 
-func (s *Server) listen(reg *prometheus.Registry) error {
-	tcpLn, err := net.Listen("tcp", s.cfg.TCPAddr)
-	if err != nil {
-		return fmt.Errorf("server: listen on TCP address %s: %w", s.cfg.TCPAddr, err)
-	}
-	s.tcp = newTCPServer(&s.cfg, s.svc, s.m, tcpLn)
-	if s.httpLn, err = net.Listen("tcp", s.cfg.HTTPAddr); err != nil {
-		_ = tcpLn.Close()
-		s.tcp = nil
-		return fmt.Errorf("server: listen on HTTP address %s: %w", s.cfg.HTTPAddr, err)
-	}
-	s.tcp.start()
-	s.httpSrv = s.newHTTPServer(reg)
-	go func() {
-		if err := s.httpSrv.Serve(s.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("HTTP server failed", "err", err)
-		}
-	}()
-	return nil
-}
-
 // Stop stops accepting connections and requests, answers the requests
 // already read, waits for the delivery attempts under way, then closes
 // the store. If ctx ends first, connections are cut and attempts still
@@ -193,12 +212,18 @@ func (s *Server) listen(reg *prometheus.Registry) error {
 // one's result.
 func (s *Server) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
+		close(s.stopping)
 		s.startMu.Lock()
 		defer s.startMu.Unlock()
 		s.ready.Store(false)
+		s.summaries.Wait()
 		s.stopErr = s.teardown(ctx)
-		if s.begun {
-			s.log.Info("stopped", "err", s.stopErr)
+		switch {
+		case !s.begun:
+		case s.stopErr != nil:
+			s.log.Error("stopped", "err", s.stopErr)
+		default:
+			s.log.Info("stopped")
 		}
 	})
 	return s.stopErr
@@ -214,13 +239,19 @@ func (s *Server) teardown(ctx context.Context) error {
 	if s.tcp != nil {
 		errs = append(errs, s.tcp.shutdown(ctx))
 	}
-	if s.httpSrv != nil {
-		if err := s.httpSrv.Shutdown(ctx); err != nil {
-			errs = append(errs, err)
-			_ = s.httpSrv.Close()
+	for _, hs := range []struct {
+		srv *http.Server
+		ln  net.Listener
+	}{{s.httpSrv, s.httpLn}, {s.metricSrv, s.metricLn}} {
+		switch {
+		case hs.srv != nil:
+			if err := hs.srv.Shutdown(ctx); err != nil {
+				errs = append(errs, err)
+				_ = hs.srv.Close()
+			}
+		case hs.ln != nil:
+			_ = hs.ln.Close()
 		}
-	} else if s.httpLn != nil {
-		_ = s.httpLn.Close()
 	}
 	if s.sched != nil {
 		errs = append(errs, s.sched.Stop(ctx))
@@ -243,11 +274,17 @@ func (s *Server) TCPAddr() string {
 }
 
 // HTTPAddr returns the HTTP listener's address, "" before Start.
-func (s *Server) HTTPAddr() string {
-	if s.httpLn == nil {
+func (s *Server) HTTPAddr() string { return addrOf(s.httpLn) }
+
+// MetricsAddr returns the metrics listener's address: "" before Start or
+// without Config.MetricsAddr.
+func (s *Server) MetricsAddr() string { return addrOf(s.metricLn) }
+
+func addrOf(ln net.Listener) string {
+	if ln == nil {
 		return ""
 	}
-	return s.httpLn.Addr().String()
+	return ln.Addr().String()
 }
 
 // Scheduler returns the running scheduler, nil before Start: for

@@ -36,7 +36,7 @@ func TestStartFailsCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "data")
 	s, err := New(Config{DataDir: dir, TCPAddr: "127.0.0.1:0", HTTPAddr: busy.Addr().String(), PasswordHash: lightHash})
 	if err != nil {
 		t.Fatal(err)

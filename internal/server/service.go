@@ -2,9 +2,7 @@ package server
 
 import (
 	"context"
-	"errors"
 	"log/slog"
-	"time"
 
 	"github.com/jonboulle/clockwork"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -12,21 +10,22 @@ import (
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
 	"github.com/boomerangd/boomerang/internal/auth"
-	"github.com/boomerangd/boomerang/internal/delivery"
+	"github.com/boomerangd/boomerang/internal/egress"
 	"github.com/boomerangd/boomerang/internal/scheduler"
 )
 
 // Service is every operation of the Boomerang API, independent of the
 // transport: each method takes the caller's Principal (Login and
 // RefreshSession take none) and the wire request, checks every field
-// (naming the field when one is wrong), enforces admin-only operations and
-// ownership, and returns the wire response or an error that ErrorOf maps
-// to a status. Its methods are safe for concurrent use.
+// (naming the field when one is wrong), enforces roles and ownership,
+// and returns the wire response or an error that ErrorOf maps to a
+// status. Its methods are safe for concurrent use.
 type Service struct {
 	auth       *auth.Auth
 	sched      *scheduler.Scheduler
 	clock      clockwork.Clock
 	log        *slog.Logger
+	egress     *egress.Policy // the server's callback policy
 	maxPayload int
 	// listBudget bounds the encoded size of a list page, so a response
 	// never exceeds the frame limit.
@@ -45,13 +44,16 @@ func (s *Service) Authenticate(sessionID string) (auth.Principal, error) {
 	return s.auth.Authenticate(sessionID)
 }
 
-// Login checks a client's password and opens a session.
-func (s *Service) Login(_ context.Context, req *boomerangv1.LoginRequest) (*boomerangv1.LoginResponse, error) {
-	sess, err := s.auth.Login(req.ClientId, req.Password)
+// Login checks a client's password and opens a session. The source
+// address comes with ctx (see withPeer).
+func (s *Service) Login(ctx context.Context, req *boomerangv1.LoginRequest) (*boomerangv1.LoginResponse, error) {
+	sess, err := s.auth.Login(req.ClientId, req.Password, peerOf(ctx))
 	if err != nil {
 		return nil, err
 	}
-	return &boomerangv1.LoginResponse{SessionId: sess.ID, ExpiresAtMs: sess.Expires.UnixMilli(), Admin: sess.Admin}, nil
+	return &boomerangv1.LoginResponse{
+		SessionId: sess.ID, ExpiresAtMs: sess.Expires.UnixMilli(), Admin: sess.Role == auth.RoleAdmin, Role: roleToWire(sess.Role),
+	}, nil
 }
 
 // RefreshSession replaces the live session sessionID with a new one.
@@ -63,72 +65,46 @@ func (s *Service) RefreshSession(_ context.Context, sessionID string, _ *boomera
 	return &boomerangv1.RefreshSessionResponse{SessionId: sess.ID, ExpiresAtMs: sess.Expires.UnixMilli()}, nil
 }
 
-// RegisterClient registers a client (admin only). The signing secret is
-// returned this once.
-func (s *Service) RegisterClient(_ context.Context, p auth.Principal, req *boomerangv1.RegisterClientRequest) (*boomerangv1.RegisterClientResponse, error) {
-	if !p.Admin {
-		return nil, ErrAdminOnly
-	}
-	cb := callbackFromWire(req.Callback)
-	err := firstError(
-		checkMode("default_mode", req.DefaultMode),
-		checkCallbackOverride(req.Callback),
-		checkRetry("retry.", req.Retry),
-		checkDeadLetterPolicy(req.DeadLetters),
-		delivery.ValidateCallback(cb, 0),
-	)
-	if err != nil {
+// Logout ends the session sessionID.
+func (s *Service) Logout(_ context.Context, sessionID string, _ *boomerangv1.LogoutRequest) (*boomerangv1.LogoutResponse, error) {
+	if err := s.auth.Logout(sessionID); err != nil {
 		return nil, err
 	}
-	spec := auth.ClientSpec{
-		ID: req.ClientId, Password: req.Password, Admin: req.Admin,
-		Callback: cb, Retry: retryFromWire(req.Retry), DefaultMode: toStoreMode(req.DefaultMode),
-		DeadLetterMaxEntries: req.DeadLetters.GetMaxEntries(),
-		DeadLetterRetention:  time.Duration(req.DeadLetters.GetRetentionMs()) * time.Millisecond,
-		SigningSecret:        req.SigningSecret,
-		GroupLimit:           req.GroupLimit,
-	}
-	c, secret, err := s.auth.RegisterClient(spec)
-	if err != nil {
-		return nil, about(err, "client %q", req.ClientId)
-	}
-	s.clientChanged(c.Id)
-	return &boomerangv1.RegisterClientResponse{Client: clientToWire(c), SigningSecret: secret}, nil
+	return &boomerangv1.LogoutResponse{}, nil
 }
 
-// DeregisterClient removes a client (admin only) and ends its sessions.
-// A client with tasks is refused with CONFLICT.
-func (s *Service) DeregisterClient(_ context.Context, p auth.Principal, req *boomerangv1.DeregisterClientRequest) (*boomerangv1.DeregisterClientResponse, error) {
-	if !p.Admin {
-		return nil, ErrAdminOnly
-	}
-	if err := checkRequired("client_id", req.ClientId); err != nil {
+// ListSessions lists live sessions: every client's or a named one's for
+// admins and read-only clients, a client's own otherwise.
+func (s *Service) ListSessions(_ context.Context, p auth.Principal, req *boomerangv1.ListSessionsRequest) (*boomerangv1.ListSessionsResponse, error) {
+	client, err := owner(p, req.Client, true)
+	if err != nil {
 		return nil, err
 	}
-	if err := s.auth.DeregisterClient(req.ClientId); err != nil {
-		if errors.Is(err, auth.ErrHasTasks) {
-			return nil, err // its message names the client
+	list := s.auth.ListSessions(client)
+	resp := &boomerangv1.ListSessionsResponse{Sessions: make([]*boomerangv1.SessionInfo, len(list))}
+	for i, si := range list {
+		resp.Sessions[i] = &boomerangv1.SessionInfo{
+			Handle: si.Handle, Client: si.Client, Role: roleToWire(si.Role), CreatedMs: si.Created.UnixMilli(),
+			ExpiresMs: si.Expires.UnixMilli(), Source: si.Source, Current: si.Handle == p.Session,
 		}
-		return nil, about(err, "client %q", req.ClientId)
-	}
-	s.clientChanged(req.ClientId)
-	return &boomerangv1.DeregisterClientResponse{}, nil
-}
-
-// ListClients lists every client (admin only), without secrets.
-func (s *Service) ListClients(_ context.Context, p auth.Principal, _ *boomerangv1.ListClientsRequest) (*boomerangv1.ListClientsResponse, error) {
-	if !p.Admin {
-		return nil, ErrAdminOnly
-	}
-	list, err := s.auth.ListClients()
-	if err != nil {
-		return nil, err
-	}
-	resp := &boomerangv1.ListClientsResponse{Clients: make([]*boomerangv1.ClientConfig, len(list))}
-	for i, c := range list {
-		resp.Clients[i] = clientToWire(c)
 	}
 	return resp, nil
+}
+
+// RevokeSessions ends one session of a client by its handle, or all of
+// them: an admin's of any client, a client's of its own.
+func (s *Service) RevokeSessions(_ context.Context, p auth.Principal, req *boomerangv1.RevokeSessionsRequest) (*boomerangv1.RevokeSessionsResponse, error) {
+	if err := writable(p); err != nil {
+		return nil, err
+	}
+	client, err := owner(p, req.Client, false)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkName("handle", req.Handle, 64); err != nil {
+		return nil, err
+	}
+	return &boomerangv1.RevokeSessionsResponse{Revoked: uint32(s.auth.RevokeSessions(client, req.Handle))}, nil
 }
 
 // GetServerInfo describes the server to any client with a session.
@@ -136,21 +112,39 @@ func (s *Service) GetServerInfo(context.Context, auth.Principal, *boomerangv1.Ge
 	return s.info(), nil
 }
 
-// caller is the scheduler's view of a principal.
+// caller is the scheduler's view of a principal: admins and read-only
+// clients see every client's data. Read-only callers never reach a
+// scheduler operation that changes anything (see writable).
 func caller(p auth.Principal) scheduler.Caller {
-	return scheduler.Caller{Client: p.Client, Admin: p.Admin}
+	return scheduler.Caller{Client: p.Client, Admin: p.SeesAll()}
 }
 
-// owner resolves the client a list or group request names: "" is the
-// caller itself, or with all set, every client for an admin. Only admins
-// may name another client.
+// writable refuses read-only callers.
+func writable(p auth.Principal) error {
+	if p.ReadOnly() {
+		return ErrReadOnly
+	}
+	return nil
+}
+
+// adminOnly refuses callers that are not admins.
+func adminOnly(p auth.Principal) error {
+	if !p.Admin() {
+		return ErrAdminOnly
+	}
+	return nil
+}
+
+// owner resolves the client a request names: "" is the caller itself,
+// or with all set, every client for an admin or a read-only client. Only
+// they may name another client.
 func owner(p auth.Principal, named string, all bool) (string, error) {
 	switch {
-	case named == "" && all && p.Admin:
+	case named == "" && all && p.SeesAll():
 		return "", nil
 	case named == "":
 		return p.Client, nil
-	case named == p.Client || p.Admin:
+	case named == p.Client || p.SeesAll():
 		return named, checkName("client", named, auth.MaxClientIDLen)
 	}
 	return "", ErrOtherClient

@@ -15,6 +15,9 @@ import (
 // task's, else the client's default, else NEXT_ON_ERROR; its callback is
 // the task's override over the client's, checked here.
 func (s *Service) RegisterTask(ctx context.Context, p auth.Principal, req *boomerangv1.RegisterTaskRequest) (*boomerangv1.RegisterTaskResponse, error) {
+	if err := writable(p); err != nil {
+		return nil, err
+	}
 	clientCallback, clientMode, err := s.auth.Defaults(p.Client)
 	if err != nil {
 		return nil, about(err, "client %q", p.Client)
@@ -62,8 +65,15 @@ func (s *Service) RegisterTask(ctx context.Context, p auth.Principal, req *boome
 	if r.Mode == storepb.DispatchMode_DISPATCH_MODE_UNSPECIFIED {
 		r.Mode = storepb.DispatchMode_DISPATCH_MODE_NEXT_ON_ERROR
 	}
-	if err := delivery.ValidateCallback(delivery.Effective(r.Callback, clientCallback), len(req.Payload)); err != nil {
+	effective := delivery.Effective(r.Callback, clientCallback)
+	if err := delivery.ValidateCallback(effective, len(req.Payload)); err != nil {
 		return nil, err
+	}
+	if r.Callback != nil {
+		// The client's own callback passed when it was set.
+		if err := checkCallbackPolicy(s.egress.Narrow(s.auth.CallbackRules(p.Client)), effective); err != nil {
+			return nil, err
+		}
 	}
 	view, created, err := s.sched.Register(ctx, r)
 	if err != nil {
@@ -75,6 +85,9 @@ func (s *Service) RegisterTask(ctx context.Context, p auth.Principal, req *boome
 // UpdateTask changes a task's payload, due time or interval. A new due
 // time starts a new occurrence with fresh attempts.
 func (s *Service) UpdateTask(ctx context.Context, p auth.Principal, req *boomerangv1.UpdateTaskRequest) (*boomerangv1.UpdateTaskResponse, error) {
+	if err := writable(p); err != nil {
+		return nil, err
+	}
 	now := s.clock.Now()
 	r := scheduler.UpdateRequest{ID: req.Id, Payload: req.Payload}
 	if err := firstError(checkID("id", req.Id), checkPayload(req.Payload, s.maxPayload)); err != nil {
@@ -130,6 +143,9 @@ func (s *Service) checkUDPPayload(ctx context.Context, p auth.Principal, id uint
 // CancelTask deletes a task; once it answers OK the task never fires
 // again. A task whose delivery attempt is under way gives CONFLICT.
 func (s *Service) CancelTask(ctx context.Context, p auth.Principal, req *boomerangv1.CancelTaskRequest) (*boomerangv1.CancelTaskResponse, error) {
+	if err := writable(p); err != nil {
+		return nil, err
+	}
 	if err := checkID("id", req.Id); err != nil {
 		return nil, err
 	}
@@ -148,7 +164,34 @@ func (s *Service) GetTask(ctx context.Context, p auth.Principal, req *boomerangv
 	if err != nil {
 		return nil, about(err, "task %d", req.Id)
 	}
-	return &boomerangv1.GetTaskResponse{Task: taskToWire(view)}, nil
+	t := taskToWire(view)
+	s.markBlocked(ctx, p, []*boomerangv1.Task{t})
+	return &boomerangv1.GetTaskResponse{Task: t}, nil
+}
+
+// markBlocked shows the due tasks of blocked groups as BLOCKED by their
+// group's dead letter. The scheduler keeps them queued (Get) or, as
+// stored, scheduled (List); both would hide why they wait.
+func (s *Service) markBlocked(ctx context.Context, p auth.Principal, tasks []*boomerangv1.Task) {
+	now := s.clock.Now().UnixMilli()
+	blocking := map[[2]string]uint64{} // client and group → dead letter id, 0 when not blocked
+	for _, t := range tasks {
+		waiting := t.Status == boomerangv1.TaskStatus_TASK_STATUS_QUEUED || t.Status == boomerangv1.TaskStatus_TASK_STATUS_SCHEDULED
+		if t.Group == "" || t.Mode == boomerangv1.DispatchMode_DISPATCH_MODE_IMMEDIATE || t.FireAtMs > now || !waiting {
+			continue
+		}
+		key := [2]string{t.Client, t.Group}
+		id, seen := blocking[key]
+		if !seen {
+			if g, err := s.sched.Group(ctx, caller(p), t.Client, t.Group); err == nil {
+				id = g.BlockedTask
+			}
+			blocking[key] = id
+		}
+		if id != 0 {
+			t.Status, t.BlockedByDeadLetter = boomerangv1.TaskStatus_TASK_STATUS_BLOCKED, id
+		}
+	}
 }
 
 // ListTasks lists tasks in id order, a page at a time. A page is also cut
@@ -194,5 +237,6 @@ func (s *Service) ListTasks(ctx context.Context, p auth.Principal, req *boomeran
 	if n := fit(resp.Tasks, s.listBudget); n < len(resp.Tasks) {
 		resp.Tasks, resp.NextPageToken = resp.Tasks[:n], resp.Tasks[n-1].Id
 	}
+	s.markBlocked(ctx, p, resp.Tasks)
 	return resp, nil
 }

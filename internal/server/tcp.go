@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protodelim"
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
+	"github.com/boomerangd/boomerang/internal/auth"
 )
 
 // Accept errors other than a closed listener (such as running out of file
@@ -30,16 +31,24 @@ type tcpServer struct {
 	log *slog.Logger
 	ln  net.Listener
 
-	stop chan struct{} // closed: stop reading, answer what was read, close
-	wg   sync.WaitGroup
+	stop       chan struct{}   // closed: stop reading, answer what was read, close
+	stopCtx    context.Context // cancelled with stop: ends waits for the budget
+	cancelStop context.CancelFunc
+	wg         sync.WaitGroup
+	budget     *byteBudget // over every connection
 
-	mu     sync.Mutex
-	conns  map[*conn]struct{}
-	nextID uint64
+	mu        sync.Mutex
+	conns     map[*conn]struct{}
+	pending   int            // connections that have not logged in
+	pendingBy map[string]int // the same by source (auth.SourceKey)
+	nextID    uint64
 }
 
 func newTCPServer(cfg *Config, svc *Service, m *metrics, ln net.Listener) *tcpServer {
-	return &tcpServer{cfg: cfg, svc: svc, m: m, log: cfg.Logger, ln: ln, stop: make(chan struct{}), conns: map[*conn]struct{}{}}
+	t := &tcpServer{cfg: cfg, svc: svc, m: m, log: cfg.Logger, ln: ln, stop: make(chan struct{}),
+		budget: newByteBudget(cfg.MaxBufferBytes), conns: map[*conn]struct{}{}, pendingBy: map[string]int{}}
+	t.stopCtx, t.cancelStop = context.WithCancel(context.Background())
+	return t
 }
 
 func (t *tcpServer) start() {
@@ -71,16 +80,21 @@ func (t *tcpServer) acceptLoop() {
 }
 
 // admit starts serving nc, or refuses it with an error frame when the
-// server is at its connection limit or stopping.
+// server is at its connection limit, has as many connections waiting to
+// log in as it allows (in all or from nc's source), or is stopping.
 func (t *tcpServer) admit(nc net.Conn) {
+	source := auth.SourceKey(nc.RemoteAddr().String())
 	t.mu.Lock()
 	var refusal error
 	select {
 	case <-t.stop:
 		refusal = ErrStopping
 	default:
-		if len(t.conns) >= t.cfg.MaxConnections {
+		switch {
+		case len(t.conns) >= t.cfg.MaxConnections:
 			refusal = ErrTooManyConnections
+		case t.pending >= t.cfg.MaxPendingLogins || t.pendingBy[source] >= t.cfg.MaxPendingLoginsPerAddr:
+			refusal = ErrTooManyPendingLogins
 		}
 	}
 	if refusal != nil {
@@ -92,6 +106,8 @@ func (t *tcpServer) admit(nc net.Conn) {
 	t.nextID++
 	c := newConn(t, nc, t.nextID)
 	t.conns[c] = struct{}{}
+	t.pending++
+	t.pendingBy[source]++
 	t.wg.Add(2)
 	t.mu.Unlock()
 	t.m.connections.Inc()
@@ -107,10 +123,26 @@ func (t *tcpServer) refuse(nc net.Conn, err error) {
 }
 
 func (t *tcpServer) forget(c *conn) {
+	t.loggedIn(c)
 	t.mu.Lock()
 	delete(t.conns, c)
 	t.mu.Unlock()
 	t.m.connections.Dec()
+}
+
+// loggedIn stops counting c as waiting to log in; it runs once per
+// connection, at its first login or when it closes.
+func (t *tcpServer) loggedIn(c *conn) {
+	if !c.pendingDone.CompareAndSwap(false, true) {
+		return
+	}
+	source := auth.SourceKey(c.source)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pending--
+	if t.pendingBy[source]--; t.pendingBy[source] == 0 {
+		delete(t.pendingBy, source)
+	}
 }
 
 // shutdown stops accepting and reading, lets every request already read
@@ -119,6 +151,7 @@ func (t *tcpServer) forget(c *conn) {
 func (t *tcpServer) shutdown(ctx context.Context) error {
 	t.mu.Lock()
 	close(t.stop)
+	t.cancelStop()
 	_ = t.ln.Close()
 	for c := range t.conns {
 		c.interrupt()

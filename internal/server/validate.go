@@ -3,12 +3,16 @@ package server
 import (
 	"fmt"
 	"math"
+	"net"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
+	"github.com/boomerangd/boomerang/internal/egress"
 	"github.com/boomerangd/boomerang/internal/scheduler"
+	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
 // Limits on request fields that the scheduler does not already define.
@@ -32,10 +36,30 @@ func invalid(field, rule string, args ...any) error {
 // keys use it as a separator).
 func checkName(field, s string, max int) error {
 	switch {
-	case len(s) > max || strings.ContainsRune(s, 0):
-		return invalid(field, "must be at most %d bytes without NUL, got %d bytes", max, len(s))
+	case len(s) > max:
+		return invalid(field, "must be at most %d bytes, got %d", max, len(s))
+	case strings.IndexByte(s, 0) >= 0:
+		return invalid(field, "must not contain NUL, found one at byte %d", strings.IndexByte(s, 0))
 	case !utf8.ValidString(s):
 		return invalid(field, "must be valid UTF-8")
+	}
+	return nil
+}
+
+// checkCallbackPolicy checks a callback's endpoint, as written, against a
+// callback policy. Its addresses are checked again at each connection.
+func checkCallbackPolicy(p *egress.Policy, cb *storepb.Callback) error {
+	if cb == nil || cb.Endpoint == "" {
+		return nil
+	}
+	host := cb.Endpoint
+	if u, err := url.Parse(cb.Endpoint); cb.Protocol == storepb.Protocol_PROTOCOL_HTTP && err == nil {
+		host = u.Hostname()
+	} else if h, _, err := net.SplitHostPort(cb.Endpoint); err == nil {
+		host = h
+	}
+	if err := p.CheckEndpoint(host); err != nil {
+		return invalid("callback.endpoint", "%s", strip(err.Error()))
 	}
 	return nil
 }

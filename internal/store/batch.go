@@ -151,7 +151,7 @@ func (b *Batch) PutGroup(g *storepb.Group) error {
 	if g == nil {
 		return invalidf("PutGroup(nil)")
 	}
-	if err := checkShard(g.Shard); err != nil {
+	if err := b.checkShard(g.Shard); err != nil {
 		return err
 	}
 	if err := b.encode(g); err != nil {
@@ -169,7 +169,7 @@ func (b *Batch) PutGroup(g *storepb.Group) error {
 
 // DeleteGroup removes a group's state.
 func (b *Batch) DeleteGroup(shard uint16, client, group string) error {
-	if err := checkShard(uint32(shard)); err != nil {
+	if err := b.checkShard(uint32(shard)); err != nil {
 		return err
 	}
 	b.delete(groupKey(shard, client, group))
@@ -227,7 +227,7 @@ func DeadLetterID(d *storepb.DeadLetter) uint64 {
 // PutIdempotency remembers that a client's idempotency key created task
 // id at createdMs (Unix ms), and files the key under that time for expiry.
 func (b *Batch) PutIdempotency(shard uint16, client, key string, id uint64, createdMs int64) error {
-	if err := checkShard(uint32(shard)); err != nil {
+	if err := b.checkShard(uint32(shard)); err != nil {
 		return err
 	}
 	if id == 0 {
@@ -241,7 +241,7 @@ func (b *Batch) PutIdempotency(shard uint16, client, key string, id uint64, crea
 
 // DeleteIdempotency forgets an idempotency key filed at createdMs.
 func (b *Batch) DeleteIdempotency(shard uint16, client, key string, createdMs int64) error {
-	if err := checkShard(uint32(shard)); err != nil {
+	if err := b.checkShard(uint32(shard)); err != nil {
 		return err
 	}
 	b.delete(idempotencyKey(shard, client, key))
@@ -251,7 +251,7 @@ func (b *Batch) DeleteIdempotency(shard uint16, client, key string, createdMs in
 
 // PutShardMeta writes a shard's high-water marks.
 func (b *Batch) PutShardMeta(shard uint16, m *storepb.ShardMeta) error {
-	if err := checkShard(uint32(shard)); err != nil {
+	if err := b.checkShard(uint32(shard)); err != nil {
 		return err
 	}
 	if m == nil {
@@ -294,15 +294,10 @@ func (b *Batch) done() error {
 }
 
 func (b *Batch) checkTask(t *storepb.Task) error {
-	switch {
-	case t == nil:
-		return invalidf("nil task")
-	case t.Id == 0:
-		return invalidf("task id 0")
-	case ShardOf(t.Id) >= Shards:
-		return invalidf("task id %#x has shard %d >= %d", t.Id, ShardOf(t.Id), Shards)
+	if err := checkTaskRecord(t); err != nil {
+		return err
 	}
-	return nil
+	return b.checkShard(uint32(ShardOf(t.Id)))
 }
 
 // encodeTask checks t and encodes it into b.rec.
@@ -314,18 +309,23 @@ func (b *Batch) encodeTask(t *storepb.Task) error {
 }
 
 func (b *Batch) checkDeadLetter(d *storepb.DeadLetter) error {
-	if err := b.checkTask(d.GetTask()); err != nil {
+	if err := checkDeadLetterRecord(d); err != nil {
 		return err
 	}
-	if d.Id != 0 && ShardOf(d.Id) != ShardOf(d.Task.Id) {
-		return invalidf("dead letter %#x is not in the shard of its task %#x", d.Id, d.Task.Id)
+	return b.checkShard(uint32(ShardOf(d.Task.Id)))
+}
+
+// checkShard refuses a shard the store does not have.
+func (b *Batch) checkShard(shard uint32) error {
+	if int(shard) >= b.s.shards {
+		return invalidf("shard %d >= %d", shard, b.s.shards)
 	}
 	return nil
 }
 
 func checkShard(shard uint32) error {
-	if shard >= Shards {
-		return invalidf("shard %d >= %d", shard, Shards)
+	if shard >= MaxShards {
+		return invalidf("shard %d >= %d", shard, MaxShards)
 	}
 	return nil
 }

@@ -15,7 +15,7 @@ import (
 // fullTask sets every field, so a round trip proves nothing is dropped.
 func fullTask() *storepb.Task {
 	return &storepb.Task{
-		Id:             MakeID(GroupShard("acme", "orders"), 42),
+		Id:             MakeID(GroupShardOf(DefaultShards, "acme", "orders"), 42),
 		Client:         "acme",
 		Group:          "orders",
 		Payload:        []byte{0, 1, 2, 0xff},
@@ -68,7 +68,7 @@ func TestTaskRoundTrip(t *testing.T) {
 func TestRecordRoundTrips(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, t.TempDir())
-	shard := GroupShard("acme", "orders")
+	shard := GroupShardOf(DefaultShards, "acme", "orders")
 	group := &storepb.Group{Shard: uint32(shard), Client: "acme", Group: "orders", Tasks: 10, BlockedTask: MakeID(shard, 3), BlockedSinceMs: 5}
 	dead := &storepb.DeadLetter{Task: fullTask(), LastError: "gave up", Attempts: 5, FailedMs: 77, BlocksGroup: true}
 	acme := &storepb.Client{
@@ -247,10 +247,10 @@ func TestBatchRefusesInvalidOperations(t *testing.T) {
 	cases := map[string]func(*Batch) error{
 		"task id 0":         func(b *Batch) error { return b.PutTask(&storepb.Task{Client: "acme"}) },
 		"nil task":          func(b *Batch) error { return b.DeleteTask(nil) },
-		"shard out of id":   func(b *Batch) error { return b.PutTask(&storepb.Task{Id: uint64(Shards) << idCounterBits}) },
+		"shard out of id":   func(b *Batch) error { return b.PutTask(&storepb.Task{Id: uint64(DefaultShards) << idCounterBits}) },
 		"replace other id":  func(b *Batch) error { return b.ReplaceTask(good, task("acme", "orders", 2, 1000)) },
-		"group shard":       func(b *Batch) error { return b.PutGroup(&storepb.Group{Shard: Shards}) },
-		"delete group":      func(b *Batch) error { return b.DeleteGroup(Shards, "a", "b") },
+		"group shard":       func(b *Batch) error { return b.PutGroup(&storepb.Group{Shard: DefaultShards}) },
+		"delete group":      func(b *Batch) error { return b.DeleteGroup(DefaultShards, "a", "b") },
 		"dead letter":       func(b *Batch) error { return b.PutDeadLetter(&storepb.DeadLetter{}) },
 		"idempotency id 0":  func(b *Batch) error { return b.PutIdempotency(1, "acme", "k", 0, 0) },
 		"shard meta nil":    func(b *Batch) error { return b.PutShardMeta(1, nil) },
@@ -285,7 +285,7 @@ func TestBatchRefusesInvalidOperations(t *testing.T) {
 		if _, err := s.Client("after"); err != nil {
 			t.Errorf("%s: the valid client after it: %v", name, err)
 		}
-		if _, err := s.Task(MakeID(GroupShard("acme", "orders"), 3)); !errors.Is(err, ErrNotFound) {
+		if _, err := s.Task(MakeID(GroupShardOf(DefaultShards, "acme", "orders"), 3)); !errors.Is(err, ErrNotFound) {
 			t.Errorf("%s: the refused task is there: %v", name, err)
 		}
 	}
@@ -401,7 +401,7 @@ func TestDeadLettersOfOneRecurringTask(t *testing.T) {
 	}
 
 	b := s.NewBatch()
-	if err := b.PutDeadLetter(&storepb.DeadLetter{Id: MakeID((shard+1)%Shards, 9), Task: tk}); !errors.Is(err, ErrInvalid) {
+	if err := b.PutDeadLetter(&storepb.DeadLetter{Id: MakeID((shard+1)%DefaultShards, 9), Task: tk}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("dead letter outside its task's shard: %v, want ErrInvalid", err)
 	}
 }
@@ -447,7 +447,7 @@ func TestTasksReadsManyInOrder(t *testing.T) {
 	commit(t, s, func(b *Batch) {
 		for i := range 300 {
 			tk := task("acme", "", uint64(i+1), 100)
-			tk.Id = MakeID(uint16(i%7*(Shards/8)), uint64(i+1))
+			tk.Id = MakeID(uint16(i%7*(DefaultShards/8)), uint64(i+1))
 			ids = append(ids, tk.Id)
 			if i%3 != 0 { // every third id has no task
 				b.PutTask(tk)

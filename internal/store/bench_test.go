@@ -44,7 +44,7 @@ func benchCommit(b *testing.B, committers int) {
 	for c := range committers {
 		wg.Go(func() {
 			client, group := "client", fmt.Sprintf("group-%d", c)
-			shard := GroupShard(client, group)
+			shard := GroupShardOf(DefaultShards, client, group)
 			batch := s.NewBatch()
 			for {
 				n := next.Add(1)
@@ -170,7 +170,7 @@ func BenchmarkReadTasks(b *testing.B) {
 		bt := s.NewBatch()
 		for i := start; i < start+10_000; i++ {
 			tk := task("acme", "", uint64(i+1), 100)
-			tk.Id = MakeID(uint16(i%Shards), uint64(i/Shards+1))
+			tk.Id = MakeID(uint16(i%DefaultShards), uint64(i/DefaultShards+1))
 			tk.Payload = make([]byte, 64)
 			bt.PutTask(tk)
 			ids = append(ids, tk.Id)

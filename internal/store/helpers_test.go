@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"testing"
@@ -44,7 +43,7 @@ func closeStore(t testing.TB, s *Store) {
 // task returns a task of client/group with counter n in the group's shard.
 func task(client, group string, n uint64, dueMs int64) *storepb.Task {
 	return &storepb.Task{
-		Id:      MakeID(GroupShard(client, group), n),
+		Id:      MakeID(GroupShardOf(DefaultShards, client, group), n),
 		Client:  client,
 		Group:   group,
 		Payload: []byte(fmt.Sprintf("payload %d", n)),
@@ -74,7 +73,7 @@ func rawKeys(t fataler, s *Store) []keyParts {
 	t.Helper()
 	var keys []keyParts
 	err := scan(s.db, nil, nil, func(k, _ []byte) error {
-		if bytes.Equal(k, schemaKey) {
+		if k[0] == 0 { // the schema version and the number of shards
 			return nil
 		}
 		p, err := decodeKey(k)

@@ -6,10 +6,18 @@ import (
 	"github.com/boomerangd/boomerang/internal/mix"
 )
 
-// Shards is the fixed number of virtual shards. Every sharded key carries
-// its shard, and task ids carry theirs, so it is part of the on-disk
-// format and never changes.
-const Shards = 256
+// A store's shards: a power of two chosen when it is created (Options.
+// Shards), recorded in it and fixed from then on, since every sharded key
+// carries its shard, and task ids carry theirs.
+const (
+	// DefaultShards is the shards of a store created with Options.Shards 0.
+	DefaultShards = 64
+	// MaxShards bounds Options.Shards.
+	MaxShards = 1 << 12
+	// legacyShards is the shards of a store made before the number was
+	// recorded.
+	legacyShards = 256
+)
 
 const (
 	idCounterBits = 48
@@ -21,10 +29,10 @@ const MaxCounter = idCounterMask
 
 // MakeID returns the task id for counter n of shard: the shard in the top
 // 16 bits, n in the low 48. Counters start at 1; id 0 is never a task id,
-// so it can serve as "no cursor". It panics if shard >= Shards or n is
+// so it can serve as "no cursor". It panics if shard >= MaxShards or n is
 // out of range, which only a programming error can cause.
 func MakeID(shard uint16, n uint64) uint64 {
-	if shard >= Shards || n > MaxCounter {
+	if shard >= MaxShards || n > MaxCounter {
 		panic(fmt.Sprintf("store: MakeID(%d, %d) out of range", shard, n))
 	}
 	return uint64(shard)<<idCounterBits | n
@@ -36,12 +44,20 @@ func ShardOf(id uint64) uint16 { return uint16(id >> idCounterBits) }
 // CounterOf returns the per-shard counter of a task id.
 func CounterOf(id uint64) uint64 { return id & idCounterMask }
 
-// GroupShard maps a client's group to its shard. It is part of the on-disk
-// format: keys and task ids were written with its answers, so it must
-// never change. It is FNV-1a 64 over client, a 0 byte and group, mixed by
-// the splitmix64 finalizer so that the low bits, which pick the shard,
-// depend on every input byte.
-func GroupShard(client, group string) uint16 {
+// GroupShard maps a client's group to its shard in s.
+func (s *Store) GroupShard(client, group string) uint16 {
+	return GroupShardOf(s.shards, client, group)
+}
+
+// Shards returns the number of shards of s.
+func (s *Store) Shards() int { return s.shards }
+
+// GroupShardOf maps a client's group to its shard among shards, a power
+// of two. It is part of the on-disk format: keys and task ids were
+// written with its answers, so it must never change. It is FNV-1a 64 over
+// client, a 0 byte and group, mixed by the splitmix64 finalizer so that
+// the low bits, which pick the shard, depend on every input byte.
+func GroupShardOf(shards int, client, group string) uint16 {
 	const (
 		offset64 = 14695981039346656037
 		prime64  = 1099511628211
@@ -56,5 +72,5 @@ func GroupShard(client, group string) uint16 {
 		h ^= uint64(group[i])
 		h *= prime64
 	}
-	return uint16(mix.Mix64(h) & (Shards - 1))
+	return uint16(mix.Mix64(h) & uint64(shards-1))
 }

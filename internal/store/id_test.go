@@ -12,9 +12,9 @@ import (
 func TestMakeIDRoundTrip(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
-	cases := [][2]uint64{{0, 1}, {1, 1}, {Shards - 1, MaxCounter}, {17, 1 << 40}}
+	cases := [][2]uint64{{0, 1}, {1, 1}, {DefaultShards - 1, MaxCounter}, {17, 1 << 40}}
 	for range 1000 {
-		cases = append(cases, [2]uint64{rng.Uint64N(Shards), 1 + rng.Uint64N(MaxCounter)})
+		cases = append(cases, [2]uint64{rng.Uint64N(DefaultShards), 1 + rng.Uint64N(MaxCounter)})
 	}
 	for _, c := range cases {
 		shard, n := uint16(c[0]), c[1]
@@ -35,7 +35,7 @@ func TestMakeIDPanicsOutOfRange(t *testing.T) {
 	for _, c := range []struct {
 		shard uint16
 		n     uint64
-	}{{Shards, 1}, {0xffff, 1}, {0, MaxCounter + 1}} {
+	}{{MaxShards, 1}, {0xffff, 1}, {0, MaxCounter + 1}} {
 		func() {
 			defer func() {
 				if recover() == nil {
@@ -47,8 +47,9 @@ func TestMakeIDPanicsOutOfRange(t *testing.T) {
 	}
 }
 
-// groupShardVectors pin GroupShard: these values are on disk in every
-// store, so a change here is a format break, not a test update.
+// groupShardVectors pin GroupShard among 256 shards: these values are on
+// disk in every store, so a change here is a format break, not a test
+// update. With fewer shards a group's shard is the same value's low bits.
 var groupShardVectors = []struct {
 	client, group string
 	shard         uint16
@@ -66,8 +67,11 @@ var groupShardVectors = []struct {
 func TestGroupShardVectors(t *testing.T) {
 	t.Parallel()
 	for _, v := range groupShardVectors {
-		if got := GroupShard(v.client, v.group); got != v.shard {
-			t.Errorf("GroupShard(%q, %q) = %d, want %d", v.client, v.group, got, v.shard)
+		if got := GroupShardOf(256, v.client, v.group); got != v.shard {
+			t.Errorf("GroupShardOf(256, %q, %q) = %d, want %d", v.client, v.group, got, v.shard)
+		}
+		if got := GroupShardOf(DefaultShards, v.client, v.group); got != v.shard&(DefaultShards-1) {
+			t.Errorf("GroupShardOf(%d, %q, %q) = %d, want %d", DefaultShards, v.client, v.group, got, v.shard&(DefaultShards-1))
 		}
 	}
 }
@@ -84,9 +88,9 @@ func TestGroupShardDefinition(t *testing.T) {
 		h.Write([]byte(client))
 		h.Write([]byte{0})
 		h.Write([]byte(group))
-		want := uint16(mix.Mix64(h.Sum64()) % Shards)
-		if got := GroupShard(client, group); got != want {
-			t.Fatalf("GroupShard(%q, %q) = %d, want %d", client, group, got, want)
+		want := uint16(mix.Mix64(h.Sum64()) % DefaultShards)
+		if got := GroupShardOf(DefaultShards, client, group); got != want {
+			t.Fatalf("GroupShardOf(DefaultShards, %q, %q) = %d, want %d", client, group, got, want)
 		}
 	}
 }
@@ -94,9 +98,9 @@ func TestGroupShardDefinition(t *testing.T) {
 func TestGroupShardDistribution(t *testing.T) {
 	t.Parallel()
 	const perShard = 1000
-	var counts [Shards]int
-	for i := range Shards * perShard {
-		counts[GroupShard("client", fmt.Sprintf("group-%d", i))]++
+	var counts [DefaultShards]int
+	for i := range DefaultShards * perShard {
+		counts[GroupShardOf(DefaultShards, "client", fmt.Sprintf("group-%d", i))]++
 	}
 	// Binomial with mean 1000 and deviation about 31.6: six deviations
 	// either side is a broken hash, not bad luck.
@@ -110,7 +114,7 @@ func TestGroupShardDistribution(t *testing.T) {
 	}
 	// 255 degrees of freedom: the 99.99th percentile is about 350.
 	if chi2 > 350 {
-		t.Errorf("chi-squared %.1f over %d shards: distribution is skewed", chi2, Shards)
+		t.Errorf("chi-squared %.1f over %d shards: distribution is skewed", chi2, DefaultShards)
 	}
 }
 

@@ -25,6 +25,10 @@ const (
 // schemaKey sorts before every tagged key.
 var schemaKey = []byte("\x00schema")
 
+// shardsKey holds the store's number of shards as a uvarint; it sorts
+// before every tagged key too.
+var shardsKey = []byte("\x00shards")
+
 // keyParts is a decoded key. Which fields mean something depends on tag.
 type keyParts struct {
 	tag   byte
@@ -148,6 +152,10 @@ func (p keyParts) encode() []byte {
 		return orderKey(p.shard, p.a, p.b, p.due, p.seq, p.id)
 	case tagIdemExpiry:
 		return idemExpiryKey(p.shard, p.due, p.a, p.b)
+	case tagRaftEntry:
+		return raftEntryKey(p.shard, p.seq)
+	case tagRaftHardState, tagRaftTruncated:
+		return appendShard(nil, p.tag, p.shard)
 	case tagDeadLetter:
 		return deadLetterKey(p.id)
 	case tagShardMeta:
@@ -194,7 +202,9 @@ func decodeKey(k []byte) (keyParts, error) {
 		p.due = int64(r.uint64() ^ 1<<63)
 		p.a = r.string()
 		p.b = r.string()
-	case tagShardMeta:
+	case tagRaftEntry:
+		p.seq = r.uint64() // the entry's index
+	case tagShardMeta, tagRaftHardState, tagRaftTruncated:
 	case tagClient:
 		p.a = r.string()
 	default:

@@ -162,7 +162,7 @@ func FuzzKeyRoundTrip(f *testing.F) {
 	f.Add(byte(tagClient), uint16(0), uint64(0), int64(0), "\x00\xff", "")
 	tags := []byte{tagTask, tagDue, tagClientIndex, tagGroup, tagIdempotency, tagDeadLetter, tagDeadClient, tagShardMeta, tagClient, tagOrder, tagIdemExpiry}
 	f.Fuzz(func(t *testing.T, tag byte, shard uint16, n uint64, due int64, a, b string) {
-		p := keyParts{tag: tags[int(tag)%len(tags)], shard: shard % Shards}
+		p := keyParts{tag: tags[int(tag)%len(tags)], shard: shard % DefaultShards}
 		switch p.tag {
 		case tagTask, tagDeadLetter:
 			p.id = MakeID(p.shard, n&MaxCounter)

@@ -16,7 +16,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := openStore(t, dir)
-	shard := GroupShard("acme", "g")
+	shard := GroupShardOf(DefaultShards, "acme", "g")
 	grouped := []*storepb.Task{task("acme", "g", 1, 50), task("acme", "g", 2, 50), task("acme", "g", 3, 10)}
 	for _, tk := range grouped {
 		tk.Seq = tk.Id
@@ -31,7 +31,7 @@ func TestMigrateFromSchema1(t *testing.T) {
 			b.PutTask(tk)
 		}
 		b.PutGroup(&storepb.Group{Shard: uint32(shard), Client: "acme", Group: "g", Tasks: 3, BlockedTask: dead.Id, BlockedSinceMs: 7})
-		b.PutGroup(&storepb.Group{Shard: uint32(GroupShard("acme", "fast")), Client: "acme", Group: "fast", Tasks: 1})
+		b.PutGroup(&storepb.Group{Shard: uint32(GroupShardOf(DefaultShards, "acme", "fast")), Client: "acme", Group: "fast", Tasks: 1})
 		b.PutDeadLetter(dead)
 		b.PutIdempotency(7, "acme", "key", retrying.Id, 0)
 	})

@@ -63,7 +63,7 @@ func (m *storeModel) change(rt *rapid.T, b *Batch) {
 		client := rapid.SampledFrom(modelClients).Draw(rt, "client")
 		group := rapid.SampledFrom(modelGroups).Draw(rt, "group")
 		m.next++
-		tk := &storepb.Task{Id: MakeID(GroupShard(client, group), m.next), Client: client, Group: group, DueMs: due}
+		tk := &storepb.Task{Id: MakeID(GroupShardOf(DefaultShards, client, group), m.next), Client: client, Group: group, DueMs: due}
 		b.PutTask(tk)
 		m.tasks[tk.Id] = tk
 		return
@@ -101,7 +101,7 @@ func (m *storeModel) check(rt *rapid.T) {
 	}
 	for _, client := range modelClients {
 		for _, group := range modelGroups {
-			shard := GroupShard(client, group)
+			shard := GroupShardOf(DefaultShards, client, group)
 			want := byShard[shard]
 			slices.SortFunc(want, func(a, b *storepb.Task) int {
 				return cmp.Or(cmp.Compare(a.DueMs, b.DueMs), cmp.Compare(a.Id, b.Id))

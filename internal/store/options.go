@@ -1,6 +1,9 @@
 package store
 
-import "log/slog"
+import (
+	"fmt"
+	"log/slog"
+)
 
 // DefaultCacheBytes is the block cache size when Options.CacheBytes is 0.
 const DefaultCacheBytes = 64 << 20
@@ -19,6 +22,18 @@ type Options struct {
 	// FS, if set, holds the store instead of the real disk: for tests of
 	// power loss and disk failure.
 	FS *MemFS
+
+	// Shards is the number of shards of a store created now, a power of
+	// two up to MaxShards; an existing store keeps its own, and refuses a
+	// different one. Default (0): DefaultShards, or the store's.
+	Shards int
+}
+
+func (o *Options) validate() error {
+	if o.Shards < 0 || o.Shards > MaxShards || o.Shards&(o.Shards-1) != 0 {
+		return fmt.Errorf("store: Options.Shards must be a power of two up to %d, got %d", MaxShards, o.Shards)
+	}
+	return nil
 }
 
 func (o *Options) ensureDefaults() {

@@ -28,7 +28,7 @@ func (s *Store) GroupOrder(client, group string, fn func(OrderEntry) bool) (err 
 		return err
 	}
 	defer s.gate.Exit()
-	prefix := namedKey(tagOrder, GroupShard(client, group), client, group)
+	prefix := namedKey(tagOrder, s.GroupShard(client, group), client, group)
 	err = scan(s.db, prefix, prefixEnd(prefix), func(k, _ []byte) error {
 		e, err := decodeOrderEntry(k[len(prefix):])
 		if err != nil {

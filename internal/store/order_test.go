@@ -28,7 +28,7 @@ func TestDeadLetterRefs(t *testing.T) {
 	slices.SortFunc(want, func(a, b DeadLetterRef) int { return cmp.Compare(a.ID, b.ID) })
 	refs := func(client string, perShard int) []DeadLetterRef {
 		var got []DeadLetterRef
-		for shard := range uint16(Shards) {
+		for shard := range uint16(DefaultShards) {
 			n := 0
 			if err := s.DeadLetterRefs(shard, client, func(r DeadLetterRef) bool {
 				got = append(got, r)
@@ -47,7 +47,7 @@ func TestDeadLetterRefs(t *testing.T) {
 	for _, r := range want {
 		shards[ShardOf(r.ID)] = true
 	}
-	shards[GroupShard("other", "a")] = true
+	shards[GroupShardOf(DefaultShards, "other", "a")] = true
 	if got := refs("", 1); len(got) != len(shards) {
 		t.Fatalf("one per shard: %d refs, want %d", len(got), len(shards))
 	}

@@ -111,12 +111,12 @@ func (s *Store) ListTasks(q TaskQuery) ([]*storepb.Task, uint64, error) {
 	case q.Client == "":
 		err = scanRecords(snap, tagTask, q.After, func() *storepb.Task { return new(storepb.Task) }, keep)
 	case q.Group != "":
-		shard := GroupShard(q.Client, q.Group)
+		shard := s.GroupShard(q.Client, q.Group)
 		err = scanClientIndex(snap, tagClientIndex, shard, shard, q.Client, q.After, func(id uint64) error {
 			return withTask(snap, id, keep)
 		})
 	default:
-		err = scanClientIndex(snap, tagClientIndex, 0, Shards-1, q.Client, q.After, func(id uint64) error {
+		err = scanClientIndex(snap, tagClientIndex, 0, uint16(s.shards-1), q.Client, q.After, func(id uint64) error {
 			return withTask(snap, id, keep)
 		})
 	}
@@ -147,7 +147,7 @@ func (s *Store) ListDeadLetters(client string, after uint64, limit int) ([]*stor
 	if client == "" {
 		err = scanRecords(snap, tagDeadLetter, after, func() *storepb.DeadLetter { return new(storepb.DeadLetter) }, p.add)
 	} else {
-		err = scanClientIndex(snap, tagDeadClient, 0, Shards-1, client, after, func(id uint64) error {
+		err = scanClientIndex(snap, tagDeadClient, 0, uint16(s.shards-1), client, after, func(id uint64) error {
 			d := new(storepb.DeadLetter)
 			if err := getRecord(snap, "dead letter", deadLetterKey(id), d); err != nil {
 				if isNotFound(err) {

@@ -91,7 +91,7 @@ func TestScanDueOrderAndBounds(t *testing.T) {
 func TestDueEntriesAndGroupOrder(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, t.TempDir())
-	shard := GroupShard("acme", "g")
+	shard := GroupShardOf(DefaultShards, "acme", "g")
 	immediate := task("acme", "g", 30, 50)
 	immediate.Mode = storepb.DispatchMode_DISPATCH_MODE_IMMEDIATE
 	commit(t, s, func(b *Batch) {
@@ -232,9 +232,9 @@ func TestListTasksPaging(t *testing.T) {
 func TestListTasksGroupReadsOneShard(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, t.TempDir())
-	shard := GroupShard("acme", "orders")
+	shard := GroupShardOf(DefaultShards, "acme", "orders")
 	in := task("acme", "orders", 1, 0)
-	elsewhere := &storepb.Task{Id: MakeID((shard+1)%Shards, 1), Client: "acme", Group: "orders"}
+	elsewhere := &storepb.Task{Id: MakeID((shard+1)%DefaultShards, 1), Client: "acme", Group: "orders"}
 	commit(t, s, func(b *Batch) {
 		b.PutTask(in)
 		b.PutTask(elsewhere)
@@ -255,7 +255,7 @@ func TestListTasksLimits(t *testing.T) {
 	var ids []uint64
 	commit(t, s, func(b *Batch) {
 		for n := uint64(1); n <= MaxLimit+5; n++ {
-			id := MakeID(uint16(n%Shards), n)
+			id := MakeID(uint16(n%DefaultShards), n)
 			ids = append(ids, id)
 			b.PutTask(&storepb.Task{Id: id, Client: "c"})
 		}
@@ -409,7 +409,7 @@ func third[T, U any](_ T, _ U, err error) error { return err }
 
 func TestScanBlockedGroupsFollowsPutGroup(t *testing.T) {
 	s := openStore(t, t.TempDir())
-	shard := GroupShard("acme", "g1")
+	shard := GroupShardOf(DefaultShards, "acme", "g1")
 	put := func(groups ...*storepb.Group) {
 		t.Helper()
 		b := s.NewBatch()
@@ -432,7 +432,7 @@ func TestScanBlockedGroupsFollowsPutGroup(t *testing.T) {
 		return names
 	}
 	other := "g2"
-	for GroupShard("acme", other) != shard {
+	for GroupShardOf(DefaultShards, "acme", other) != shard {
 		other += "x"
 	}
 	put(&storepb.Group{Shard: uint32(shard), Client: "acme", Group: "g1", BlockedTask: MakeID(shard, 7)},

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -37,12 +38,13 @@ const (
 // Store is Boomerang's durable state. All methods are safe for concurrent
 // use.
 type Store struct {
-	db   *pebble.DB
-	dir  string
-	lock *dirLock
-	gate *gate.Gate
-	c    *counters
-	log  *slog.Logger
+	db     *pebble.DB
+	dir    string
+	lock   *dirLock
+	gate   *gate.Gate
+	c      *counters
+	log    *slog.Logger
+	shards int
 
 	failure atomic.Pointer[error] // set once Pebble hit a fatal write error
 
@@ -62,6 +64,9 @@ func Open(dir string, o Options) (*Store, error) {
 // open is Open over an arbitrary filesystem, for fault injection in tests.
 func open(dir string, o Options, filesystem vfs.FS) (_ *Store, err error) {
 	o.ensureDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
 	if dir == "" {
 		return nil, errors.New("store: empty directory name")
 	}
@@ -96,7 +101,10 @@ func open(dir string, o Options, filesystem vfs.FS) (_ *Store, err error) {
 	if err != nil {
 		return nil, openError(dir, existed, err)
 	}
-	if err := s.checkSchema(); err != nil {
+	if err := s.checkSchema(o.Shards); err != nil {
+		return nil, err
+	}
+	if err := s.loadShards(o.Shards); err != nil {
 		return nil, err
 	}
 	opened = true
@@ -152,10 +160,10 @@ func makeDir(filesystem vfs.FS, dir string) error {
 
 // checkSchema writes the schema version into a new store and checks it in
 // an existing one.
-func (s *Store) checkSchema() error {
+func (s *Store) checkSchema(shards int) error {
 	v, closer, err := s.db.Get(schemaKey)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return s.initSchema()
+		return s.initSchema(cmp.Or(shards, DefaultShards))
 	}
 	if err != nil {
 		return readError("read schema version", err)
@@ -169,15 +177,42 @@ func (s *Store) checkSchema() error {
 	case SchemaVersion:
 		return nil
 	case 1:
+		if err := s.loadShards(shards); err != nil {
+			return err
+		}
 		return s.migrateV1(s.log)
 	}
 	return fmt.Errorf("%w: %s has schema version %d; this build supports %d (and upgrades 1)",
 		ErrSchema, s.dir, version, SchemaVersion)
 }
 
-// initSchema marks a new, empty store with SchemaVersion. A Pebble
+// loadShards reads the store's number of shards: recorded when it was
+// created, or legacyShards in a store from before the number was.
+func (s *Store) loadShards(want int) error {
+	v, closer, err := s.db.Get(shardsKey)
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		s.shards = legacyShards
+	case err != nil:
+		return readError("read the shards", err)
+	default:
+		n, size := binary.Uvarint(v)
+		closer.Close()
+		if size <= 0 || n == 0 || n > MaxShards || n&(n-1) != 0 {
+			return corruptf("%s: shards %x is not a power of two up to %d", s.dir, v, MaxShards)
+		}
+		s.shards = int(n)
+	}
+	if want != 0 && want != s.shards {
+		return fmt.Errorf("%w: %s has %d shards, not %d: the number is fixed when a store is created", ErrSchema, s.dir, s.shards, want)
+	}
+	return nil
+}
+
+// initSchema marks a new, empty store with SchemaVersion and its number
+// of shards. A Pebble
 // database that holds data but no version was not written by Boomerang.
-func (s *Store) initSchema() error {
+func (s *Store) initSchema(shards int) error {
 	it, err := s.db.NewIter(nil)
 	if err != nil {
 		return readError("check for data", err)
@@ -189,7 +224,10 @@ func (s *Store) initSchema() error {
 	if !empty {
 		return corruptf("%s is not a store: it holds data but no schema version", s.dir)
 	}
-	if err := s.db.Set(schemaKey, binary.AppendUvarint(nil, SchemaVersion), pebble.Sync); err != nil {
+	b := s.db.NewBatch()
+	_ = b.Set(schemaKey, binary.AppendUvarint(nil, SchemaVersion), nil)
+	_ = b.Set(shardsKey, binary.AppendUvarint(nil, uint64(shards)), nil)
+	if err := b.Commit(pebble.Sync); err != nil {
 		return fmt.Errorf("store: write schema version: %w", err)
 	}
 	// Pebble creates a store at its oldest format and upgrades it at the

@@ -274,6 +274,8 @@ const (
 	TaskStatus_TASK_STATUS_DELIVERING  TaskStatus = 3 // an attempt is under way
 	TaskStatus_TASK_STATUS_RETRYING    TaskStatus = 4 // an attempt failed; the next one is scheduled
 	TaskStatus_TASK_STATUS_FINISHED    TaskStatus = 5 // delivered, dead-lettered or cancelled: only a
+	// registration repeating an idempotency key sees it
+	TaskStatus_TASK_STATUS_BLOCKED TaskStatus = 6 // due, waiting behind its group's blocking dead letter (Task.blocked_by_dead_letter)
 )
 
 // Enum value maps for TaskStatus.
@@ -285,6 +287,7 @@ var (
 		3: "TASK_STATUS_DELIVERING",
 		4: "TASK_STATUS_RETRYING",
 		5: "TASK_STATUS_FINISHED",
+		6: "TASK_STATUS_BLOCKED",
 	}
 	TaskStatus_value = map[string]int32{
 		"TASK_STATUS_UNSPECIFIED": 0,
@@ -293,6 +296,7 @@ var (
 		"TASK_STATUS_DELIVERING":  3,
 		"TASK_STATUS_RETRYING":    4,
 		"TASK_STATUS_FINISHED":    5,
+		"TASK_STATUS_BLOCKED":     6,
 	}
 )
 
@@ -321,6 +325,59 @@ func (x TaskStatus) Number() protoreflect.EnumNumber {
 // Deprecated: Use TaskStatus.Descriptor instead.
 func (TaskStatus) EnumDescriptor() ([]byte, []int) {
 	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{4}
+}
+
+// Role is what a client may do.
+type Role int32
+
+const (
+	Role_ROLE_UNSPECIFIED Role = 0 // as CLIENT, or ADMIN when the admin flag is set
+	Role_ROLE_CLIENT      Role = 1 // its own tasks, dead letters and groups
+	Role_ROLE_ADMIN       Role = 2 // everything, every client's
+	Role_ROLE_READ_ONLY   Role = 3 // sees what an admin sees, changes nothing
+)
+
+// Enum value maps for Role.
+var (
+	Role_name = map[int32]string{
+		0: "ROLE_UNSPECIFIED",
+		1: "ROLE_CLIENT",
+		2: "ROLE_ADMIN",
+		3: "ROLE_READ_ONLY",
+	}
+	Role_value = map[string]int32{
+		"ROLE_UNSPECIFIED": 0,
+		"ROLE_CLIENT":      1,
+		"ROLE_ADMIN":       2,
+		"ROLE_READ_ONLY":   3,
+	}
+)
+
+func (x Role) Enum() *Role {
+	p := new(Role)
+	*p = x
+	return p
+}
+
+func (x Role) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Role) Descriptor() protoreflect.EnumDescriptor {
+	return file_api_boomerang_v1_boomerang_proto_enumTypes[5].Descriptor()
+}
+
+func (Role) Type() protoreflect.EnumType {
+	return &file_api_boomerang_v1_boomerang_proto_enumTypes[5]
+}
+
+func (x Role) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Role.Descriptor instead.
+func (Role) EnumDescriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{5}
 }
 
 // Error explains a failed request.
@@ -591,6 +648,63 @@ func (x *DeadLetterPolicy) GetRetentionMs() int64 {
 	return 0
 }
 
+// CallbackRules narrow where a client's callbacks may point, on top of the
+// server's callback policy. Each entry is a network ("10.0.0.0/8"), an
+// address ("192.0.2.7") or a host pattern ("hooks.example.com",
+// "*.example.com"). A client's rules are matched against the endpoint as
+// written: host names by host patterns, literal addresses by networks.
+type CallbackRules struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Allow         []string               `protobuf:"bytes,1,rep,name=allow,proto3" json:"allow,omitempty"` // if any: the endpoint must match one
+	Deny          []string               `protobuf:"bytes,2,rep,name=deny,proto3" json:"deny,omitempty"`   // the endpoint must match none
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallbackRules) Reset() {
+	*x = CallbackRules{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallbackRules) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallbackRules) ProtoMessage() {}
+
+func (x *CallbackRules) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallbackRules.ProtoReflect.Descriptor instead.
+func (*CallbackRules) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *CallbackRules) GetAllow() []string {
+	if x != nil {
+		return x.Allow
+	}
+	return nil
+}
+
+func (x *CallbackRules) GetDeny() []string {
+	if x != nil {
+		return x.Deny
+	}
+	return nil
+}
+
 type Task struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	Id               uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -601,24 +715,25 @@ type Task struct {
 	RepeatIntervalMs int64                  `protobuf:"varint,6,opt,name=repeat_interval_ms,json=repeatIntervalMs,proto3" json:"repeat_interval_ms,omitempty"` // 0 = once
 	Seq              uint64                 `protobuf:"varint,7,opt,name=seq,proto3" json:"seq,omitempty"`                                                     // acceptance sequence: a group runs its tasks
 	// in (fire_at_ms, seq) order
-	Mode           DispatchMode `protobuf:"varint,8,opt,name=mode,proto3,enum=boomerang.v1.DispatchMode" json:"mode,omitempty"`
-	Status         TaskStatus   `protobuf:"varint,9,opt,name=status,proto3,enum=boomerang.v1.TaskStatus" json:"status,omitempty"`
-	Attempts       uint32       `protobuf:"varint,10,opt,name=attempts,proto3" json:"attempts,omitempty"`                                  // failed attempts of the current occurrence
-	NextAttemptMs  int64        `protobuf:"varint,11,opt,name=next_attempt_ms,json=nextAttemptMs,proto3" json:"next_attempt_ms,omitempty"` // when the next retry is due; 0 = none
-	LastError      string       `protobuf:"bytes,12,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
-	Fires          uint64       `protobuf:"varint,13,opt,name=fires,proto3" json:"fires,omitempty"` // occurrences delivered so far
-	IdempotencyKey string       `protobuf:"bytes,14,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	Callback       *Callback    `protobuf:"bytes,15,opt,name=callback,proto3" json:"callback,omitempty"` // per-task override, if any
-	Retry          *RetryPolicy `protobuf:"bytes,16,opt,name=retry,proto3" json:"retry,omitempty"`       // per-task override, if any
-	CreatedMs      int64        `protobuf:"varint,17,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
-	UpdatedMs      int64        `protobuf:"varint,18,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	Mode                DispatchMode `protobuf:"varint,8,opt,name=mode,proto3,enum=boomerang.v1.DispatchMode" json:"mode,omitempty"`
+	Status              TaskStatus   `protobuf:"varint,9,opt,name=status,proto3,enum=boomerang.v1.TaskStatus" json:"status,omitempty"`
+	Attempts            uint32       `protobuf:"varint,10,opt,name=attempts,proto3" json:"attempts,omitempty"`                                  // failed attempts of the current occurrence
+	NextAttemptMs       int64        `protobuf:"varint,11,opt,name=next_attempt_ms,json=nextAttemptMs,proto3" json:"next_attempt_ms,omitempty"` // when the next retry is due; 0 = none
+	LastError           string       `protobuf:"bytes,12,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	Fires               uint64       `protobuf:"varint,13,opt,name=fires,proto3" json:"fires,omitempty"` // occurrences delivered so far
+	IdempotencyKey      string       `protobuf:"bytes,14,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
+	Callback            *Callback    `protobuf:"bytes,15,opt,name=callback,proto3" json:"callback,omitempty"` // per-task override, if any
+	Retry               *RetryPolicy `protobuf:"bytes,16,opt,name=retry,proto3" json:"retry,omitempty"`       // per-task override, if any
+	CreatedMs           int64        `protobuf:"varint,17,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	UpdatedMs           int64        `protobuf:"varint,18,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
+	BlockedByDeadLetter uint64       `protobuf:"varint,40,opt,name=blocked_by_dead_letter,json=blockedByDeadLetter,proto3" json:"blocked_by_dead_letter,omitempty"` // BLOCKED: the dead letter its group waits on
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[4]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -630,7 +745,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[4]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -643,7 +758,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{4}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Task) GetId() uint64 {
@@ -772,6 +887,13 @@ func (x *Task) GetUpdatedMs() int64 {
 	return 0
 }
 
+func (x *Task) GetBlockedByDeadLetter() uint64 {
+	if x != nil {
+		return x.BlockedByDeadLetter
+	}
+	return 0
+}
+
 type DeadLetter struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -786,7 +908,7 @@ type DeadLetter struct {
 
 func (x *DeadLetter) Reset() {
 	*x = DeadLetter{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[5]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -798,7 +920,7 @@ func (x *DeadLetter) String() string {
 func (*DeadLetter) ProtoMessage() {}
 
 func (x *DeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[5]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -811,7 +933,7 @@ func (x *DeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
 func (*DeadLetter) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{5}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *DeadLetter) GetId() uint64 {
@@ -870,7 +992,7 @@ type Group struct {
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[6]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +1004,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[6]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +1017,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{6}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Group) GetClient() string {
@@ -942,22 +1064,25 @@ func (x *Group) GetBlockedSinceMs() int64 {
 
 // ClientConfig is a registered client. The password is never returned.
 type ClientConfig struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Admin         bool                   `protobuf:"varint,2,opt,name=admin,proto3" json:"admin,omitempty"`
-	Callback      *Callback              `protobuf:"bytes,3,opt,name=callback,proto3" json:"callback,omitempty"`
-	Retry         *RetryPolicy           `protobuf:"bytes,4,opt,name=retry,proto3" json:"retry,omitempty"`
-	DeadLetters   *DeadLetterPolicy      `protobuf:"bytes,5,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
-	DefaultMode   DispatchMode           `protobuf:"varint,6,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.v1.DispatchMode" json:"default_mode,omitempty"`
-	CreatedMs     int64                  `protobuf:"varint,7,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
-	GroupLimit    uint32                 `protobuf:"varint,8,opt,name=group_limit,json=groupLimit,proto3" json:"group_limit,omitempty"` // tasks one group may hold; 0 = the server's default
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state                   protoimpl.MessageState `protogen:"open.v1"`
+	Id                      string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Admin                   bool                   `protobuf:"varint,2,opt,name=admin,proto3" json:"admin,omitempty"` // role is ROLE_ADMIN
+	Callback                *Callback              `protobuf:"bytes,3,opt,name=callback,proto3" json:"callback,omitempty"`
+	Retry                   *RetryPolicy           `protobuf:"bytes,4,opt,name=retry,proto3" json:"retry,omitempty"`
+	DeadLetters             *DeadLetterPolicy      `protobuf:"bytes,5,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
+	DefaultMode             DispatchMode           `protobuf:"varint,6,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.v1.DispatchMode" json:"default_mode,omitempty"`
+	CreatedMs               int64                  `protobuf:"varint,7,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	GroupLimit              uint32                 `protobuf:"varint,8,opt,name=group_limit,json=groupLimit,proto3" json:"group_limit,omitempty"` // tasks one group may hold; 0 = the server's default
+	Role                    Role                   `protobuf:"varint,40,opt,name=role,proto3,enum=boomerang.v1.Role" json:"role,omitempty"`
+	CallbackRules           *CallbackRules         `protobuf:"bytes,41,opt,name=callback_rules,json=callbackRules,proto3" json:"callback_rules,omitempty"`
+	PreviousSecretExpiresMs int64                  `protobuf:"varint,42,opt,name=previous_secret_expires_ms,json=previousSecretExpiresMs,proto3" json:"previous_secret_expires_ms,omitempty"` // after a rotation: until when the old signing secret also signs; 0 = none
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *ClientConfig) Reset() {
 	*x = ClientConfig{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[7]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1094,7 @@ func (x *ClientConfig) String() string {
 func (*ClientConfig) ProtoMessage() {}
 
 func (x *ClientConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[7]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1107,7 @@ func (x *ClientConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientConfig.ProtoReflect.Descriptor instead.
 func (*ClientConfig) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{7}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ClientConfig) GetId() string {
@@ -1041,6 +1166,27 @@ func (x *ClientConfig) GetGroupLimit() uint32 {
 	return 0
 }
 
+func (x *ClientConfig) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+func (x *ClientConfig) GetCallbackRules() *CallbackRules {
+	if x != nil {
+		return x.CallbackRules
+	}
+	return nil
+}
+
+func (x *ClientConfig) GetPreviousSecretExpiresMs() int64 {
+	if x != nil {
+		return x.PreviousSecretExpiresMs
+	}
+	return 0
+}
+
 type LoginRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -1051,7 +1197,7 @@ type LoginRequest struct {
 
 func (x *LoginRequest) Reset() {
 	*x = LoginRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[8]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1063,7 +1209,7 @@ func (x *LoginRequest) String() string {
 func (*LoginRequest) ProtoMessage() {}
 
 func (x *LoginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[8]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1076,7 +1222,7 @@ func (x *LoginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginRequest.ProtoReflect.Descriptor instead.
 func (*LoginRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{8}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LoginRequest) GetClientId() string {
@@ -1098,13 +1244,14 @@ type LoginResponse struct {
 	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	ExpiresAtMs   int64                  `protobuf:"varint,2,opt,name=expires_at_ms,json=expiresAtMs,proto3" json:"expires_at_ms,omitempty"`
 	Admin         bool                   `protobuf:"varint,3,opt,name=admin,proto3" json:"admin,omitempty"`
+	Role          Role                   `protobuf:"varint,40,opt,name=role,proto3,enum=boomerang.v1.Role" json:"role,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LoginResponse) Reset() {
 	*x = LoginResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[9]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1116,7 +1263,7 @@ func (x *LoginResponse) String() string {
 func (*LoginResponse) ProtoMessage() {}
 
 func (x *LoginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[9]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1129,7 +1276,7 @@ func (x *LoginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginResponse.ProtoReflect.Descriptor instead.
 func (*LoginResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{9}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LoginResponse) GetSessionId() string {
@@ -1153,6 +1300,13 @@ func (x *LoginResponse) GetAdmin() bool {
 	return false
 }
 
+func (x *LoginResponse) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
 type RefreshSessionRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1161,7 +1315,7 @@ type RefreshSessionRequest struct {
 
 func (x *RefreshSessionRequest) Reset() {
 	*x = RefreshSessionRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[10]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1173,7 +1327,7 @@ func (x *RefreshSessionRequest) String() string {
 func (*RefreshSessionRequest) ProtoMessage() {}
 
 func (x *RefreshSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[10]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1186,7 +1340,7 @@ func (x *RefreshSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshSessionRequest.ProtoReflect.Descriptor instead.
 func (*RefreshSessionRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{10}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{11}
 }
 
 type RefreshSessionResponse struct {
@@ -1199,7 +1353,7 @@ type RefreshSessionResponse struct {
 
 func (x *RefreshSessionResponse) Reset() {
 	*x = RefreshSessionResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[11]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1365,7 @@ func (x *RefreshSessionResponse) String() string {
 func (*RefreshSessionResponse) ProtoMessage() {}
 
 func (x *RefreshSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[11]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1378,7 @@ func (x *RefreshSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshSessionResponse.ProtoReflect.Descriptor instead.
 func (*RefreshSessionResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{11}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RefreshSessionResponse) GetSessionId() string {
@@ -1252,13 +1406,15 @@ type RegisterClientRequest struct {
 	DefaultMode   DispatchMode           `protobuf:"varint,7,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.v1.DispatchMode" json:"default_mode,omitempty"`
 	SigningSecret []byte                 `protobuf:"bytes,8,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"` // HMAC key for webhook signatures; empty = generated
 	GroupLimit    uint32                 `protobuf:"varint,9,opt,name=group_limit,json=groupLimit,proto3" json:"group_limit,omitempty"`         // tasks one group may hold; 0 = the server's default
+	Role          Role                   `protobuf:"varint,40,opt,name=role,proto3,enum=boomerang.v1.Role" json:"role,omitempty"`               // UNSPECIFIED: ADMIN when admin is set, else CLIENT
+	CallbackRules *CallbackRules         `protobuf:"bytes,41,opt,name=callback_rules,json=callbackRules,proto3" json:"callback_rules,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterClientRequest) Reset() {
 	*x = RegisterClientRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[12]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1270,7 +1426,7 @@ func (x *RegisterClientRequest) String() string {
 func (*RegisterClientRequest) ProtoMessage() {}
 
 func (x *RegisterClientRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[12]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1283,7 +1439,7 @@ func (x *RegisterClientRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClientRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClientRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{12}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RegisterClientRequest) GetClientId() string {
@@ -1349,6 +1505,20 @@ func (x *RegisterClientRequest) GetGroupLimit() uint32 {
 	return 0
 }
 
+func (x *RegisterClientRequest) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+func (x *RegisterClientRequest) GetCallbackRules() *CallbackRules {
+	if x != nil {
+		return x.CallbackRules
+	}
+	return nil
+}
+
 type RegisterClientResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Client        *ClientConfig          `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
@@ -1359,7 +1529,7 @@ type RegisterClientResponse struct {
 
 func (x *RegisterClientResponse) Reset() {
 	*x = RegisterClientResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[13]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +1541,7 @@ func (x *RegisterClientResponse) String() string {
 func (*RegisterClientResponse) ProtoMessage() {}
 
 func (x *RegisterClientResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[13]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +1554,7 @@ func (x *RegisterClientResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClientResponse.ProtoReflect.Descriptor instead.
 func (*RegisterClientResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{13}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RegisterClientResponse) GetClient() *ClientConfig {
@@ -1410,7 +1580,7 @@ type DeregisterClientRequest struct {
 
 func (x *DeregisterClientRequest) Reset() {
 	*x = DeregisterClientRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[14]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1592,7 @@ func (x *DeregisterClientRequest) String() string {
 func (*DeregisterClientRequest) ProtoMessage() {}
 
 func (x *DeregisterClientRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[14]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1605,7 @@ func (x *DeregisterClientRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterClientRequest.ProtoReflect.Descriptor instead.
 func (*DeregisterClientRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{14}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeregisterClientRequest) GetClientId() string {
@@ -1453,7 +1623,7 @@ type DeregisterClientResponse struct {
 
 func (x *DeregisterClientResponse) Reset() {
 	*x = DeregisterClientResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[15]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +1635,7 @@ func (x *DeregisterClientResponse) String() string {
 func (*DeregisterClientResponse) ProtoMessage() {}
 
 func (x *DeregisterClientResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[15]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +1648,7 @@ func (x *DeregisterClientResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterClientResponse.ProtoReflect.Descriptor instead.
 func (*DeregisterClientResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{15}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{16}
 }
 
 type ListClientsRequest struct {
@@ -1489,7 +1659,7 @@ type ListClientsRequest struct {
 
 func (x *ListClientsRequest) Reset() {
 	*x = ListClientsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[16]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1501,7 +1671,7 @@ func (x *ListClientsRequest) String() string {
 func (*ListClientsRequest) ProtoMessage() {}
 
 func (x *ListClientsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[16]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1514,7 +1684,7 @@ func (x *ListClientsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientsRequest.ProtoReflect.Descriptor instead.
 func (*ListClientsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{16}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{17}
 }
 
 type ListClientsResponse struct {
@@ -1526,7 +1696,7 @@ type ListClientsResponse struct {
 
 func (x *ListClientsResponse) Reset() {
 	*x = ListClientsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[17]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1538,7 +1708,7 @@ func (x *ListClientsResponse) String() string {
 func (*ListClientsResponse) ProtoMessage() {}
 
 func (x *ListClientsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[17]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1551,7 +1721,7 @@ func (x *ListClientsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientsResponse.ProtoReflect.Descriptor instead.
 func (*ListClientsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{17}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListClientsResponse) GetClients() []*ClientConfig {
@@ -1559,6 +1729,821 @@ func (x *ListClientsResponse) GetClients() []*ClientConfig {
 		return x.Clients
 	}
 	return nil
+}
+
+type GetClientRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"` // "" = the caller
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetClientRequest) Reset() {
+	*x = GetClientRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetClientRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetClientRequest) ProtoMessage() {}
+
+func (x *GetClientRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetClientRequest.ProtoReflect.Descriptor instead.
+func (*GetClientRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *GetClientRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+type GetClientResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        *ClientConfig          `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetClientResponse) Reset() {
+	*x = GetClientResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetClientResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetClientResponse) ProtoMessage() {}
+
+func (x *GetClientResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetClientResponse.ProtoReflect.Descriptor instead.
+func (*GetClientResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *GetClientResponse) GetClient() *ClientConfig {
+	if x != nil {
+		return x.Client
+	}
+	return nil
+}
+
+// UpdateClientRequest changes a client (admin only). Fields left unset
+// stay as they are.
+type UpdateClientRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Callback      *Callback              `protobuf:"bytes,2,opt,name=callback,proto3" json:"callback,omitempty"` // replaces the default callback
+	ClearCallback bool                   `protobuf:"varint,3,opt,name=clear_callback,json=clearCallback,proto3" json:"clear_callback,omitempty"`
+	Retry         *RetryPolicy           `protobuf:"bytes,4,opt,name=retry,proto3" json:"retry,omitempty"` // replaces the retry policy
+	ClearRetry    bool                   `protobuf:"varint,5,opt,name=clear_retry,json=clearRetry,proto3" json:"clear_retry,omitempty"`
+	DeadLetters   *DeadLetterPolicy      `protobuf:"bytes,6,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"` // replaces the dead letter policy
+	DefaultMode   *DispatchMode          `protobuf:"varint,7,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.v1.DispatchMode,oneof" json:"default_mode,omitempty"`
+	Role          *Role                  `protobuf:"varint,8,opt,name=role,proto3,enum=boomerang.v1.Role,oneof" json:"role,omitempty"`          // a new role ends the client's sessions
+	CallbackRules *CallbackRules         `protobuf:"bytes,9,opt,name=callback_rules,json=callbackRules,proto3" json:"callback_rules,omitempty"` // replaces the rules; empty lists remove them
+	GroupLimit    *uint32                `protobuf:"varint,10,opt,name=group_limit,json=groupLimit,proto3,oneof" json:"group_limit,omitempty"`  // 0: the server's default
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateClientRequest) Reset() {
+	*x = UpdateClientRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateClientRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateClientRequest) ProtoMessage() {}
+
+func (x *UpdateClientRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateClientRequest.ProtoReflect.Descriptor instead.
+func (*UpdateClientRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *UpdateClientRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *UpdateClientRequest) GetCallback() *Callback {
+	if x != nil {
+		return x.Callback
+	}
+	return nil
+}
+
+func (x *UpdateClientRequest) GetClearCallback() bool {
+	if x != nil {
+		return x.ClearCallback
+	}
+	return false
+}
+
+func (x *UpdateClientRequest) GetRetry() *RetryPolicy {
+	if x != nil {
+		return x.Retry
+	}
+	return nil
+}
+
+func (x *UpdateClientRequest) GetClearRetry() bool {
+	if x != nil {
+		return x.ClearRetry
+	}
+	return false
+}
+
+func (x *UpdateClientRequest) GetDeadLetters() *DeadLetterPolicy {
+	if x != nil {
+		return x.DeadLetters
+	}
+	return nil
+}
+
+func (x *UpdateClientRequest) GetDefaultMode() DispatchMode {
+	if x != nil && x.DefaultMode != nil {
+		return *x.DefaultMode
+	}
+	return DispatchMode_DISPATCH_MODE_UNSPECIFIED
+}
+
+func (x *UpdateClientRequest) GetRole() Role {
+	if x != nil && x.Role != nil {
+		return *x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+func (x *UpdateClientRequest) GetCallbackRules() *CallbackRules {
+	if x != nil {
+		return x.CallbackRules
+	}
+	return nil
+}
+
+func (x *UpdateClientRequest) GetGroupLimit() uint32 {
+	if x != nil && x.GroupLimit != nil {
+		return *x.GroupLimit
+	}
+	return 0
+}
+
+type UpdateClientResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        *ClientConfig          `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateClientResponse) Reset() {
+	*x = UpdateClientResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateClientResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateClientResponse) ProtoMessage() {}
+
+func (x *UpdateClientResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateClientResponse.ProtoReflect.Descriptor instead.
+func (*UpdateClientResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *UpdateClientResponse) GetClient() *ClientConfig {
+	if x != nil {
+		return x.Client
+	}
+	return nil
+}
+
+// ChangePasswordRequest sets a client's password. A client changes its own
+// with its current password; an admin sets anyone's without it. The
+// client's other sessions end.
+type ChangePasswordRequest struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ClientId        string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"` // "" = the caller
+	CurrentPassword string                 `protobuf:"bytes,2,opt,name=current_password,json=currentPassword,proto3" json:"current_password,omitempty"`
+	NewPassword     string                 `protobuf:"bytes,3,opt,name=new_password,json=newPassword,proto3" json:"new_password,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ChangePasswordRequest) Reset() {
+	*x = ChangePasswordRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangePasswordRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangePasswordRequest) ProtoMessage() {}
+
+func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangePasswordRequest.ProtoReflect.Descriptor instead.
+func (*ChangePasswordRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ChangePasswordRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *ChangePasswordRequest) GetCurrentPassword() string {
+	if x != nil {
+		return x.CurrentPassword
+	}
+	return ""
+}
+
+func (x *ChangePasswordRequest) GetNewPassword() string {
+	if x != nil {
+		return x.NewPassword
+	}
+	return ""
+}
+
+type ChangePasswordResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangePasswordResponse) Reset() {
+	*x = ChangePasswordResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangePasswordResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangePasswordResponse) ProtoMessage() {}
+
+func (x *ChangePasswordResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangePasswordResponse.ProtoReflect.Descriptor instead.
+func (*ChangePasswordResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{24}
+}
+
+// RotateSigningSecretRequest gives a client a new webhook signing secret.
+// Until the overlap ends, webhooks carry a signature with each secret, so
+// receivers can switch at any time within it. Admins rotate any client's
+// secret, a client its own.
+type RotateSigningSecretRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`                // "" = the caller
+	SigningSecret []byte                 `protobuf:"bytes,2,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"` // empty = generated
+	OverlapMs     *int64                 `protobuf:"varint,3,opt,name=overlap_ms,json=overlapMs,proto3,oneof" json:"overlap_ms,omitempty"`      // how long the old secret still signs; unset = 24 h, 0 = not at all
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateSigningSecretRequest) Reset() {
+	*x = RotateSigningSecretRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateSigningSecretRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateSigningSecretRequest) ProtoMessage() {}
+
+func (x *RotateSigningSecretRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateSigningSecretRequest.ProtoReflect.Descriptor instead.
+func (*RotateSigningSecretRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *RotateSigningSecretRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *RotateSigningSecretRequest) GetSigningSecret() []byte {
+	if x != nil {
+		return x.SigningSecret
+	}
+	return nil
+}
+
+func (x *RotateSigningSecretRequest) GetOverlapMs() int64 {
+	if x != nil && x.OverlapMs != nil {
+		return *x.OverlapMs
+	}
+	return 0
+}
+
+type RotateSigningSecretResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        *ClientConfig          `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
+	SigningSecret []byte                 `protobuf:"bytes,2,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"` // shown once
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RotateSigningSecretResponse) Reset() {
+	*x = RotateSigningSecretResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RotateSigningSecretResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RotateSigningSecretResponse) ProtoMessage() {}
+
+func (x *RotateSigningSecretResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RotateSigningSecretResponse.ProtoReflect.Descriptor instead.
+func (*RotateSigningSecretResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *RotateSigningSecretResponse) GetClient() *ClientConfig {
+	if x != nil {
+		return x.Client
+	}
+	return nil
+}
+
+func (x *RotateSigningSecretResponse) GetSigningSecret() []byte {
+	if x != nil {
+		return x.SigningSecret
+	}
+	return nil
+}
+
+// Sessions: a session is named by its handle, never by its id, which is
+// as good as a password.
+type SessionInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Handle        string                 `protobuf:"bytes,1,opt,name=handle,proto3" json:"handle,omitempty"`
+	Client        string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	Role          Role                   `protobuf:"varint,3,opt,name=role,proto3,enum=boomerang.v1.Role" json:"role,omitempty"`
+	CreatedMs     int64                  `protobuf:"varint,4,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	ExpiresMs     int64                  `protobuf:"varint,5,opt,name=expires_ms,json=expiresMs,proto3" json:"expires_ms,omitempty"`
+	Source        string                 `protobuf:"bytes,6,opt,name=source,proto3" json:"source,omitempty"`    // address it logged in from
+	Current       bool                   `protobuf:"varint,7,opt,name=current,proto3" json:"current,omitempty"` // the session of this request
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionInfo) Reset() {
+	*x = SessionInfo{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionInfo) ProtoMessage() {}
+
+func (x *SessionInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
+func (*SessionInfo) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *SessionInfo) GetHandle() string {
+	if x != nil {
+		return x.Handle
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+func (x *SessionInfo) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *SessionInfo) GetExpiresMs() int64 {
+	if x != nil {
+		return x.ExpiresMs
+	}
+	return 0
+}
+
+func (x *SessionInfo) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetCurrent() bool {
+	if x != nil {
+		return x.Current
+	}
+	return false
+}
+
+type LogoutRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogoutRequest) Reset() {
+	*x = LogoutRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogoutRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogoutRequest) ProtoMessage() {}
+
+func (x *LogoutRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogoutRequest.ProtoReflect.Descriptor instead.
+func (*LogoutRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{28}
+}
+
+type LogoutResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogoutResponse) Reset() {
+	*x = LogoutResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogoutResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogoutResponse) ProtoMessage() {}
+
+func (x *LogoutResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogoutResponse.ProtoReflect.Descriptor instead.
+func (*LogoutResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{29}
+}
+
+type ListSessionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"` // admin and read-only: "" = every client's; others: their own
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionsRequest) Reset() {
+	*x = ListSessionsRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionsRequest) ProtoMessage() {}
+
+func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
+func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ListSessionsRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+type ListSessionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sessions      []*SessionInfo         `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSessionsResponse) Reset() {
+	*x = ListSessionsResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSessionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSessionsResponse) ProtoMessage() {}
+
+func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
+func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+type RevokeSessionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"` // admin: any client; others: their own ("")
+	Handle        string                 `protobuf:"bytes,2,opt,name=handle,proto3" json:"handle,omitempty"` // "" = every session of the client
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeSessionsRequest) Reset() {
+	*x = RevokeSessionsRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeSessionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeSessionsRequest) ProtoMessage() {}
+
+func (x *RevokeSessionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeSessionsRequest.ProtoReflect.Descriptor instead.
+func (*RevokeSessionsRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *RevokeSessionsRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *RevokeSessionsRequest) GetHandle() string {
+	if x != nil {
+		return x.Handle
+	}
+	return ""
+}
+
+type RevokeSessionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Revoked       uint32                 `protobuf:"varint,1,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeSessionsResponse) Reset() {
+	*x = RevokeSessionsResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeSessionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeSessionsResponse) ProtoMessage() {}
+
+func (x *RevokeSessionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeSessionsResponse.ProtoReflect.Descriptor instead.
+func (*RevokeSessionsResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *RevokeSessionsResponse) GetRevoked() uint32 {
+	if x != nil {
+		return x.Revoked
+	}
+	return 0
 }
 
 type RegisterTaskRequest struct {
@@ -1584,7 +2569,7 @@ type RegisterTaskRequest struct {
 
 func (x *RegisterTaskRequest) Reset() {
 	*x = RegisterTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[18]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1596,7 +2581,7 @@ func (x *RegisterTaskRequest) String() string {
 func (*RegisterTaskRequest) ProtoMessage() {}
 
 func (x *RegisterTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[18]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1609,7 +2594,7 @@ func (x *RegisterTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTaskRequest.ProtoReflect.Descriptor instead.
 func (*RegisterTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{18}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RegisterTaskRequest) GetPayload() []byte {
@@ -1712,7 +2697,7 @@ type RegisterTaskResponse struct {
 
 func (x *RegisterTaskResponse) Reset() {
 	*x = RegisterTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[19]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1724,7 +2709,7 @@ func (x *RegisterTaskResponse) String() string {
 func (*RegisterTaskResponse) ProtoMessage() {}
 
 func (x *RegisterTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[19]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1737,7 +2722,7 @@ func (x *RegisterTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTaskResponse.ProtoReflect.Descriptor instead.
 func (*RegisterTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{19}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RegisterTaskResponse) GetTask() *Task {
@@ -1770,7 +2755,7 @@ type UpdateTaskRequest struct {
 
 func (x *UpdateTaskRequest) Reset() {
 	*x = UpdateTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[20]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1782,7 +2767,7 @@ func (x *UpdateTaskRequest) String() string {
 func (*UpdateTaskRequest) ProtoMessage() {}
 
 func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[20]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1795,7 +2780,7 @@ func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{20}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *UpdateTaskRequest) GetId() uint64 {
@@ -1869,7 +2854,7 @@ type UpdateTaskResponse struct {
 
 func (x *UpdateTaskResponse) Reset() {
 	*x = UpdateTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[21]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1881,7 +2866,7 @@ func (x *UpdateTaskResponse) String() string {
 func (*UpdateTaskResponse) ProtoMessage() {}
 
 func (x *UpdateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[21]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1894,7 +2879,7 @@ func (x *UpdateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{21}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *UpdateTaskResponse) GetTask() *Task {
@@ -1913,7 +2898,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[22]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1925,7 +2910,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[22]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1938,7 +2923,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{22}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CancelTaskRequest) GetId() uint64 {
@@ -1956,7 +2941,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[23]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1968,7 +2953,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[23]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1981,7 +2966,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{23}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{39}
 }
 
 type GetTaskRequest struct {
@@ -1993,7 +2978,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[24]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2005,7 +2990,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[24]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2018,7 +3003,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{24}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetTaskRequest) GetId() uint64 {
@@ -2037,7 +3022,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[25]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2049,7 +3034,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[25]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2062,7 +3047,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{25}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -2088,7 +3073,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[26]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2100,7 +3085,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[26]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2113,7 +3098,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{26}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListTasksRequest) GetClient() string {
@@ -2182,7 +3167,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[27]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2194,7 +3179,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[27]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2207,7 +3192,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{27}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -2235,7 +3220,7 @@ type ListDeadLettersRequest struct {
 
 func (x *ListDeadLettersRequest) Reset() {
 	*x = ListDeadLettersRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[28]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2247,7 +3232,7 @@ func (x *ListDeadLettersRequest) String() string {
 func (*ListDeadLettersRequest) ProtoMessage() {}
 
 func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[28]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2260,7 +3245,7 @@ func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{28}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListDeadLettersRequest) GetClient() string {
@@ -2294,7 +3279,7 @@ type ListDeadLettersResponse struct {
 
 func (x *ListDeadLettersResponse) Reset() {
 	*x = ListDeadLettersResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[29]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2306,7 +3291,7 @@ func (x *ListDeadLettersResponse) String() string {
 func (*ListDeadLettersResponse) ProtoMessage() {}
 
 func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[29]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2319,7 +3304,7 @@ func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{29}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
@@ -2345,7 +3330,7 @@ type GetDeadLetterRequest struct {
 
 func (x *GetDeadLetterRequest) Reset() {
 	*x = GetDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[30]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2357,7 +3342,7 @@ func (x *GetDeadLetterRequest) String() string {
 func (*GetDeadLetterRequest) ProtoMessage() {}
 
 func (x *GetDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[30]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2370,7 +3355,7 @@ func (x *GetDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*GetDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{30}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetDeadLetterRequest) GetId() uint64 {
@@ -2389,7 +3374,7 @@ type GetDeadLetterResponse struct {
 
 func (x *GetDeadLetterResponse) Reset() {
 	*x = GetDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[31]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2401,7 +3386,7 @@ func (x *GetDeadLetterResponse) String() string {
 func (*GetDeadLetterResponse) ProtoMessage() {}
 
 func (x *GetDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[31]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2414,7 +3399,7 @@ func (x *GetDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*GetDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{31}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetDeadLetterResponse) GetDeadLetter() *DeadLetter {
@@ -2433,7 +3418,7 @@ type ReplayDeadLetterRequest struct {
 
 func (x *ReplayDeadLetterRequest) Reset() {
 	*x = ReplayDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[32]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2445,7 +3430,7 @@ func (x *ReplayDeadLetterRequest) String() string {
 func (*ReplayDeadLetterRequest) ProtoMessage() {}
 
 func (x *ReplayDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[32]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2458,7 +3443,7 @@ func (x *ReplayDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*ReplayDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{32}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReplayDeadLetterRequest) GetId() uint64 {
@@ -2477,7 +3462,7 @@ type ReplayDeadLetterResponse struct {
 
 func (x *ReplayDeadLetterResponse) Reset() {
 	*x = ReplayDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[33]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2489,7 +3474,7 @@ func (x *ReplayDeadLetterResponse) String() string {
 func (*ReplayDeadLetterResponse) ProtoMessage() {}
 
 func (x *ReplayDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[33]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2502,7 +3487,7 @@ func (x *ReplayDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*ReplayDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{33}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReplayDeadLetterResponse) GetTask() *Task {
@@ -2521,7 +3506,7 @@ type DeleteDeadLetterRequest struct {
 
 func (x *DeleteDeadLetterRequest) Reset() {
 	*x = DeleteDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[34]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2533,7 +3518,7 @@ func (x *DeleteDeadLetterRequest) String() string {
 func (*DeleteDeadLetterRequest) ProtoMessage() {}
 
 func (x *DeleteDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[34]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2546,7 +3531,7 @@ func (x *DeleteDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{34}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *DeleteDeadLetterRequest) GetId() uint64 {
@@ -2564,7 +3549,7 @@ type DeleteDeadLetterResponse struct {
 
 func (x *DeleteDeadLetterResponse) Reset() {
 	*x = DeleteDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[35]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2576,7 +3561,7 @@ func (x *DeleteDeadLetterResponse) String() string {
 func (*DeleteDeadLetterResponse) ProtoMessage() {}
 
 func (x *DeleteDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[35]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2589,7 +3574,7 @@ func (x *DeleteDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*DeleteDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{35}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{51}
 }
 
 type GetGroupRequest struct {
@@ -2602,7 +3587,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2614,7 +3599,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2627,7 +3612,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{36}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetGroupRequest) GetClient() string {
@@ -2653,7 +3638,7 @@ type GetGroupResponse struct {
 
 func (x *GetGroupResponse) Reset() {
 	*x = GetGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2665,7 +3650,7 @@ func (x *GetGroupResponse) String() string {
 func (*GetGroupResponse) ProtoMessage() {}
 
 func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2678,7 +3663,7 @@ func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupResponse.ProtoReflect.Descriptor instead.
 func (*GetGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{37}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *GetGroupResponse) GetGroup() *Group {
@@ -2698,7 +3683,7 @@ type UnblockGroupRequest struct {
 
 func (x *UnblockGroupRequest) Reset() {
 	*x = UnblockGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2710,7 +3695,7 @@ func (x *UnblockGroupRequest) String() string {
 func (*UnblockGroupRequest) ProtoMessage() {}
 
 func (x *UnblockGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2723,7 +3708,7 @@ func (x *UnblockGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnblockGroupRequest.ProtoReflect.Descriptor instead.
 func (*UnblockGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{38}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *UnblockGroupRequest) GetClient() string {
@@ -2749,7 +3734,7 @@ type UnblockGroupResponse struct {
 
 func (x *UnblockGroupResponse) Reset() {
 	*x = UnblockGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2761,7 +3746,7 @@ func (x *UnblockGroupResponse) String() string {
 func (*UnblockGroupResponse) ProtoMessage() {}
 
 func (x *UnblockGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2774,7 +3759,7 @@ func (x *UnblockGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnblockGroupResponse.ProtoReflect.Descriptor instead.
 func (*UnblockGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{39}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *UnblockGroupResponse) GetTask() *Task {
@@ -2794,7 +3779,7 @@ type SkipGroupRequest struct {
 
 func (x *SkipGroupRequest) Reset() {
 	*x = SkipGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2806,7 +3791,7 @@ func (x *SkipGroupRequest) String() string {
 func (*SkipGroupRequest) ProtoMessage() {}
 
 func (x *SkipGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2819,7 +3804,7 @@ func (x *SkipGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkipGroupRequest.ProtoReflect.Descriptor instead.
 func (*SkipGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{40}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SkipGroupRequest) GetClient() string {
@@ -2844,7 +3829,7 @@ type SkipGroupResponse struct {
 
 func (x *SkipGroupResponse) Reset() {
 	*x = SkipGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2856,7 +3841,7 @@ func (x *SkipGroupResponse) String() string {
 func (*SkipGroupResponse) ProtoMessage() {}
 
 func (x *SkipGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2869,7 +3854,7 @@ func (x *SkipGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkipGroupResponse.ProtoReflect.Descriptor instead.
 func (*SkipGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{41}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{57}
 }
 
 // CancelTasksRequest cancels every task of a client, or of one of its
@@ -2885,7 +3870,7 @@ type CancelTasksRequest struct {
 
 func (x *CancelTasksRequest) Reset() {
 	*x = CancelTasksRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2897,7 +3882,7 @@ func (x *CancelTasksRequest) String() string {
 func (*CancelTasksRequest) ProtoMessage() {}
 
 func (x *CancelTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2910,7 +3895,7 @@ func (x *CancelTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTasksRequest.ProtoReflect.Descriptor instead.
 func (*CancelTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{42}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *CancelTasksRequest) GetClient() string {
@@ -2945,7 +3930,7 @@ type CancelTasksResponse struct {
 
 func (x *CancelTasksResponse) Reset() {
 	*x = CancelTasksResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2957,7 +3942,7 @@ func (x *CancelTasksResponse) String() string {
 func (*CancelTasksResponse) ProtoMessage() {}
 
 func (x *CancelTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2970,7 +3955,7 @@ func (x *CancelTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTasksResponse.ProtoReflect.Descriptor instead.
 func (*CancelTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{43}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *CancelTasksResponse) GetMatched() uint64 {
@@ -3009,7 +3994,7 @@ type PurgeDeadLettersRequest struct {
 
 func (x *PurgeDeadLettersRequest) Reset() {
 	*x = PurgeDeadLettersRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3021,7 +4006,7 @@ func (x *PurgeDeadLettersRequest) String() string {
 func (*PurgeDeadLettersRequest) ProtoMessage() {}
 
 func (x *PurgeDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3034,7 +4019,7 @@ func (x *PurgeDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*PurgeDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{44}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *PurgeDeadLettersRequest) GetClient() string {
@@ -3083,7 +4068,7 @@ type PurgeDeadLettersResponse struct {
 
 func (x *PurgeDeadLettersResponse) Reset() {
 	*x = PurgeDeadLettersResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3095,7 +4080,7 @@ func (x *PurgeDeadLettersResponse) String() string {
 func (*PurgeDeadLettersResponse) ProtoMessage() {}
 
 func (x *PurgeDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3108,7 +4093,7 @@ func (x *PurgeDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*PurgeDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{45}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *PurgeDeadLettersResponse) GetMatched() uint64 {
@@ -3140,7 +4125,7 @@ type GetServerInfoRequest struct {
 
 func (x *GetServerInfoRequest) Reset() {
 	*x = GetServerInfoRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3152,7 +4137,7 @@ func (x *GetServerInfoRequest) String() string {
 func (*GetServerInfoRequest) ProtoMessage() {}
 
 func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3165,7 +4150,7 @@ func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetServerInfoRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{46}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{62}
 }
 
 type GetServerInfoResponse struct {
@@ -3183,7 +4168,7 @@ type GetServerInfoResponse struct {
 
 func (x *GetServerInfoResponse) Reset() {
 	*x = GetServerInfoResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3195,7 +4180,7 @@ func (x *GetServerInfoResponse) String() string {
 func (*GetServerInfoResponse) ProtoMessage() {}
 
 func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3208,7 +4193,7 @@ func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetServerInfoResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{47}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GetServerInfoResponse) GetVersion() string {
@@ -3287,6 +4272,13 @@ type Request struct {
 	//	*Request_GetServerInfo
 	//	*Request_CancelTasks
 	//	*Request_PurgeDeadLetters
+	//	*Request_Logout
+	//	*Request_ListSessions
+	//	*Request_RevokeSessions
+	//	*Request_GetClient
+	//	*Request_UpdateClient
+	//	*Request_ChangePassword
+	//	*Request_RotateSigningSecret
 	Body          isRequest_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3294,7 +4286,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3306,7 +4298,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3319,7 +4311,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{48}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *Request) GetRequestId() uint64 {
@@ -3523,6 +4515,69 @@ func (x *Request) GetPurgeDeadLetters() *PurgeDeadLettersRequest {
 	return nil
 }
 
+func (x *Request) GetLogout() *LogoutRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_Logout); ok {
+			return x.Logout
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetListSessions() *ListSessionsRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_ListSessions); ok {
+			return x.ListSessions
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetRevokeSessions() *RevokeSessionsRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_RevokeSessions); ok {
+			return x.RevokeSessions
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetGetClient() *GetClientRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_GetClient); ok {
+			return x.GetClient
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetUpdateClient() *UpdateClientRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_UpdateClient); ok {
+			return x.UpdateClient
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetChangePassword() *ChangePasswordRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_ChangePassword); ok {
+			return x.ChangePassword
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetRotateSigningSecret() *RotateSigningSecretRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_RotateSigningSecret); ok {
+			return x.RotateSigningSecret
+		}
+	}
+	return nil
+}
+
 type isRequest_Body interface {
 	isRequest_Body()
 }
@@ -3607,6 +4662,34 @@ type Request_PurgeDeadLetters struct {
 	PurgeDeadLetters *PurgeDeadLettersRequest `protobuf:"bytes,31,opt,name=purge_dead_letters,json=purgeDeadLetters,proto3,oneof"`
 }
 
+type Request_Logout struct {
+	Logout *LogoutRequest `protobuf:"bytes,40,opt,name=logout,proto3,oneof"`
+}
+
+type Request_ListSessions struct {
+	ListSessions *ListSessionsRequest `protobuf:"bytes,41,opt,name=list_sessions,json=listSessions,proto3,oneof"`
+}
+
+type Request_RevokeSessions struct {
+	RevokeSessions *RevokeSessionsRequest `protobuf:"bytes,42,opt,name=revoke_sessions,json=revokeSessions,proto3,oneof"`
+}
+
+type Request_GetClient struct {
+	GetClient *GetClientRequest `protobuf:"bytes,43,opt,name=get_client,json=getClient,proto3,oneof"`
+}
+
+type Request_UpdateClient struct {
+	UpdateClient *UpdateClientRequest `protobuf:"bytes,44,opt,name=update_client,json=updateClient,proto3,oneof"`
+}
+
+type Request_ChangePassword struct {
+	ChangePassword *ChangePasswordRequest `protobuf:"bytes,45,opt,name=change_password,json=changePassword,proto3,oneof"`
+}
+
+type Request_RotateSigningSecret struct {
+	RotateSigningSecret *RotateSigningSecretRequest `protobuf:"bytes,46,opt,name=rotate_signing_secret,json=rotateSigningSecret,proto3,oneof"`
+}
+
 func (*Request_Login) isRequest_Body() {}
 
 func (*Request_RefreshSession) isRequest_Body() {}
@@ -3647,6 +4730,20 @@ func (*Request_CancelTasks) isRequest_Body() {}
 
 func (*Request_PurgeDeadLetters) isRequest_Body() {}
 
+func (*Request_Logout) isRequest_Body() {}
+
+func (*Request_ListSessions) isRequest_Body() {}
+
+func (*Request_RevokeSessions) isRequest_Body() {}
+
+func (*Request_GetClient) isRequest_Body() {}
+
+func (*Request_UpdateClient) isRequest_Body() {}
+
+func (*Request_ChangePassword) isRequest_Body() {}
+
+func (*Request_RotateSigningSecret) isRequest_Body() {}
+
 // Response is one server frame on the raw TCP transport: the answer to the
 // request with the same request_id, or, with request_id 0, a connection
 // error sent just before the server closes the connection (a broken frame,
@@ -3677,6 +4774,13 @@ type Response struct {
 	//	*Response_GetServerInfo
 	//	*Response_CancelTasks
 	//	*Response_PurgeDeadLetters
+	//	*Response_Logout
+	//	*Response_ListSessions
+	//	*Response_RevokeSessions
+	//	*Response_GetClient
+	//	*Response_UpdateClient
+	//	*Response_ChangePassword
+	//	*Response_RotateSigningSecret
 	Body          isResponse_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3684,7 +4788,7 @@ type Response struct {
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3696,7 +4800,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3709,7 +4813,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{49}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *Response) GetRequestId() uint64 {
@@ -3913,6 +5017,69 @@ func (x *Response) GetPurgeDeadLetters() *PurgeDeadLettersResponse {
 	return nil
 }
 
+func (x *Response) GetLogout() *LogoutResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_Logout); ok {
+			return x.Logout
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetListSessions() *ListSessionsResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_ListSessions); ok {
+			return x.ListSessions
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetRevokeSessions() *RevokeSessionsResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_RevokeSessions); ok {
+			return x.RevokeSessions
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetGetClient() *GetClientResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_GetClient); ok {
+			return x.GetClient
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetUpdateClient() *UpdateClientResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_UpdateClient); ok {
+			return x.UpdateClient
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetChangePassword() *ChangePasswordResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_ChangePassword); ok {
+			return x.ChangePassword
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetRotateSigningSecret() *RotateSigningSecretResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_RotateSigningSecret); ok {
+			return x.RotateSigningSecret
+		}
+	}
+	return nil
+}
+
 type isResponse_Body interface {
 	isResponse_Body()
 }
@@ -3997,6 +5164,34 @@ type Response_PurgeDeadLetters struct {
 	PurgeDeadLetters *PurgeDeadLettersResponse `protobuf:"bytes,31,opt,name=purge_dead_letters,json=purgeDeadLetters,proto3,oneof"`
 }
 
+type Response_Logout struct {
+	Logout *LogoutResponse `protobuf:"bytes,40,opt,name=logout,proto3,oneof"`
+}
+
+type Response_ListSessions struct {
+	ListSessions *ListSessionsResponse `protobuf:"bytes,41,opt,name=list_sessions,json=listSessions,proto3,oneof"`
+}
+
+type Response_RevokeSessions struct {
+	RevokeSessions *RevokeSessionsResponse `protobuf:"bytes,42,opt,name=revoke_sessions,json=revokeSessions,proto3,oneof"`
+}
+
+type Response_GetClient struct {
+	GetClient *GetClientResponse `protobuf:"bytes,43,opt,name=get_client,json=getClient,proto3,oneof"`
+}
+
+type Response_UpdateClient struct {
+	UpdateClient *UpdateClientResponse `protobuf:"bytes,44,opt,name=update_client,json=updateClient,proto3,oneof"`
+}
+
+type Response_ChangePassword struct {
+	ChangePassword *ChangePasswordResponse `protobuf:"bytes,45,opt,name=change_password,json=changePassword,proto3,oneof"`
+}
+
+type Response_RotateSigningSecret struct {
+	RotateSigningSecret *RotateSigningSecretResponse `protobuf:"bytes,46,opt,name=rotate_signing_secret,json=rotateSigningSecret,proto3,oneof"`
+}
+
 func (*Response_Login) isResponse_Body() {}
 
 func (*Response_RefreshSession) isResponse_Body() {}
@@ -4037,6 +5232,20 @@ func (*Response_CancelTasks) isResponse_Body() {}
 
 func (*Response_PurgeDeadLetters) isResponse_Body() {}
 
+func (*Response_Logout) isResponse_Body() {}
+
+func (*Response_ListSessions) isResponse_Body() {}
+
+func (*Response_RevokeSessions) isResponse_Body() {}
+
+func (*Response_GetClient) isResponse_Body() {}
+
+func (*Response_UpdateClient) isResponse_Body() {}
+
+func (*Response_ChangePassword) isResponse_Body() {}
+
+func (*Response_RotateSigningSecret) isResponse_Body() {}
+
 // Delivery is one attempt to deliver a task occurrence. Receivers should
 // deduplicate by (task_id, fire_at_ms): delivery is at least once.
 type Delivery struct {
@@ -4055,7 +5264,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4067,7 +5276,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4080,7 +5289,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{50}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *Delivery) GetDeliveryId() uint64 {
@@ -4151,7 +5360,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4163,7 +5372,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4176,7 +5385,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{51}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Ack) GetDeliveryId() uint64 {
@@ -4227,7 +5436,10 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x10DeadLetterPolicy\x12\x1f\n" +
 	"\vmax_entries\x18\x01 \x01(\rR\n" +
 	"maxEntries\x12!\n" +
-	"\fretention_ms\x18\x02 \x01(\x03R\vretentionMs\"\xe3\x04\n" +
+	"\fretention_ms\x18\x02 \x01(\x03R\vretentionMs\"9\n" +
+	"\rCallbackRules\x12\x14\n" +
+	"\x05allow\x18\x01 \x03(\tR\x05allow\x12\x12\n" +
+	"\x04deny\x18\x02 \x03(\tR\x04deny\"\x98\x05\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\x12\x14\n" +
@@ -4251,7 +5463,8 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\n" +
 	"created_ms\x18\x11 \x01(\x03R\tcreatedMs\x12\x1d\n" +
 	"\n" +
-	"updated_ms\x18\x12 \x01(\x03R\tupdatedMs\"\xbf\x01\n" +
+	"updated_ms\x18\x12 \x01(\x03R\tupdatedMs\x123\n" +
+	"\x16blocked_by_dead_letter\x18( \x01(\x04R\x13blockedByDeadLetter\"\xbf\x01\n" +
 	"\n" +
 	"DeadLetter\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12&\n" +
@@ -4267,7 +5480,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x05tasks\x18\a \x01(\x04R\x05tasks\x12\x18\n" +
 	"\ablocked\x18\x04 \x01(\bR\ablocked\x123\n" +
 	"\x16blocked_dead_letter_id\x18\x05 \x01(\x04R\x13blockedDeadLetterId\x12(\n" +
-	"\x10blocked_since_ms\x18\x06 \x01(\x03R\x0eblockedSinceMsJ\x04\b\x03\x10\x04\"\xdb\x02\n" +
+	"\x10blocked_since_ms\x18\x06 \x01(\x03R\x0eblockedSinceMsJ\x04\b\x03\x10\x04\"\x84\x04\n" +
 	"\fClientConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05admin\x18\x02 \x01(\bR\x05admin\x122\n" +
@@ -4278,20 +5491,24 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\n" +
 	"created_ms\x18\a \x01(\x03R\tcreatedMs\x12\x1f\n" +
 	"\vgroup_limit\x18\b \x01(\rR\n" +
-	"groupLimit\"G\n" +
+	"groupLimit\x12&\n" +
+	"\x04role\x18( \x01(\x0e2\x12.boomerang.v1.RoleR\x04role\x12B\n" +
+	"\x0ecallback_rules\x18) \x01(\v2\x1b.boomerang.v1.CallbackRulesR\rcallbackRules\x12;\n" +
+	"\x1aprevious_secret_expires_ms\x18* \x01(\x03R\x17previousSecretExpiresMs\"G\n" +
 	"\fLoginRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1a\n" +
-	"\bpassword\x18\x02 \x01(\tR\bpassword\"h\n" +
+	"\bpassword\x18\x02 \x01(\tR\bpassword\"\x90\x01\n" +
 	"\rLoginResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\"\n" +
 	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\x12\x14\n" +
-	"\x05admin\x18\x03 \x01(\bR\x05admin\"\x17\n" +
+	"\x05admin\x18\x03 \x01(\bR\x05admin\x12&\n" +
+	"\x04role\x18( \x01(\x0e2\x12.boomerang.v1.RoleR\x04role\"\x17\n" +
 	"\x15RefreshSessionRequest\"[\n" +
 	"\x16RefreshSessionResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\"\n" +
-	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\x95\x03\n" +
+	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\x81\x04\n" +
 	"\x15RegisterClientRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1a\n" +
 	"\bpassword\x18\x02 \x01(\tR\bpassword\x12\x14\n" +
@@ -4302,7 +5519,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\fdefault_mode\x18\a \x01(\x0e2\x1a.boomerang.v1.DispatchModeR\vdefaultMode\x12%\n" +
 	"\x0esigning_secret\x18\b \x01(\fR\rsigningSecret\x12\x1f\n" +
 	"\vgroup_limit\x18\t \x01(\rR\n" +
-	"groupLimit\"s\n" +
+	"groupLimit\x12&\n" +
+	"\x04role\x18( \x01(\x0e2\x12.boomerang.v1.RoleR\x04role\x12B\n" +
+	"\x0ecallback_rules\x18) \x01(\v2\x1b.boomerang.v1.CallbackRulesR\rcallbackRules\"s\n" +
 	"\x16RegisterClientResponse\x122\n" +
 	"\x06client\x18\x01 \x01(\v2\x1a.boomerang.v1.ClientConfigR\x06client\x12%\n" +
 	"\x0esigning_secret\x18\x02 \x01(\fR\rsigningSecret\"6\n" +
@@ -4311,7 +5530,65 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x18DeregisterClientResponse\"\x14\n" +
 	"\x12ListClientsRequest\"K\n" +
 	"\x13ListClientsResponse\x124\n" +
-	"\aclients\x18\x01 \x03(\v2\x1a.boomerang.v1.ClientConfigR\aclients\"\xf6\x02\n" +
+	"\aclients\x18\x01 \x03(\v2\x1a.boomerang.v1.ClientConfigR\aclients\"/\n" +
+	"\x10GetClientRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\"G\n" +
+	"\x11GetClientResponse\x122\n" +
+	"\x06client\x18\x01 \x01(\v2\x1a.boomerang.v1.ClientConfigR\x06client\"\xa7\x04\n" +
+	"\x13UpdateClientRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x122\n" +
+	"\bcallback\x18\x02 \x01(\v2\x16.boomerang.v1.CallbackR\bcallback\x12%\n" +
+	"\x0eclear_callback\x18\x03 \x01(\bR\rclearCallback\x12/\n" +
+	"\x05retry\x18\x04 \x01(\v2\x19.boomerang.v1.RetryPolicyR\x05retry\x12\x1f\n" +
+	"\vclear_retry\x18\x05 \x01(\bR\n" +
+	"clearRetry\x12A\n" +
+	"\fdead_letters\x18\x06 \x01(\v2\x1e.boomerang.v1.DeadLetterPolicyR\vdeadLetters\x12B\n" +
+	"\fdefault_mode\x18\a \x01(\x0e2\x1a.boomerang.v1.DispatchModeH\x00R\vdefaultMode\x88\x01\x01\x12+\n" +
+	"\x04role\x18\b \x01(\x0e2\x12.boomerang.v1.RoleH\x01R\x04role\x88\x01\x01\x12B\n" +
+	"\x0ecallback_rules\x18\t \x01(\v2\x1b.boomerang.v1.CallbackRulesR\rcallbackRules\x12$\n" +
+	"\vgroup_limit\x18\n" +
+	" \x01(\rH\x02R\n" +
+	"groupLimit\x88\x01\x01B\x0f\n" +
+	"\r_default_modeB\a\n" +
+	"\x05_roleB\x0e\n" +
+	"\f_group_limit\"J\n" +
+	"\x14UpdateClientResponse\x122\n" +
+	"\x06client\x18\x01 \x01(\v2\x1a.boomerang.v1.ClientConfigR\x06client\"\x82\x01\n" +
+	"\x15ChangePasswordRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12)\n" +
+	"\x10current_password\x18\x02 \x01(\tR\x0fcurrentPassword\x12!\n" +
+	"\fnew_password\x18\x03 \x01(\tR\vnewPassword\"\x18\n" +
+	"\x16ChangePasswordResponse\"\x93\x01\n" +
+	"\x1aRotateSigningSecretRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12%\n" +
+	"\x0esigning_secret\x18\x02 \x01(\fR\rsigningSecret\x12\"\n" +
+	"\n" +
+	"overlap_ms\x18\x03 \x01(\x03H\x00R\toverlapMs\x88\x01\x01B\r\n" +
+	"\v_overlap_ms\"x\n" +
+	"\x1bRotateSigningSecretResponse\x122\n" +
+	"\x06client\x18\x01 \x01(\v2\x1a.boomerang.v1.ClientConfigR\x06client\x12%\n" +
+	"\x0esigning_secret\x18\x02 \x01(\fR\rsigningSecret\"\xd5\x01\n" +
+	"\vSessionInfo\x12\x16\n" +
+	"\x06handle\x18\x01 \x01(\tR\x06handle\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\x12&\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x12.boomerang.v1.RoleR\x04role\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\x04 \x01(\x03R\tcreatedMs\x12\x1d\n" +
+	"\n" +
+	"expires_ms\x18\x05 \x01(\x03R\texpiresMs\x12\x16\n" +
+	"\x06source\x18\x06 \x01(\tR\x06source\x12\x18\n" +
+	"\acurrent\x18\a \x01(\bR\acurrent\"\x0f\n" +
+	"\rLogoutRequest\"\x10\n" +
+	"\x0eLogoutResponse\"-\n" +
+	"\x13ListSessionsRequest\x12\x16\n" +
+	"\x06client\x18\x01 \x01(\tR\x06client\"M\n" +
+	"\x14ListSessionsResponse\x125\n" +
+	"\bsessions\x18\x01 \x03(\v2\x19.boomerang.v1.SessionInfoR\bsessions\"G\n" +
+	"\x15RevokeSessionsRequest\x12\x16\n" +
+	"\x06client\x18\x01 \x01(\tR\x06client\x12\x16\n" +
+	"\x06handle\x18\x02 \x01(\tR\x06handle\"2\n" +
+	"\x16RevokeSessionsResponse\x12\x18\n" +
+	"\arevoked\x18\x01 \x01(\rR\arevoked\"\xf6\x02\n" +
 	"\x13RegisterTaskRequest\x12\x18\n" +
 	"\apayload\x18\x01 \x01(\fR\apayload\x12\x1b\n" +
 	"\bdelay_ms\x18\x02 \x01(\x03H\x00R\adelayMs\x12\x1e\n" +
@@ -4426,7 +5703,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"tcpAddress\x12!\n" +
 	"\fhttp_address\x18\x05 \x01(\tR\vhttpAddress\x12*\n" +
 	"\x11max_payload_bytes\x18\x06 \x01(\x04R\x0fmaxPayloadBytes\x12&\n" +
-	"\x0fmax_frame_bytes\x18\a \x01(\x04R\rmaxFrameBytes\"\x93\f\n" +
+	"\x0fmax_frame_bytes\x18\a \x01(\x04R\rmaxFrameBytes\"\x9f\x10\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x1d\n" +
@@ -4456,8 +5733,16 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"skip_group\x18\x1a \x01(\v2\x1e.boomerang.v1.SkipGroupRequestH\x00R\tskipGroup\x12L\n" +
 	"\x0fget_server_info\x18\x1b \x01(\v2\".boomerang.v1.GetServerInfoRequestH\x00R\rgetServerInfo\x12E\n" +
 	"\fcancel_tasks\x18\x1e \x01(\v2 .boomerang.v1.CancelTasksRequestH\x00R\vcancelTasks\x12U\n" +
-	"\x12purge_dead_letters\x18\x1f \x01(\v2%.boomerang.v1.PurgeDeadLettersRequestH\x00R\x10purgeDeadLettersB\x06\n" +
-	"\x04body\"\xb4\f\n" +
+	"\x12purge_dead_letters\x18\x1f \x01(\v2%.boomerang.v1.PurgeDeadLettersRequestH\x00R\x10purgeDeadLetters\x125\n" +
+	"\x06logout\x18( \x01(\v2\x1b.boomerang.v1.LogoutRequestH\x00R\x06logout\x12H\n" +
+	"\rlist_sessions\x18) \x01(\v2!.boomerang.v1.ListSessionsRequestH\x00R\flistSessions\x12N\n" +
+	"\x0frevoke_sessions\x18* \x01(\v2#.boomerang.v1.RevokeSessionsRequestH\x00R\x0erevokeSessions\x12?\n" +
+	"\n" +
+	"get_client\x18+ \x01(\v2\x1e.boomerang.v1.GetClientRequestH\x00R\tgetClient\x12H\n" +
+	"\rupdate_client\x18, \x01(\v2!.boomerang.v1.UpdateClientRequestH\x00R\fupdateClient\x12N\n" +
+	"\x0fchange_password\x18- \x01(\v2#.boomerang.v1.ChangePasswordRequestH\x00R\x0echangePassword\x12^\n" +
+	"\x15rotate_signing_secret\x18. \x01(\v2(.boomerang.v1.RotateSigningSecretRequestH\x00R\x13rotateSigningSecretB\x06\n" +
+	"\x04body\"\xc7\x10\n" +
 	"\bResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12)\n" +
@@ -4486,7 +5771,15 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"skip_group\x18\x1a \x01(\v2\x1f.boomerang.v1.SkipGroupResponseH\x00R\tskipGroup\x12M\n" +
 	"\x0fget_server_info\x18\x1b \x01(\v2#.boomerang.v1.GetServerInfoResponseH\x00R\rgetServerInfo\x12F\n" +
 	"\fcancel_tasks\x18\x1e \x01(\v2!.boomerang.v1.CancelTasksResponseH\x00R\vcancelTasks\x12V\n" +
-	"\x12purge_dead_letters\x18\x1f \x01(\v2&.boomerang.v1.PurgeDeadLettersResponseH\x00R\x10purgeDeadLettersB\x06\n" +
+	"\x12purge_dead_letters\x18\x1f \x01(\v2&.boomerang.v1.PurgeDeadLettersResponseH\x00R\x10purgeDeadLetters\x126\n" +
+	"\x06logout\x18( \x01(\v2\x1c.boomerang.v1.LogoutResponseH\x00R\x06logout\x12I\n" +
+	"\rlist_sessions\x18) \x01(\v2\".boomerang.v1.ListSessionsResponseH\x00R\flistSessions\x12O\n" +
+	"\x0frevoke_sessions\x18* \x01(\v2$.boomerang.v1.RevokeSessionsResponseH\x00R\x0erevokeSessions\x12@\n" +
+	"\n" +
+	"get_client\x18+ \x01(\v2\x1f.boomerang.v1.GetClientResponseH\x00R\tgetClient\x12I\n" +
+	"\rupdate_client\x18, \x01(\v2\".boomerang.v1.UpdateClientResponseH\x00R\fupdateClient\x12O\n" +
+	"\x0fchange_password\x18- \x01(\v2$.boomerang.v1.ChangePasswordResponseH\x00R\x0echangePassword\x12_\n" +
+	"\x15rotate_signing_secret\x18. \x01(\v2).boomerang.v1.RotateSigningSecretResponseH\x00R\x13rotateSigningSecretB\x06\n" +
 	"\x04body\"\xdd\x01\n" +
 	"\bDelivery\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\x04R\n" +
@@ -4531,7 +5824,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\aBackoff\x12\x17\n" +
 	"\x13BACKOFF_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rBACKOFF_FIXED\x10\x01\x12\x17\n" +
-	"\x13BACKOFF_EXPONENTIAL\x10\x02*\xac\x01\n" +
+	"\x13BACKOFF_EXPONENTIAL\x10\x02*\xc5\x01\n" +
 	"\n" +
 	"TaskStatus\x12\x1b\n" +
 	"\x17TASK_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -4539,7 +5832,14 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x12TASK_STATUS_QUEUED\x10\x02\x12\x1a\n" +
 	"\x16TASK_STATUS_DELIVERING\x10\x03\x12\x18\n" +
 	"\x14TASK_STATUS_RETRYING\x10\x04\x12\x18\n" +
-	"\x14TASK_STATUS_FINISHED\x10\x052\xd5\r\n" +
+	"\x14TASK_STATUS_FINISHED\x10\x05\x12\x17\n" +
+	"\x13TASK_STATUS_BLOCKED\x10\x06*Q\n" +
+	"\x04Role\x12\x14\n" +
+	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vROLE_CLIENT\x10\x01\x12\x0e\n" +
+	"\n" +
+	"ROLE_ADMIN\x10\x02\x12\x12\n" +
+	"\x0eROLE_READ_ONLY\x10\x032\xbc\x12\n" +
 	"\x10BoomerangService\x12@\n" +
 	"\x05Login\x12\x1a.boomerang.v1.LoginRequest\x1a\x1b.boomerang.v1.LoginResponse\x12[\n" +
 	"\x0eRefreshSession\x12#.boomerang.v1.RefreshSessionRequest\x1a$.boomerang.v1.RefreshSessionResponse\x12[\n" +
@@ -4562,7 +5862,14 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\tSkipGroup\x12\x1e.boomerang.v1.SkipGroupRequest\x1a\x1f.boomerang.v1.SkipGroupResponse\x12X\n" +
 	"\rGetServerInfo\x12\".boomerang.v1.GetServerInfoRequest\x1a#.boomerang.v1.GetServerInfoResponse\x12R\n" +
 	"\vCancelTasks\x12 .boomerang.v1.CancelTasksRequest\x1a!.boomerang.v1.CancelTasksResponse\x12a\n" +
-	"\x10PurgeDeadLetters\x12%.boomerang.v1.PurgeDeadLettersRequest\x1a&.boomerang.v1.PurgeDeadLettersResponse2G\n" +
+	"\x10PurgeDeadLetters\x12%.boomerang.v1.PurgeDeadLettersRequest\x1a&.boomerang.v1.PurgeDeadLettersResponse\x12C\n" +
+	"\x06Logout\x12\x1b.boomerang.v1.LogoutRequest\x1a\x1c.boomerang.v1.LogoutResponse\x12U\n" +
+	"\fListSessions\x12!.boomerang.v1.ListSessionsRequest\x1a\".boomerang.v1.ListSessionsResponse\x12[\n" +
+	"\x0eRevokeSessions\x12#.boomerang.v1.RevokeSessionsRequest\x1a$.boomerang.v1.RevokeSessionsResponse\x12L\n" +
+	"\tGetClient\x12\x1e.boomerang.v1.GetClientRequest\x1a\x1f.boomerang.v1.GetClientResponse\x12U\n" +
+	"\fUpdateClient\x12!.boomerang.v1.UpdateClientRequest\x1a\".boomerang.v1.UpdateClientResponse\x12[\n" +
+	"\x0eChangePassword\x12#.boomerang.v1.ChangePasswordRequest\x1a$.boomerang.v1.ChangePasswordResponse\x12j\n" +
+	"\x13RotateSigningSecret\x12(.boomerang.v1.RotateSigningSecretRequest\x1a).boomerang.v1.RotateSigningSecretResponse2G\n" +
 	"\x0fCallbackService\x124\n" +
 	"\aDeliver\x12\x16.boomerang.v1.Delivery\x1a\x11.boomerang.v1.AckB>Z<github.com/boomerangd/boomerang/api/boomerang/v1;boomerangv1b\x06proto3"
 
@@ -4578,187 +5885,248 @@ func file_api_boomerang_v1_boomerang_proto_rawDescGZIP() []byte {
 	return file_api_boomerang_v1_boomerang_proto_rawDescData
 }
 
-var file_api_boomerang_v1_boomerang_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_api_boomerang_v1_boomerang_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
-	(Status)(0),                      // 0: boomerang.v1.Status
-	(DispatchMode)(0),                // 1: boomerang.v1.DispatchMode
-	(Protocol)(0),                    // 2: boomerang.v1.Protocol
-	(Backoff)(0),                     // 3: boomerang.v1.Backoff
-	(TaskStatus)(0),                  // 4: boomerang.v1.TaskStatus
-	(*Error)(nil),                    // 5: boomerang.v1.Error
-	(*Callback)(nil),                 // 6: boomerang.v1.Callback
-	(*RetryPolicy)(nil),              // 7: boomerang.v1.RetryPolicy
-	(*DeadLetterPolicy)(nil),         // 8: boomerang.v1.DeadLetterPolicy
-	(*Task)(nil),                     // 9: boomerang.v1.Task
-	(*DeadLetter)(nil),               // 10: boomerang.v1.DeadLetter
-	(*Group)(nil),                    // 11: boomerang.v1.Group
-	(*ClientConfig)(nil),             // 12: boomerang.v1.ClientConfig
-	(*LoginRequest)(nil),             // 13: boomerang.v1.LoginRequest
-	(*LoginResponse)(nil),            // 14: boomerang.v1.LoginResponse
-	(*RefreshSessionRequest)(nil),    // 15: boomerang.v1.RefreshSessionRequest
-	(*RefreshSessionResponse)(nil),   // 16: boomerang.v1.RefreshSessionResponse
-	(*RegisterClientRequest)(nil),    // 17: boomerang.v1.RegisterClientRequest
-	(*RegisterClientResponse)(nil),   // 18: boomerang.v1.RegisterClientResponse
-	(*DeregisterClientRequest)(nil),  // 19: boomerang.v1.DeregisterClientRequest
-	(*DeregisterClientResponse)(nil), // 20: boomerang.v1.DeregisterClientResponse
-	(*ListClientsRequest)(nil),       // 21: boomerang.v1.ListClientsRequest
-	(*ListClientsResponse)(nil),      // 22: boomerang.v1.ListClientsResponse
-	(*RegisterTaskRequest)(nil),      // 23: boomerang.v1.RegisterTaskRequest
-	(*RegisterTaskResponse)(nil),     // 24: boomerang.v1.RegisterTaskResponse
-	(*UpdateTaskRequest)(nil),        // 25: boomerang.v1.UpdateTaskRequest
-	(*UpdateTaskResponse)(nil),       // 26: boomerang.v1.UpdateTaskResponse
-	(*CancelTaskRequest)(nil),        // 27: boomerang.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),       // 28: boomerang.v1.CancelTaskResponse
-	(*GetTaskRequest)(nil),           // 29: boomerang.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),          // 30: boomerang.v1.GetTaskResponse
-	(*ListTasksRequest)(nil),         // 31: boomerang.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),        // 32: boomerang.v1.ListTasksResponse
-	(*ListDeadLettersRequest)(nil),   // 33: boomerang.v1.ListDeadLettersRequest
-	(*ListDeadLettersResponse)(nil),  // 34: boomerang.v1.ListDeadLettersResponse
-	(*GetDeadLetterRequest)(nil),     // 35: boomerang.v1.GetDeadLetterRequest
-	(*GetDeadLetterResponse)(nil),    // 36: boomerang.v1.GetDeadLetterResponse
-	(*ReplayDeadLetterRequest)(nil),  // 37: boomerang.v1.ReplayDeadLetterRequest
-	(*ReplayDeadLetterResponse)(nil), // 38: boomerang.v1.ReplayDeadLetterResponse
-	(*DeleteDeadLetterRequest)(nil),  // 39: boomerang.v1.DeleteDeadLetterRequest
-	(*DeleteDeadLetterResponse)(nil), // 40: boomerang.v1.DeleteDeadLetterResponse
-	(*GetGroupRequest)(nil),          // 41: boomerang.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),         // 42: boomerang.v1.GetGroupResponse
-	(*UnblockGroupRequest)(nil),      // 43: boomerang.v1.UnblockGroupRequest
-	(*UnblockGroupResponse)(nil),     // 44: boomerang.v1.UnblockGroupResponse
-	(*SkipGroupRequest)(nil),         // 45: boomerang.v1.SkipGroupRequest
-	(*SkipGroupResponse)(nil),        // 46: boomerang.v1.SkipGroupResponse
-	(*CancelTasksRequest)(nil),       // 47: boomerang.v1.CancelTasksRequest
-	(*CancelTasksResponse)(nil),      // 48: boomerang.v1.CancelTasksResponse
-	(*PurgeDeadLettersRequest)(nil),  // 49: boomerang.v1.PurgeDeadLettersRequest
-	(*PurgeDeadLettersResponse)(nil), // 50: boomerang.v1.PurgeDeadLettersResponse
-	(*GetServerInfoRequest)(nil),     // 51: boomerang.v1.GetServerInfoRequest
-	(*GetServerInfoResponse)(nil),    // 52: boomerang.v1.GetServerInfoResponse
-	(*Request)(nil),                  // 53: boomerang.v1.Request
-	(*Response)(nil),                 // 54: boomerang.v1.Response
-	(*Delivery)(nil),                 // 55: boomerang.v1.Delivery
-	(*Ack)(nil),                      // 56: boomerang.v1.Ack
+	(Status)(0),                         // 0: boomerang.v1.Status
+	(DispatchMode)(0),                   // 1: boomerang.v1.DispatchMode
+	(Protocol)(0),                       // 2: boomerang.v1.Protocol
+	(Backoff)(0),                        // 3: boomerang.v1.Backoff
+	(TaskStatus)(0),                     // 4: boomerang.v1.TaskStatus
+	(Role)(0),                           // 5: boomerang.v1.Role
+	(*Error)(nil),                       // 6: boomerang.v1.Error
+	(*Callback)(nil),                    // 7: boomerang.v1.Callback
+	(*RetryPolicy)(nil),                 // 8: boomerang.v1.RetryPolicy
+	(*DeadLetterPolicy)(nil),            // 9: boomerang.v1.DeadLetterPolicy
+	(*CallbackRules)(nil),               // 10: boomerang.v1.CallbackRules
+	(*Task)(nil),                        // 11: boomerang.v1.Task
+	(*DeadLetter)(nil),                  // 12: boomerang.v1.DeadLetter
+	(*Group)(nil),                       // 13: boomerang.v1.Group
+	(*ClientConfig)(nil),                // 14: boomerang.v1.ClientConfig
+	(*LoginRequest)(nil),                // 15: boomerang.v1.LoginRequest
+	(*LoginResponse)(nil),               // 16: boomerang.v1.LoginResponse
+	(*RefreshSessionRequest)(nil),       // 17: boomerang.v1.RefreshSessionRequest
+	(*RefreshSessionResponse)(nil),      // 18: boomerang.v1.RefreshSessionResponse
+	(*RegisterClientRequest)(nil),       // 19: boomerang.v1.RegisterClientRequest
+	(*RegisterClientResponse)(nil),      // 20: boomerang.v1.RegisterClientResponse
+	(*DeregisterClientRequest)(nil),     // 21: boomerang.v1.DeregisterClientRequest
+	(*DeregisterClientResponse)(nil),    // 22: boomerang.v1.DeregisterClientResponse
+	(*ListClientsRequest)(nil),          // 23: boomerang.v1.ListClientsRequest
+	(*ListClientsResponse)(nil),         // 24: boomerang.v1.ListClientsResponse
+	(*GetClientRequest)(nil),            // 25: boomerang.v1.GetClientRequest
+	(*GetClientResponse)(nil),           // 26: boomerang.v1.GetClientResponse
+	(*UpdateClientRequest)(nil),         // 27: boomerang.v1.UpdateClientRequest
+	(*UpdateClientResponse)(nil),        // 28: boomerang.v1.UpdateClientResponse
+	(*ChangePasswordRequest)(nil),       // 29: boomerang.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),      // 30: boomerang.v1.ChangePasswordResponse
+	(*RotateSigningSecretRequest)(nil),  // 31: boomerang.v1.RotateSigningSecretRequest
+	(*RotateSigningSecretResponse)(nil), // 32: boomerang.v1.RotateSigningSecretResponse
+	(*SessionInfo)(nil),                 // 33: boomerang.v1.SessionInfo
+	(*LogoutRequest)(nil),               // 34: boomerang.v1.LogoutRequest
+	(*LogoutResponse)(nil),              // 35: boomerang.v1.LogoutResponse
+	(*ListSessionsRequest)(nil),         // 36: boomerang.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),        // 37: boomerang.v1.ListSessionsResponse
+	(*RevokeSessionsRequest)(nil),       // 38: boomerang.v1.RevokeSessionsRequest
+	(*RevokeSessionsResponse)(nil),      // 39: boomerang.v1.RevokeSessionsResponse
+	(*RegisterTaskRequest)(nil),         // 40: boomerang.v1.RegisterTaskRequest
+	(*RegisterTaskResponse)(nil),        // 41: boomerang.v1.RegisterTaskResponse
+	(*UpdateTaskRequest)(nil),           // 42: boomerang.v1.UpdateTaskRequest
+	(*UpdateTaskResponse)(nil),          // 43: boomerang.v1.UpdateTaskResponse
+	(*CancelTaskRequest)(nil),           // 44: boomerang.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),          // 45: boomerang.v1.CancelTaskResponse
+	(*GetTaskRequest)(nil),              // 46: boomerang.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),             // 47: boomerang.v1.GetTaskResponse
+	(*ListTasksRequest)(nil),            // 48: boomerang.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),           // 49: boomerang.v1.ListTasksResponse
+	(*ListDeadLettersRequest)(nil),      // 50: boomerang.v1.ListDeadLettersRequest
+	(*ListDeadLettersResponse)(nil),     // 51: boomerang.v1.ListDeadLettersResponse
+	(*GetDeadLetterRequest)(nil),        // 52: boomerang.v1.GetDeadLetterRequest
+	(*GetDeadLetterResponse)(nil),       // 53: boomerang.v1.GetDeadLetterResponse
+	(*ReplayDeadLetterRequest)(nil),     // 54: boomerang.v1.ReplayDeadLetterRequest
+	(*ReplayDeadLetterResponse)(nil),    // 55: boomerang.v1.ReplayDeadLetterResponse
+	(*DeleteDeadLetterRequest)(nil),     // 56: boomerang.v1.DeleteDeadLetterRequest
+	(*DeleteDeadLetterResponse)(nil),    // 57: boomerang.v1.DeleteDeadLetterResponse
+	(*GetGroupRequest)(nil),             // 58: boomerang.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),            // 59: boomerang.v1.GetGroupResponse
+	(*UnblockGroupRequest)(nil),         // 60: boomerang.v1.UnblockGroupRequest
+	(*UnblockGroupResponse)(nil),        // 61: boomerang.v1.UnblockGroupResponse
+	(*SkipGroupRequest)(nil),            // 62: boomerang.v1.SkipGroupRequest
+	(*SkipGroupResponse)(nil),           // 63: boomerang.v1.SkipGroupResponse
+	(*CancelTasksRequest)(nil),          // 64: boomerang.v1.CancelTasksRequest
+	(*CancelTasksResponse)(nil),         // 65: boomerang.v1.CancelTasksResponse
+	(*PurgeDeadLettersRequest)(nil),     // 66: boomerang.v1.PurgeDeadLettersRequest
+	(*PurgeDeadLettersResponse)(nil),    // 67: boomerang.v1.PurgeDeadLettersResponse
+	(*GetServerInfoRequest)(nil),        // 68: boomerang.v1.GetServerInfoRequest
+	(*GetServerInfoResponse)(nil),       // 69: boomerang.v1.GetServerInfoResponse
+	(*Request)(nil),                     // 70: boomerang.v1.Request
+	(*Response)(nil),                    // 71: boomerang.v1.Response
+	(*Delivery)(nil),                    // 72: boomerang.v1.Delivery
+	(*Ack)(nil),                         // 73: boomerang.v1.Ack
 }
 var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
-	0,  // 0: boomerang.v1.Error.status:type_name -> boomerang.v1.Status
-	2,  // 1: boomerang.v1.Callback.protocol:type_name -> boomerang.v1.Protocol
-	3,  // 2: boomerang.v1.RetryPolicy.backoff:type_name -> boomerang.v1.Backoff
-	1,  // 3: boomerang.v1.Task.mode:type_name -> boomerang.v1.DispatchMode
-	4,  // 4: boomerang.v1.Task.status:type_name -> boomerang.v1.TaskStatus
-	6,  // 5: boomerang.v1.Task.callback:type_name -> boomerang.v1.Callback
-	7,  // 6: boomerang.v1.Task.retry:type_name -> boomerang.v1.RetryPolicy
-	9,  // 7: boomerang.v1.DeadLetter.task:type_name -> boomerang.v1.Task
-	6,  // 8: boomerang.v1.ClientConfig.callback:type_name -> boomerang.v1.Callback
-	7,  // 9: boomerang.v1.ClientConfig.retry:type_name -> boomerang.v1.RetryPolicy
-	8,  // 10: boomerang.v1.ClientConfig.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
-	1,  // 11: boomerang.v1.ClientConfig.default_mode:type_name -> boomerang.v1.DispatchMode
-	6,  // 12: boomerang.v1.RegisterClientRequest.callback:type_name -> boomerang.v1.Callback
-	7,  // 13: boomerang.v1.RegisterClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
-	8,  // 14: boomerang.v1.RegisterClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
-	1,  // 15: boomerang.v1.RegisterClientRequest.default_mode:type_name -> boomerang.v1.DispatchMode
-	12, // 16: boomerang.v1.RegisterClientResponse.client:type_name -> boomerang.v1.ClientConfig
-	12, // 17: boomerang.v1.ListClientsResponse.clients:type_name -> boomerang.v1.ClientConfig
-	1,  // 18: boomerang.v1.RegisterTaskRequest.mode:type_name -> boomerang.v1.DispatchMode
-	6,  // 19: boomerang.v1.RegisterTaskRequest.callback:type_name -> boomerang.v1.Callback
-	7,  // 20: boomerang.v1.RegisterTaskRequest.retry:type_name -> boomerang.v1.RetryPolicy
-	9,  // 21: boomerang.v1.RegisterTaskResponse.task:type_name -> boomerang.v1.Task
-	9,  // 22: boomerang.v1.UpdateTaskResponse.task:type_name -> boomerang.v1.Task
-	9,  // 23: boomerang.v1.GetTaskResponse.task:type_name -> boomerang.v1.Task
-	4,  // 24: boomerang.v1.ListTasksRequest.status:type_name -> boomerang.v1.TaskStatus
-	9,  // 25: boomerang.v1.ListTasksResponse.tasks:type_name -> boomerang.v1.Task
-	10, // 26: boomerang.v1.ListDeadLettersResponse.dead_letters:type_name -> boomerang.v1.DeadLetter
-	10, // 27: boomerang.v1.GetDeadLetterResponse.dead_letter:type_name -> boomerang.v1.DeadLetter
-	9,  // 28: boomerang.v1.ReplayDeadLetterResponse.task:type_name -> boomerang.v1.Task
-	11, // 29: boomerang.v1.GetGroupResponse.group:type_name -> boomerang.v1.Group
-	9,  // 30: boomerang.v1.UnblockGroupResponse.task:type_name -> boomerang.v1.Task
-	13, // 31: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
-	15, // 32: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
-	17, // 33: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
-	19, // 34: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
-	21, // 35: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
-	23, // 36: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
-	25, // 37: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
-	27, // 38: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
-	29, // 39: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
-	31, // 40: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
-	33, // 41: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
-	35, // 42: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
-	37, // 43: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
-	39, // 44: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
-	41, // 45: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
-	43, // 46: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
-	45, // 47: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
-	51, // 48: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
-	47, // 49: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
-	49, // 50: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
-	5,  // 51: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
-	14, // 52: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
-	16, // 53: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
-	18, // 54: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
-	20, // 55: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
-	22, // 56: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
-	24, // 57: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
-	26, // 58: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
-	28, // 59: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
-	30, // 60: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
-	32, // 61: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
-	34, // 62: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
-	36, // 63: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
-	38, // 64: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
-	40, // 65: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
-	42, // 66: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
-	44, // 67: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
-	46, // 68: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
-	52, // 69: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
-	48, // 70: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
-	50, // 71: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
-	13, // 72: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
-	15, // 73: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
-	17, // 74: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
-	19, // 75: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
-	21, // 76: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
-	23, // 77: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
-	25, // 78: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
-	27, // 79: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
-	29, // 80: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
-	31, // 81: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
-	33, // 82: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
-	35, // 83: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
-	37, // 84: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
-	39, // 85: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
-	41, // 86: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
-	43, // 87: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
-	45, // 88: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
-	51, // 89: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
-	47, // 90: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
-	49, // 91: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
-	55, // 92: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
-	14, // 93: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
-	16, // 94: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
-	18, // 95: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
-	20, // 96: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
-	22, // 97: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
-	24, // 98: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
-	26, // 99: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
-	28, // 100: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
-	30, // 101: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
-	32, // 102: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
-	34, // 103: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
-	36, // 104: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
-	38, // 105: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
-	40, // 106: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
-	42, // 107: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
-	44, // 108: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
-	46, // 109: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
-	52, // 110: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
-	48, // 111: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
-	50, // 112: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
-	56, // 113: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
-	93, // [93:114] is the sub-list for method output_type
-	72, // [72:93] is the sub-list for method input_type
-	72, // [72:72] is the sub-list for extension type_name
-	72, // [72:72] is the sub-list for extension extendee
-	0,  // [0:72] is the sub-list for field type_name
+	0,   // 0: boomerang.v1.Error.status:type_name -> boomerang.v1.Status
+	2,   // 1: boomerang.v1.Callback.protocol:type_name -> boomerang.v1.Protocol
+	3,   // 2: boomerang.v1.RetryPolicy.backoff:type_name -> boomerang.v1.Backoff
+	1,   // 3: boomerang.v1.Task.mode:type_name -> boomerang.v1.DispatchMode
+	4,   // 4: boomerang.v1.Task.status:type_name -> boomerang.v1.TaskStatus
+	7,   // 5: boomerang.v1.Task.callback:type_name -> boomerang.v1.Callback
+	8,   // 6: boomerang.v1.Task.retry:type_name -> boomerang.v1.RetryPolicy
+	11,  // 7: boomerang.v1.DeadLetter.task:type_name -> boomerang.v1.Task
+	7,   // 8: boomerang.v1.ClientConfig.callback:type_name -> boomerang.v1.Callback
+	8,   // 9: boomerang.v1.ClientConfig.retry:type_name -> boomerang.v1.RetryPolicy
+	9,   // 10: boomerang.v1.ClientConfig.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
+	1,   // 11: boomerang.v1.ClientConfig.default_mode:type_name -> boomerang.v1.DispatchMode
+	5,   // 12: boomerang.v1.ClientConfig.role:type_name -> boomerang.v1.Role
+	10,  // 13: boomerang.v1.ClientConfig.callback_rules:type_name -> boomerang.v1.CallbackRules
+	5,   // 14: boomerang.v1.LoginResponse.role:type_name -> boomerang.v1.Role
+	7,   // 15: boomerang.v1.RegisterClientRequest.callback:type_name -> boomerang.v1.Callback
+	8,   // 16: boomerang.v1.RegisterClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
+	9,   // 17: boomerang.v1.RegisterClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
+	1,   // 18: boomerang.v1.RegisterClientRequest.default_mode:type_name -> boomerang.v1.DispatchMode
+	5,   // 19: boomerang.v1.RegisterClientRequest.role:type_name -> boomerang.v1.Role
+	10,  // 20: boomerang.v1.RegisterClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
+	14,  // 21: boomerang.v1.RegisterClientResponse.client:type_name -> boomerang.v1.ClientConfig
+	14,  // 22: boomerang.v1.ListClientsResponse.clients:type_name -> boomerang.v1.ClientConfig
+	14,  // 23: boomerang.v1.GetClientResponse.client:type_name -> boomerang.v1.ClientConfig
+	7,   // 24: boomerang.v1.UpdateClientRequest.callback:type_name -> boomerang.v1.Callback
+	8,   // 25: boomerang.v1.UpdateClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
+	9,   // 26: boomerang.v1.UpdateClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
+	1,   // 27: boomerang.v1.UpdateClientRequest.default_mode:type_name -> boomerang.v1.DispatchMode
+	5,   // 28: boomerang.v1.UpdateClientRequest.role:type_name -> boomerang.v1.Role
+	10,  // 29: boomerang.v1.UpdateClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
+	14,  // 30: boomerang.v1.UpdateClientResponse.client:type_name -> boomerang.v1.ClientConfig
+	14,  // 31: boomerang.v1.RotateSigningSecretResponse.client:type_name -> boomerang.v1.ClientConfig
+	5,   // 32: boomerang.v1.SessionInfo.role:type_name -> boomerang.v1.Role
+	33,  // 33: boomerang.v1.ListSessionsResponse.sessions:type_name -> boomerang.v1.SessionInfo
+	1,   // 34: boomerang.v1.RegisterTaskRequest.mode:type_name -> boomerang.v1.DispatchMode
+	7,   // 35: boomerang.v1.RegisterTaskRequest.callback:type_name -> boomerang.v1.Callback
+	8,   // 36: boomerang.v1.RegisterTaskRequest.retry:type_name -> boomerang.v1.RetryPolicy
+	11,  // 37: boomerang.v1.RegisterTaskResponse.task:type_name -> boomerang.v1.Task
+	11,  // 38: boomerang.v1.UpdateTaskResponse.task:type_name -> boomerang.v1.Task
+	11,  // 39: boomerang.v1.GetTaskResponse.task:type_name -> boomerang.v1.Task
+	4,   // 40: boomerang.v1.ListTasksRequest.status:type_name -> boomerang.v1.TaskStatus
+	11,  // 41: boomerang.v1.ListTasksResponse.tasks:type_name -> boomerang.v1.Task
+	12,  // 42: boomerang.v1.ListDeadLettersResponse.dead_letters:type_name -> boomerang.v1.DeadLetter
+	12,  // 43: boomerang.v1.GetDeadLetterResponse.dead_letter:type_name -> boomerang.v1.DeadLetter
+	11,  // 44: boomerang.v1.ReplayDeadLetterResponse.task:type_name -> boomerang.v1.Task
+	13,  // 45: boomerang.v1.GetGroupResponse.group:type_name -> boomerang.v1.Group
+	11,  // 46: boomerang.v1.UnblockGroupResponse.task:type_name -> boomerang.v1.Task
+	15,  // 47: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
+	17,  // 48: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
+	19,  // 49: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
+	21,  // 50: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
+	23,  // 51: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
+	40,  // 52: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
+	42,  // 53: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
+	44,  // 54: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
+	46,  // 55: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
+	48,  // 56: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
+	50,  // 57: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
+	52,  // 58: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
+	54,  // 59: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
+	56,  // 60: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
+	58,  // 61: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
+	60,  // 62: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
+	62,  // 63: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
+	68,  // 64: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
+	64,  // 65: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
+	66,  // 66: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
+	34,  // 67: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
+	36,  // 68: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
+	38,  // 69: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
+	25,  // 70: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
+	27,  // 71: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
+	29,  // 72: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
+	31,  // 73: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
+	6,   // 74: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
+	16,  // 75: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
+	18,  // 76: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
+	20,  // 77: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
+	22,  // 78: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
+	24,  // 79: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
+	41,  // 80: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
+	43,  // 81: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
+	45,  // 82: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
+	47,  // 83: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
+	49,  // 84: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
+	51,  // 85: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
+	53,  // 86: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
+	55,  // 87: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
+	57,  // 88: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
+	59,  // 89: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
+	61,  // 90: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
+	63,  // 91: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
+	69,  // 92: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
+	65,  // 93: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
+	67,  // 94: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
+	35,  // 95: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
+	37,  // 96: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
+	39,  // 97: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
+	26,  // 98: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
+	28,  // 99: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
+	30,  // 100: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
+	32,  // 101: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
+	15,  // 102: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
+	17,  // 103: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
+	19,  // 104: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
+	21,  // 105: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
+	23,  // 106: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
+	40,  // 107: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
+	42,  // 108: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
+	44,  // 109: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
+	46,  // 110: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
+	48,  // 111: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
+	50,  // 112: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
+	52,  // 113: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
+	54,  // 114: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
+	56,  // 115: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
+	58,  // 116: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
+	60,  // 117: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
+	62,  // 118: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
+	68,  // 119: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
+	64,  // 120: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
+	66,  // 121: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
+	34,  // 122: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
+	36,  // 123: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
+	38,  // 124: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
+	25,  // 125: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
+	27,  // 126: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
+	29,  // 127: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
+	31,  // 128: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
+	72,  // 129: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
+	16,  // 130: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
+	18,  // 131: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
+	20,  // 132: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
+	22,  // 133: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
+	24,  // 134: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
+	41,  // 135: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
+	43,  // 136: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
+	45,  // 137: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
+	47,  // 138: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
+	49,  // 139: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
+	51,  // 140: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
+	53,  // 141: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
+	55,  // 142: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
+	57,  // 143: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
+	59,  // 144: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
+	61,  // 145: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
+	63,  // 146: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
+	69,  // 147: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
+	65,  // 148: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
+	67,  // 149: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
+	35,  // 150: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
+	37,  // 151: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
+	39,  // 152: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
+	26,  // 153: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
+	28,  // 154: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
+	30,  // 155: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
+	32,  // 156: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
+	73,  // 157: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
+	130, // [130:158] is the sub-list for method output_type
+	102, // [102:130] is the sub-list for method input_type
+	102, // [102:102] is the sub-list for extension type_name
+	102, // [102:102] is the sub-list for extension extendee
+	0,   // [0:102] is the sub-list for field type_name
 }
 
 func init() { file_api_boomerang_v1_boomerang_proto_init() }
@@ -4766,16 +6134,18 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 	if File_api_boomerang_v1_boomerang_proto != nil {
 		return
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[18].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[21].OneofWrappers = []any{}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[25].OneofWrappers = []any{}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[34].OneofWrappers = []any{
 		(*RegisterTaskRequest_DelayMs)(nil),
 		(*RegisterTaskRequest_FireAtMs)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[20].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[36].OneofWrappers = []any{
 		(*UpdateTaskRequest_DelayMs)(nil),
 		(*UpdateTaskRequest_FireAtMs)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[26].OneofWrappers = []any{}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[48].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[42].OneofWrappers = []any{}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[64].OneofWrappers = []any{
 		(*Request_Login)(nil),
 		(*Request_RefreshSession)(nil),
 		(*Request_RegisterClient)(nil),
@@ -4796,8 +6166,15 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Request_GetServerInfo)(nil),
 		(*Request_CancelTasks)(nil),
 		(*Request_PurgeDeadLetters)(nil),
+		(*Request_Logout)(nil),
+		(*Request_ListSessions)(nil),
+		(*Request_RevokeSessions)(nil),
+		(*Request_GetClient)(nil),
+		(*Request_UpdateClient)(nil),
+		(*Request_ChangePassword)(nil),
+		(*Request_RotateSigningSecret)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[49].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[65].OneofWrappers = []any{
 		(*Response_Login)(nil),
 		(*Response_RefreshSession)(nil),
 		(*Response_RegisterClient)(nil),
@@ -4818,14 +6195,21 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Response_GetServerInfo)(nil),
 		(*Response_CancelTasks)(nil),
 		(*Response_PurgeDeadLetters)(nil),
+		(*Response_Logout)(nil),
+		(*Response_ListSessions)(nil),
+		(*Response_RevokeSessions)(nil),
+		(*Response_GetClient)(nil),
+		(*Response_UpdateClient)(nil),
+		(*Response_ChangePassword)(nil),
+		(*Response_RotateSigningSecret)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_boomerang_v1_boomerang_proto_rawDesc), len(file_api_boomerang_v1_boomerang_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   52,
+			NumEnums:      6,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

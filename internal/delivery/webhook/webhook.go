@@ -29,7 +29,12 @@
 //	timestamp "\n" task-id "\n" attempt "\n" fire-at "\n" client "\n" group "\n" body
 //
 // Header values never contain a line feed, so the signed string cannot be
-// split two ways. A receiver recomputes it, compares it in constant time
+// split two ways. While a client's signing secret is being rotated, the
+// header holds one entry per secret, newest first:
+//
+//	Boomerang-Signature: v1=<new secret's>,v1=<old secret's>
+//
+// so a receiver verifies with whichever secret it has. A receiver recomputes it, compares it in constant time
 // with every v1= entry of Boomerang-Signature (there may be several,
 // comma-separated), and rejects the delivery when none matches or when the
 // timestamp is more than a tolerance (default five minutes) away from its
@@ -137,9 +142,10 @@ func (s *Signer) sum(hexSig, body []byte, fields ...string) {
 	s.states.Put(st)
 }
 
-// SetHeaders writes m into h and, when s is not nil, the signature over m
-// and body.
-func SetHeaders(h http.Header, m *Meta, s *Signer, body []byte) {
+// SetHeaders writes m into h and, for each signer, a signature over m
+// and body: several are comma-separated in one header, newest secret
+// first, while a client's secret is being rotated.
+func SetHeaders(h http.Header, m *Meta, body []byte, signers ...*Signer) {
 	var num [5][20]byte
 	ts := string(strconv.AppendInt(num[0][:0], m.Timestamp, 10))
 	task := string(strconv.AppendUint(num[1][:0], m.TaskID, 10))
@@ -157,13 +163,26 @@ func SetHeaders(h http.Header, m *Meta, s *Signer, body []byte) {
 	h[HeaderClient] = values[4:5:5]
 	h[HeaderGroup] = values[5:6:6]
 	h[HeaderTimestamp] = values[6:7:7]
-	if s != nil {
-		var sig [len(SchemeV1) + 2*sha256.Size]byte
-		copy(sig[:], SchemeV1)
-		s.sum(sig[len(SchemeV1):], body, ts, task, attempt, fireAt, client, group)
-		values[7] = string(sig[:])
-		h[HeaderSignature] = values[7:8:8]
+	if len(signers) == 0 {
+		return
 	}
+	const entry = len(SchemeV1) + 2*sha256.Size
+	var one [entry]byte
+	sig := one[:0]
+	if len(signers) > 1 {
+		sig = make([]byte, 0, len(signers)*(entry+1))
+	}
+	for i, s := range signers {
+		if i > 0 {
+			sig = append(sig, ',')
+		}
+		sig = append(sig, SchemeV1...)
+		n := len(sig)
+		sig = sig[:n+2*sha256.Size]
+		s.sum(sig[n:], body, ts, task, attempt, fireAt, client, group)
+	}
+	values[7] = string(sig)
+	h[HeaderSignature] = values[7:8:8]
 }
 
 // Sign returns the v1 signature (without the "v1=" prefix) of the given

@@ -13,7 +13,7 @@ func TestSignAndVerify(t *testing.T) {
 	body := []byte("payload")
 	m := Meta{DeliveryID: 1, TaskID: 2, Attempt: 3, FireAtMs: 4, Client: "c/1", Group: "g h", Timestamp: 1000}
 	h := http.Header{}
-	SetHeaders(h, &m, NewSigner(secret), body)
+	SetHeaders(h, &m, body, NewSigner(secret))
 	got, err := Verify(secret, h, body, time.Unix(1000, 0), 0)
 	if err != nil || got != m {
 		t.Fatalf("Verify = %+v, %v; want %+v", got, err, m)
@@ -113,4 +113,24 @@ func FuzzUnescape(f *testing.F) {
 			t.Fatalf("round trip of %q: %q, %v", u, again, err)
 		}
 	})
+}
+
+// During a rotation a delivery carries a signature per secret; a receiver
+// holding either one accepts it.
+func TestSetHeadersSeveralSecrets(t *testing.T) {
+	body := []byte("payload")
+	m := Meta{DeliveryID: 1, TaskID: 2, Attempt: 1, FireAtMs: 4, Client: "c", Timestamp: 1000}
+	h := http.Header{}
+	SetHeaders(h, &m, body, NewSigner([]byte("new-secret")), NewSigner([]byte("old-secret")))
+	if got := strings.Count(h.Get(HeaderSignature), SchemeV1); got != 2 {
+		t.Fatalf("signature header %q: want two entries", h.Get(HeaderSignature))
+	}
+	for _, secret := range []string{"new-secret", "old-secret"} {
+		if _, err := Verify([]byte(secret), h, body, time.Unix(1000, 0), 0); err != nil {
+			t.Errorf("verify with %s: %v", secret, err)
+		}
+	}
+	if _, err := Verify([]byte("other"), h, body, time.Unix(1000, 0), 0); !errors.Is(err, ErrBadSignature) {
+		t.Errorf("verify with another secret: %v", err)
+	}
 }

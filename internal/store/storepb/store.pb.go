@@ -188,6 +188,76 @@ func (Protocol) EnumDescriptor() ([]byte, []int) {
 	return file_internal_store_storepb_store_proto_rawDescGZIP(), []int{2}
 }
 
+type Op int32
+
+const (
+	Op_OP_UNSPECIFIED        Op = 0
+	Op_OP_REGISTER           Op = 1
+	Op_OP_UPDATE             Op = 2
+	Op_OP_CANCEL             Op = 3
+	Op_OP_OUTCOME            Op = 4
+	Op_OP_UNBLOCK            Op = 5
+	Op_OP_SKIP               Op = 6
+	Op_OP_REPLAY             Op = 7
+	Op_OP_DELETE_DEAD_LETTER Op = 8
+	Op_OP_SWEEP              Op = 9
+)
+
+// Enum value maps for Op.
+var (
+	Op_name = map[int32]string{
+		0: "OP_UNSPECIFIED",
+		1: "OP_REGISTER",
+		2: "OP_UPDATE",
+		3: "OP_CANCEL",
+		4: "OP_OUTCOME",
+		5: "OP_UNBLOCK",
+		6: "OP_SKIP",
+		7: "OP_REPLAY",
+		8: "OP_DELETE_DEAD_LETTER",
+		9: "OP_SWEEP",
+	}
+	Op_value = map[string]int32{
+		"OP_UNSPECIFIED":        0,
+		"OP_REGISTER":           1,
+		"OP_UPDATE":             2,
+		"OP_CANCEL":             3,
+		"OP_OUTCOME":            4,
+		"OP_UNBLOCK":            5,
+		"OP_SKIP":               6,
+		"OP_REPLAY":             7,
+		"OP_DELETE_DEAD_LETTER": 8,
+		"OP_SWEEP":              9,
+	}
+)
+
+func (x Op) Enum() *Op {
+	p := new(Op)
+	*p = x
+	return p
+}
+
+func (x Op) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Op) Descriptor() protoreflect.EnumDescriptor {
+	return file_internal_store_storepb_store_proto_enumTypes[3].Descriptor()
+}
+
+func (Op) Type() protoreflect.EnumType {
+	return &file_internal_store_storepb_store_proto_enumTypes[3]
+}
+
+func (x Op) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Op.Descriptor instead.
+func (Op) EnumDescriptor() ([]byte, []int) {
+	return file_internal_store_storepb_store_proto_rawDescGZIP(), []int{3}
+}
+
 // RetryPolicy decides when a failed delivery is tried again.
 type RetryPolicy struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
@@ -689,11 +759,12 @@ func (x *DeadLetter) GetId() uint64 {
 	return 0
 }
 
-// ShardMeta is the per-shard high-water mark, written in the same batch as
-// the first id it covers.
+// ShardMeta is a shard's position, written in the same batch as the
+// state it covers.
 type ShardMeta struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	LastId        uint64                 `protobuf:"varint,1,opt,name=last_id,json=lastId,proto3" json:"last_id,omitempty"` // id counters up to this one may have been
+	LastId        uint64                 `protobuf:"varint,1,opt,name=last_id,json=lastId,proto3" json:"last_id,omitempty"` // the highest id counter issued (low 48 bits)
+	Applied       uint64                 `protobuf:"varint,2,opt,name=applied,proto3" json:"applied,omitempty"`             // the last log index applied to the state
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -735,6 +806,465 @@ func (x *ShardMeta) GetLastId() uint64 {
 	return 0
 }
 
+func (x *ShardMeta) GetApplied() uint64 {
+	if x != nil {
+		return x.Applied
+	}
+	return 0
+}
+
+// Command is one decided change to a shard: its leader decides everything
+// that is not a pure function of the shard's state (ids, sequences, times,
+// outcomes) and records the result as mutations, so that applying the
+// command on every replica, and again on recovery, is a pure function of
+// the state and the command.
+type Command struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Op            Op                     `protobuf:"varint,1,opt,name=op,proto3,enum=boomerang.store.v1.Op" json:"op,omitempty"` // what was decided, for logs and tools
+	Node          uint64                 `protobuf:"varint,2,opt,name=node,proto3" json:"node,omitempty"`                        // the proposing node
+	Proposal      uint64                 `protobuf:"varint,3,opt,name=proposal,proto3" json:"proposal,omitempty"`                // the proposal's number on that node
+	Mutations     []*Mutation            `protobuf:"bytes,4,rep,name=mutations,proto3" json:"mutations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Command) Reset() {
+	*x = Command{}
+	mi := &file_internal_store_storepb_store_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Command) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Command) ProtoMessage() {}
+
+func (x *Command) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_store_storepb_store_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Command.ProtoReflect.Descriptor instead.
+func (*Command) Descriptor() ([]byte, []int) {
+	return file_internal_store_storepb_store_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Command) GetOp() Op {
+	if x != nil {
+		return x.Op
+	}
+	return Op_OP_UNSPECIFIED
+}
+
+func (x *Command) GetNode() uint64 {
+	if x != nil {
+		return x.Node
+	}
+	return 0
+}
+
+func (x *Command) GetProposal() uint64 {
+	if x != nil {
+		return x.Proposal
+	}
+	return 0
+}
+
+func (x *Command) GetMutations() []*Mutation {
+	if x != nil {
+		return x.Mutations
+	}
+	return nil
+}
+
+// CommandBatch is one log entry: the commands a leader decided together
+// for one shard, applied in order.
+type CommandBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Commands      []*Command             `protobuf:"bytes,1,rep,name=commands,proto3" json:"commands,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommandBatch) Reset() {
+	*x = CommandBatch{}
+	mi := &file_internal_store_storepb_store_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommandBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommandBatch) ProtoMessage() {}
+
+func (x *CommandBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_store_storepb_store_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommandBatch.ProtoReflect.Descriptor instead.
+func (*CommandBatch) Descriptor() ([]byte, []int) {
+	return file_internal_store_storepb_store_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *CommandBatch) GetCommands() []*Command {
+	if x != nil {
+		return x.Commands
+	}
+	return nil
+}
+
+// Mutation is one record change of a command. A replaced or deleted
+// record's old value, which its index entries name, is read from the state
+// it applies to.
+type Mutation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Change:
+	//
+	//	*Mutation_PutTask
+	//	*Mutation_ReplaceTask
+	//	*Mutation_DeleteTask
+	//	*Mutation_PutGroup
+	//	*Mutation_DeleteGroup
+	//	*Mutation_PutDeadLetter
+	//	*Mutation_DeleteDeadLetter
+	//	*Mutation_PutIdempotency
+	//	*Mutation_DeleteIdempotency
+	Change        isMutation_Change `protobuf_oneof:"change"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Mutation) Reset() {
+	*x = Mutation{}
+	mi := &file_internal_store_storepb_store_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Mutation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Mutation) ProtoMessage() {}
+
+func (x *Mutation) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_store_storepb_store_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Mutation.ProtoReflect.Descriptor instead.
+func (*Mutation) Descriptor() ([]byte, []int) {
+	return file_internal_store_storepb_store_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Mutation) GetChange() isMutation_Change {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+func (x *Mutation) GetPutTask() *Task {
+	if x != nil {
+		if x, ok := x.Change.(*Mutation_PutTask); ok {
+			return x.PutTask
+		}
+	}
+	return nil
+}
+
+func (x *Mutation) GetReplaceTask() *Task {
+	if x != nil {
+		if x, ok := x.Change.(*Mutation_ReplaceTask); ok {
+			return x.ReplaceTask
+		}
+	}
+	return nil
+}
+
+func (x *Mutation) GetDeleteTask() uint64 {
+	if x != nil {
+		if x, ok := x.Change.(*Mutation_DeleteTask); ok {
+			return x.DeleteTask
+		}
+	}
+	return 0
+}
+
+func (x *Mutation) GetPutGroup() *Group {
+	if x != nil {
+		if x, ok := x.Change.(*Mutation_PutGroup); ok {
+			return x.PutGroup
+		}
+	}
+	return nil
+}
+
+func (x *Mutation) GetDeleteGroup() *GroupName {
+	if x != nil {
+		if x, ok := x.Change.(*Mutation_DeleteGroup); ok {
+			return x.DeleteGroup
+		}
+	}
+	return nil
+}
+
+func (x *Mutation) GetPutDeadLetter() *DeadLetter {
+	if x != nil {
+		if x, ok := x.Change.(*Mutation_PutDeadLetter); ok {
+			return x.PutDeadLetter
+		}
+	}
+	return nil
+}
+
+func (x *Mutation) GetDeleteDeadLetter() uint64 {
+	if x != nil {
+		if x, ok := x.Change.(*Mutation_DeleteDeadLetter); ok {
+			return x.DeleteDeadLetter
+		}
+	}
+	return 0
+}
+
+func (x *Mutation) GetPutIdempotency() *IdempotencyKey {
+	if x != nil {
+		if x, ok := x.Change.(*Mutation_PutIdempotency); ok {
+			return x.PutIdempotency
+		}
+	}
+	return nil
+}
+
+func (x *Mutation) GetDeleteIdempotency() *IdempotencyKey {
+	if x != nil {
+		if x, ok := x.Change.(*Mutation_DeleteIdempotency); ok {
+			return x.DeleteIdempotency
+		}
+	}
+	return nil
+}
+
+type isMutation_Change interface {
+	isMutation_Change()
+}
+
+type Mutation_PutTask struct {
+	PutTask *Task `protobuf:"bytes,1,opt,name=put_task,json=putTask,proto3,oneof"` // a new task
+}
+
+type Mutation_ReplaceTask struct {
+	ReplaceTask *Task `protobuf:"bytes,2,opt,name=replace_task,json=replaceTask,proto3,oneof"` // a stored task's new value
+}
+
+type Mutation_DeleteTask struct {
+	DeleteTask uint64 `protobuf:"varint,3,opt,name=delete_task,json=deleteTask,proto3,oneof"` // by id
+}
+
+type Mutation_PutGroup struct {
+	PutGroup *Group `protobuf:"bytes,4,opt,name=put_group,json=putGroup,proto3,oneof"`
+}
+
+type Mutation_DeleteGroup struct {
+	DeleteGroup *GroupName `protobuf:"bytes,5,opt,name=delete_group,json=deleteGroup,proto3,oneof"`
+}
+
+type Mutation_PutDeadLetter struct {
+	PutDeadLetter *DeadLetter `protobuf:"bytes,6,opt,name=put_dead_letter,json=putDeadLetter,proto3,oneof"`
+}
+
+type Mutation_DeleteDeadLetter struct {
+	DeleteDeadLetter uint64 `protobuf:"varint,7,opt,name=delete_dead_letter,json=deleteDeadLetter,proto3,oneof"` // by DeadLetterID
+}
+
+type Mutation_PutIdempotency struct {
+	PutIdempotency *IdempotencyKey `protobuf:"bytes,8,opt,name=put_idempotency,json=putIdempotency,proto3,oneof"`
+}
+
+type Mutation_DeleteIdempotency struct {
+	DeleteIdempotency *IdempotencyKey `protobuf:"bytes,9,opt,name=delete_idempotency,json=deleteIdempotency,proto3,oneof"`
+}
+
+func (*Mutation_PutTask) isMutation_Change() {}
+
+func (*Mutation_ReplaceTask) isMutation_Change() {}
+
+func (*Mutation_DeleteTask) isMutation_Change() {}
+
+func (*Mutation_PutGroup) isMutation_Change() {}
+
+func (*Mutation_DeleteGroup) isMutation_Change() {}
+
+func (*Mutation_PutDeadLetter) isMutation_Change() {}
+
+func (*Mutation_DeleteDeadLetter) isMutation_Change() {}
+
+func (*Mutation_PutIdempotency) isMutation_Change() {}
+
+func (*Mutation_DeleteIdempotency) isMutation_Change() {}
+
+type GroupName struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Shard         uint32                 `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	Client        string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	Group         string                 `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupName) Reset() {
+	*x = GroupName{}
+	mi := &file_internal_store_storepb_store_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupName) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupName) ProtoMessage() {}
+
+func (x *GroupName) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_store_storepb_store_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupName.ProtoReflect.Descriptor instead.
+func (*GroupName) Descriptor() ([]byte, []int) {
+	return file_internal_store_storepb_store_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GroupName) GetShard() uint32 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *GroupName) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *GroupName) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+type IdempotencyKey struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Shard         uint32                 `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	Client        string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	Key           string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	Task          uint64                 `protobuf:"varint,4,opt,name=task,proto3" json:"task,omitempty"` // the task it created (put only)
+	CreatedMs     int64                  `protobuf:"varint,5,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IdempotencyKey) Reset() {
+	*x = IdempotencyKey{}
+	mi := &file_internal_store_storepb_store_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IdempotencyKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IdempotencyKey) ProtoMessage() {}
+
+func (x *IdempotencyKey) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_store_storepb_store_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IdempotencyKey.ProtoReflect.Descriptor instead.
+func (*IdempotencyKey) Descriptor() ([]byte, []int) {
+	return file_internal_store_storepb_store_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *IdempotencyKey) GetShard() uint32 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *IdempotencyKey) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *IdempotencyKey) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *IdempotencyKey) GetTask() uint64 {
+	if x != nil {
+		return x.Task
+	}
+	return 0
+}
+
+func (x *IdempotencyKey) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
 // Client is a registered API client.
 type Client struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
@@ -755,7 +1285,7 @@ type Client struct {
 
 func (x *Client) Reset() {
 	*x = Client{}
-	mi := &file_internal_store_storepb_store_proto_msgTypes[6]
+	mi := &file_internal_store_storepb_store_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -767,7 +1297,7 @@ func (x *Client) String() string {
 func (*Client) ProtoMessage() {}
 
 func (x *Client) ProtoReflect() protoreflect.Message {
-	mi := &file_internal_store_storepb_store_proto_msgTypes[6]
+	mi := &file_internal_store_storepb_store_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -780,7 +1310,7 @@ func (x *Client) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Client.ProtoReflect.Descriptor instead.
 func (*Client) Descriptor() ([]byte, []int) {
-	return file_internal_store_storepb_store_proto_rawDescGZIP(), []int{6}
+	return file_internal_store_storepb_store_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Client) GetId() string {
@@ -918,9 +1448,40 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\battempts\x18\x03 \x01(\rR\battempts\x12\x1b\n" +
 	"\tfailed_ms\x18\x04 \x01(\x03R\bfailedMs\x12!\n" +
 	"\fblocks_group\x18\x05 \x01(\bR\vblocksGroup\x12\x0e\n" +
-	"\x02id\x18\x06 \x01(\x04R\x02id\"*\n" +
+	"\x02id\x18\x06 \x01(\x04R\x02id\">\n" +
 	"\tShardMeta\x12\x17\n" +
-	"\alast_id\x18\x01 \x01(\x04R\x06lastIdJ\x04\b\x02\x10\x03\"\xc2\x03\n" +
+	"\alast_id\x18\x01 \x01(\x04R\x06lastId\x12\x18\n" +
+	"\aapplied\x18\x02 \x01(\x04R\aapplied\"\x9d\x01\n" +
+	"\aCommand\x12&\n" +
+	"\x02op\x18\x01 \x01(\x0e2\x16.boomerang.store.v1.OpR\x02op\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\x04R\x04node\x12\x1a\n" +
+	"\bproposal\x18\x03 \x01(\x04R\bproposal\x12:\n" +
+	"\tmutations\x18\x04 \x03(\v2\x1c.boomerang.store.v1.MutationR\tmutations\"G\n" +
+	"\fCommandBatch\x127\n" +
+	"\bcommands\x18\x01 \x03(\v2\x1b.boomerang.store.v1.CommandR\bcommands\"\xc9\x04\n" +
+	"\bMutation\x125\n" +
+	"\bput_task\x18\x01 \x01(\v2\x18.boomerang.store.v1.TaskH\x00R\aputTask\x12=\n" +
+	"\freplace_task\x18\x02 \x01(\v2\x18.boomerang.store.v1.TaskH\x00R\vreplaceTask\x12!\n" +
+	"\vdelete_task\x18\x03 \x01(\x04H\x00R\n" +
+	"deleteTask\x128\n" +
+	"\tput_group\x18\x04 \x01(\v2\x19.boomerang.store.v1.GroupH\x00R\bputGroup\x12B\n" +
+	"\fdelete_group\x18\x05 \x01(\v2\x1d.boomerang.store.v1.GroupNameH\x00R\vdeleteGroup\x12H\n" +
+	"\x0fput_dead_letter\x18\x06 \x01(\v2\x1e.boomerang.store.v1.DeadLetterH\x00R\rputDeadLetter\x12.\n" +
+	"\x12delete_dead_letter\x18\a \x01(\x04H\x00R\x10deleteDeadLetter\x12M\n" +
+	"\x0fput_idempotency\x18\b \x01(\v2\".boomerang.store.v1.IdempotencyKeyH\x00R\x0eputIdempotency\x12S\n" +
+	"\x12delete_idempotency\x18\t \x01(\v2\".boomerang.store.v1.IdempotencyKeyH\x00R\x11deleteIdempotencyB\b\n" +
+	"\x06change\"O\n" +
+	"\tGroupName\x12\x14\n" +
+	"\x05shard\x18\x01 \x01(\rR\x05shard\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\x12\x14\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group\"\x83\x01\n" +
+	"\x0eIdempotencyKey\x12\x14\n" +
+	"\x05shard\x18\x01 \x01(\rR\x05shard\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\x12\x10\n" +
+	"\x03key\x18\x03 \x01(\tR\x03key\x12\x12\n" +
+	"\x04task\x18\x04 \x01(\x04R\x04task\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\x05 \x01(\x03R\tcreatedMs\"\xc2\x03\n" +
 	"\x06Client\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
 	"\rpassword_hash\x18\x02 \x01(\fR\fpasswordHash\x12\x14\n" +
@@ -952,7 +1513,20 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\fPROTOCOL_TCP\x10\x03\x12\x10\n" +
 	"\fPROTOCOL_UDP\x10\x04\x12\x11\n" +
 	"\rPROTOCOL_NATS\x10\x05\x12\x11\n" +
-	"\rPROTOCOL_AMQP\x10\x06B8Z6github.com/boomerangd/boomerang/internal/store/storepbb\x06proto3"
+	"\rPROTOCOL_AMQP\x10\x06*\xac\x01\n" +
+	"\x02Op\x12\x12\n" +
+	"\x0eOP_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vOP_REGISTER\x10\x01\x12\r\n" +
+	"\tOP_UPDATE\x10\x02\x12\r\n" +
+	"\tOP_CANCEL\x10\x03\x12\x0e\n" +
+	"\n" +
+	"OP_OUTCOME\x10\x04\x12\x0e\n" +
+	"\n" +
+	"OP_UNBLOCK\x10\x05\x12\v\n" +
+	"\aOP_SKIP\x10\x06\x12\r\n" +
+	"\tOP_REPLAY\x10\a\x12\x19\n" +
+	"\x15OP_DELETE_DEAD_LETTER\x10\b\x12\f\n" +
+	"\bOP_SWEEP\x10\tB8Z6github.com/boomerangd/boomerang/internal/store/storepbb\x06proto3"
 
 var (
 	file_internal_store_storepb_store_proto_rawDescOnce sync.Once
@@ -966,35 +1540,51 @@ func file_internal_store_storepb_store_proto_rawDescGZIP() []byte {
 	return file_internal_store_storepb_store_proto_rawDescData
 }
 
-var file_internal_store_storepb_store_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_internal_store_storepb_store_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_internal_store_storepb_store_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_internal_store_storepb_store_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_internal_store_storepb_store_proto_goTypes = []any{
-	(DispatchMode)(0),   // 0: boomerang.store.v1.DispatchMode
-	(BackoffKind)(0),    // 1: boomerang.store.v1.BackoffKind
-	(Protocol)(0),       // 2: boomerang.store.v1.Protocol
-	(*RetryPolicy)(nil), // 3: boomerang.store.v1.RetryPolicy
-	(*Callback)(nil),    // 4: boomerang.store.v1.Callback
-	(*Task)(nil),        // 5: boomerang.store.v1.Task
-	(*Group)(nil),       // 6: boomerang.store.v1.Group
-	(*DeadLetter)(nil),  // 7: boomerang.store.v1.DeadLetter
-	(*ShardMeta)(nil),   // 8: boomerang.store.v1.ShardMeta
-	(*Client)(nil),      // 9: boomerang.store.v1.Client
+	(DispatchMode)(0),      // 0: boomerang.store.v1.DispatchMode
+	(BackoffKind)(0),       // 1: boomerang.store.v1.BackoffKind
+	(Protocol)(0),          // 2: boomerang.store.v1.Protocol
+	(Op)(0),                // 3: boomerang.store.v1.Op
+	(*RetryPolicy)(nil),    // 4: boomerang.store.v1.RetryPolicy
+	(*Callback)(nil),       // 5: boomerang.store.v1.Callback
+	(*Task)(nil),           // 6: boomerang.store.v1.Task
+	(*Group)(nil),          // 7: boomerang.store.v1.Group
+	(*DeadLetter)(nil),     // 8: boomerang.store.v1.DeadLetter
+	(*ShardMeta)(nil),      // 9: boomerang.store.v1.ShardMeta
+	(*Command)(nil),        // 10: boomerang.store.v1.Command
+	(*CommandBatch)(nil),   // 11: boomerang.store.v1.CommandBatch
+	(*Mutation)(nil),       // 12: boomerang.store.v1.Mutation
+	(*GroupName)(nil),      // 13: boomerang.store.v1.GroupName
+	(*IdempotencyKey)(nil), // 14: boomerang.store.v1.IdempotencyKey
+	(*Client)(nil),         // 15: boomerang.store.v1.Client
 }
 var file_internal_store_storepb_store_proto_depIdxs = []int32{
-	1, // 0: boomerang.store.v1.RetryPolicy.backoff:type_name -> boomerang.store.v1.BackoffKind
-	2, // 1: boomerang.store.v1.Callback.protocol:type_name -> boomerang.store.v1.Protocol
-	0, // 2: boomerang.store.v1.Task.mode:type_name -> boomerang.store.v1.DispatchMode
-	3, // 3: boomerang.store.v1.Task.retry:type_name -> boomerang.store.v1.RetryPolicy
-	4, // 4: boomerang.store.v1.Task.callback:type_name -> boomerang.store.v1.Callback
-	5, // 5: boomerang.store.v1.DeadLetter.task:type_name -> boomerang.store.v1.Task
-	4, // 6: boomerang.store.v1.Client.callback:type_name -> boomerang.store.v1.Callback
-	3, // 7: boomerang.store.v1.Client.retry:type_name -> boomerang.store.v1.RetryPolicy
-	0, // 8: boomerang.store.v1.Client.default_mode:type_name -> boomerang.store.v1.DispatchMode
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	1,  // 0: boomerang.store.v1.RetryPolicy.backoff:type_name -> boomerang.store.v1.BackoffKind
+	2,  // 1: boomerang.store.v1.Callback.protocol:type_name -> boomerang.store.v1.Protocol
+	0,  // 2: boomerang.store.v1.Task.mode:type_name -> boomerang.store.v1.DispatchMode
+	4,  // 3: boomerang.store.v1.Task.retry:type_name -> boomerang.store.v1.RetryPolicy
+	5,  // 4: boomerang.store.v1.Task.callback:type_name -> boomerang.store.v1.Callback
+	6,  // 5: boomerang.store.v1.DeadLetter.task:type_name -> boomerang.store.v1.Task
+	3,  // 6: boomerang.store.v1.Command.op:type_name -> boomerang.store.v1.Op
+	12, // 7: boomerang.store.v1.Command.mutations:type_name -> boomerang.store.v1.Mutation
+	10, // 8: boomerang.store.v1.CommandBatch.commands:type_name -> boomerang.store.v1.Command
+	6,  // 9: boomerang.store.v1.Mutation.put_task:type_name -> boomerang.store.v1.Task
+	6,  // 10: boomerang.store.v1.Mutation.replace_task:type_name -> boomerang.store.v1.Task
+	7,  // 11: boomerang.store.v1.Mutation.put_group:type_name -> boomerang.store.v1.Group
+	13, // 12: boomerang.store.v1.Mutation.delete_group:type_name -> boomerang.store.v1.GroupName
+	8,  // 13: boomerang.store.v1.Mutation.put_dead_letter:type_name -> boomerang.store.v1.DeadLetter
+	14, // 14: boomerang.store.v1.Mutation.put_idempotency:type_name -> boomerang.store.v1.IdempotencyKey
+	14, // 15: boomerang.store.v1.Mutation.delete_idempotency:type_name -> boomerang.store.v1.IdempotencyKey
+	5,  // 16: boomerang.store.v1.Client.callback:type_name -> boomerang.store.v1.Callback
+	4,  // 17: boomerang.store.v1.Client.retry:type_name -> boomerang.store.v1.RetryPolicy
+	0,  // 18: boomerang.store.v1.Client.default_mode:type_name -> boomerang.store.v1.DispatchMode
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_internal_store_storepb_store_proto_init() }
@@ -1002,13 +1592,24 @@ func file_internal_store_storepb_store_proto_init() {
 	if File_internal_store_storepb_store_proto != nil {
 		return
 	}
+	file_internal_store_storepb_store_proto_msgTypes[8].OneofWrappers = []any{
+		(*Mutation_PutTask)(nil),
+		(*Mutation_ReplaceTask)(nil),
+		(*Mutation_DeleteTask)(nil),
+		(*Mutation_PutGroup)(nil),
+		(*Mutation_DeleteGroup)(nil),
+		(*Mutation_PutDeadLetter)(nil),
+		(*Mutation_DeleteDeadLetter)(nil),
+		(*Mutation_PutIdempotency)(nil),
+		(*Mutation_DeleteIdempotency)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_store_storepb_store_proto_rawDesc), len(file_internal_store_storepb_store_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   7,
+			NumEnums:      4,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -105,6 +105,26 @@ const (
 	// BoomerangServicePurgeDeadLettersProcedure is the fully-qualified name of the BoomerangService's
 	// PurgeDeadLetters RPC.
 	BoomerangServicePurgeDeadLettersProcedure = "/boomerang.v1.BoomerangService/PurgeDeadLetters"
+	// BoomerangServiceLogoutProcedure is the fully-qualified name of the BoomerangService's Logout RPC.
+	BoomerangServiceLogoutProcedure = "/boomerang.v1.BoomerangService/Logout"
+	// BoomerangServiceListSessionsProcedure is the fully-qualified name of the BoomerangService's
+	// ListSessions RPC.
+	BoomerangServiceListSessionsProcedure = "/boomerang.v1.BoomerangService/ListSessions"
+	// BoomerangServiceRevokeSessionsProcedure is the fully-qualified name of the BoomerangService's
+	// RevokeSessions RPC.
+	BoomerangServiceRevokeSessionsProcedure = "/boomerang.v1.BoomerangService/RevokeSessions"
+	// BoomerangServiceGetClientProcedure is the fully-qualified name of the BoomerangService's
+	// GetClient RPC.
+	BoomerangServiceGetClientProcedure = "/boomerang.v1.BoomerangService/GetClient"
+	// BoomerangServiceUpdateClientProcedure is the fully-qualified name of the BoomerangService's
+	// UpdateClient RPC.
+	BoomerangServiceUpdateClientProcedure = "/boomerang.v1.BoomerangService/UpdateClient"
+	// BoomerangServiceChangePasswordProcedure is the fully-qualified name of the BoomerangService's
+	// ChangePassword RPC.
+	BoomerangServiceChangePasswordProcedure = "/boomerang.v1.BoomerangService/ChangePassword"
+	// BoomerangServiceRotateSigningSecretProcedure is the fully-qualified name of the
+	// BoomerangService's RotateSigningSecret RPC.
+	BoomerangServiceRotateSigningSecretProcedure = "/boomerang.v1.BoomerangService/RotateSigningSecret"
 	// CallbackServiceDeliverProcedure is the fully-qualified name of the CallbackService's Deliver RPC.
 	CallbackServiceDeliverProcedure = "/boomerang.v1.CallbackService/Deliver"
 )
@@ -131,6 +151,13 @@ type BoomerangServiceClient interface {
 	GetServerInfo(context.Context, *connect.Request[v1.GetServerInfoRequest]) (*connect.Response[v1.GetServerInfoResponse], error)
 	CancelTasks(context.Context, *connect.Request[v1.CancelTasksRequest]) (*connect.Response[v1.CancelTasksResponse], error)
 	PurgeDeadLetters(context.Context, *connect.Request[v1.PurgeDeadLettersRequest]) (*connect.Response[v1.PurgeDeadLettersResponse], error)
+	Logout(context.Context, *connect.Request[v1.LogoutRequest]) (*connect.Response[v1.LogoutResponse], error)
+	ListSessions(context.Context, *connect.Request[v1.ListSessionsRequest]) (*connect.Response[v1.ListSessionsResponse], error)
+	RevokeSessions(context.Context, *connect.Request[v1.RevokeSessionsRequest]) (*connect.Response[v1.RevokeSessionsResponse], error)
+	GetClient(context.Context, *connect.Request[v1.GetClientRequest]) (*connect.Response[v1.GetClientResponse], error)
+	UpdateClient(context.Context, *connect.Request[v1.UpdateClientRequest]) (*connect.Response[v1.UpdateClientResponse], error)
+	ChangePassword(context.Context, *connect.Request[v1.ChangePasswordRequest]) (*connect.Response[v1.ChangePasswordResponse], error)
+	RotateSigningSecret(context.Context, *connect.Request[v1.RotateSigningSecretRequest]) (*connect.Response[v1.RotateSigningSecretResponse], error)
 }
 
 // NewBoomerangServiceClient constructs a client for the boomerang.v1.BoomerangService service. By
@@ -264,31 +291,80 @@ func NewBoomerangServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(boomerangServiceMethods.ByName("PurgeDeadLetters")),
 			connect.WithClientOptions(opts...),
 		),
+		logout: connect.NewClient[v1.LogoutRequest, v1.LogoutResponse](
+			httpClient,
+			baseURL+BoomerangServiceLogoutProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("Logout")),
+			connect.WithClientOptions(opts...),
+		),
+		listSessions: connect.NewClient[v1.ListSessionsRequest, v1.ListSessionsResponse](
+			httpClient,
+			baseURL+BoomerangServiceListSessionsProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("ListSessions")),
+			connect.WithClientOptions(opts...),
+		),
+		revokeSessions: connect.NewClient[v1.RevokeSessionsRequest, v1.RevokeSessionsResponse](
+			httpClient,
+			baseURL+BoomerangServiceRevokeSessionsProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("RevokeSessions")),
+			connect.WithClientOptions(opts...),
+		),
+		getClient: connect.NewClient[v1.GetClientRequest, v1.GetClientResponse](
+			httpClient,
+			baseURL+BoomerangServiceGetClientProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("GetClient")),
+			connect.WithClientOptions(opts...),
+		),
+		updateClient: connect.NewClient[v1.UpdateClientRequest, v1.UpdateClientResponse](
+			httpClient,
+			baseURL+BoomerangServiceUpdateClientProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("UpdateClient")),
+			connect.WithClientOptions(opts...),
+		),
+		changePassword: connect.NewClient[v1.ChangePasswordRequest, v1.ChangePasswordResponse](
+			httpClient,
+			baseURL+BoomerangServiceChangePasswordProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("ChangePassword")),
+			connect.WithClientOptions(opts...),
+		),
+		rotateSigningSecret: connect.NewClient[v1.RotateSigningSecretRequest, v1.RotateSigningSecretResponse](
+			httpClient,
+			baseURL+BoomerangServiceRotateSigningSecretProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("RotateSigningSecret")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // boomerangServiceClient implements BoomerangServiceClient.
 type boomerangServiceClient struct {
-	login            *connect.Client[v1.LoginRequest, v1.LoginResponse]
-	refreshSession   *connect.Client[v1.RefreshSessionRequest, v1.RefreshSessionResponse]
-	registerClient   *connect.Client[v1.RegisterClientRequest, v1.RegisterClientResponse]
-	deregisterClient *connect.Client[v1.DeregisterClientRequest, v1.DeregisterClientResponse]
-	listClients      *connect.Client[v1.ListClientsRequest, v1.ListClientsResponse]
-	registerTask     *connect.Client[v1.RegisterTaskRequest, v1.RegisterTaskResponse]
-	updateTask       *connect.Client[v1.UpdateTaskRequest, v1.UpdateTaskResponse]
-	cancelTask       *connect.Client[v1.CancelTaskRequest, v1.CancelTaskResponse]
-	getTask          *connect.Client[v1.GetTaskRequest, v1.GetTaskResponse]
-	listTasks        *connect.Client[v1.ListTasksRequest, v1.ListTasksResponse]
-	listDeadLetters  *connect.Client[v1.ListDeadLettersRequest, v1.ListDeadLettersResponse]
-	getDeadLetter    *connect.Client[v1.GetDeadLetterRequest, v1.GetDeadLetterResponse]
-	replayDeadLetter *connect.Client[v1.ReplayDeadLetterRequest, v1.ReplayDeadLetterResponse]
-	deleteDeadLetter *connect.Client[v1.DeleteDeadLetterRequest, v1.DeleteDeadLetterResponse]
-	getGroup         *connect.Client[v1.GetGroupRequest, v1.GetGroupResponse]
-	unblockGroup     *connect.Client[v1.UnblockGroupRequest, v1.UnblockGroupResponse]
-	skipGroup        *connect.Client[v1.SkipGroupRequest, v1.SkipGroupResponse]
-	getServerInfo    *connect.Client[v1.GetServerInfoRequest, v1.GetServerInfoResponse]
-	cancelTasks      *connect.Client[v1.CancelTasksRequest, v1.CancelTasksResponse]
-	purgeDeadLetters *connect.Client[v1.PurgeDeadLettersRequest, v1.PurgeDeadLettersResponse]
+	login               *connect.Client[v1.LoginRequest, v1.LoginResponse]
+	refreshSession      *connect.Client[v1.RefreshSessionRequest, v1.RefreshSessionResponse]
+	registerClient      *connect.Client[v1.RegisterClientRequest, v1.RegisterClientResponse]
+	deregisterClient    *connect.Client[v1.DeregisterClientRequest, v1.DeregisterClientResponse]
+	listClients         *connect.Client[v1.ListClientsRequest, v1.ListClientsResponse]
+	registerTask        *connect.Client[v1.RegisterTaskRequest, v1.RegisterTaskResponse]
+	updateTask          *connect.Client[v1.UpdateTaskRequest, v1.UpdateTaskResponse]
+	cancelTask          *connect.Client[v1.CancelTaskRequest, v1.CancelTaskResponse]
+	getTask             *connect.Client[v1.GetTaskRequest, v1.GetTaskResponse]
+	listTasks           *connect.Client[v1.ListTasksRequest, v1.ListTasksResponse]
+	listDeadLetters     *connect.Client[v1.ListDeadLettersRequest, v1.ListDeadLettersResponse]
+	getDeadLetter       *connect.Client[v1.GetDeadLetterRequest, v1.GetDeadLetterResponse]
+	replayDeadLetter    *connect.Client[v1.ReplayDeadLetterRequest, v1.ReplayDeadLetterResponse]
+	deleteDeadLetter    *connect.Client[v1.DeleteDeadLetterRequest, v1.DeleteDeadLetterResponse]
+	getGroup            *connect.Client[v1.GetGroupRequest, v1.GetGroupResponse]
+	unblockGroup        *connect.Client[v1.UnblockGroupRequest, v1.UnblockGroupResponse]
+	skipGroup           *connect.Client[v1.SkipGroupRequest, v1.SkipGroupResponse]
+	getServerInfo       *connect.Client[v1.GetServerInfoRequest, v1.GetServerInfoResponse]
+	cancelTasks         *connect.Client[v1.CancelTasksRequest, v1.CancelTasksResponse]
+	purgeDeadLetters    *connect.Client[v1.PurgeDeadLettersRequest, v1.PurgeDeadLettersResponse]
+	logout              *connect.Client[v1.LogoutRequest, v1.LogoutResponse]
+	listSessions        *connect.Client[v1.ListSessionsRequest, v1.ListSessionsResponse]
+	revokeSessions      *connect.Client[v1.RevokeSessionsRequest, v1.RevokeSessionsResponse]
+	getClient           *connect.Client[v1.GetClientRequest, v1.GetClientResponse]
+	updateClient        *connect.Client[v1.UpdateClientRequest, v1.UpdateClientResponse]
+	changePassword      *connect.Client[v1.ChangePasswordRequest, v1.ChangePasswordResponse]
+	rotateSigningSecret *connect.Client[v1.RotateSigningSecretRequest, v1.RotateSigningSecretResponse]
 }
 
 // Login calls boomerang.v1.BoomerangService.Login.
@@ -391,6 +467,41 @@ func (c *boomerangServiceClient) PurgeDeadLetters(ctx context.Context, req *conn
 	return c.purgeDeadLetters.CallUnary(ctx, req)
 }
 
+// Logout calls boomerang.v1.BoomerangService.Logout.
+func (c *boomerangServiceClient) Logout(ctx context.Context, req *connect.Request[v1.LogoutRequest]) (*connect.Response[v1.LogoutResponse], error) {
+	return c.logout.CallUnary(ctx, req)
+}
+
+// ListSessions calls boomerang.v1.BoomerangService.ListSessions.
+func (c *boomerangServiceClient) ListSessions(ctx context.Context, req *connect.Request[v1.ListSessionsRequest]) (*connect.Response[v1.ListSessionsResponse], error) {
+	return c.listSessions.CallUnary(ctx, req)
+}
+
+// RevokeSessions calls boomerang.v1.BoomerangService.RevokeSessions.
+func (c *boomerangServiceClient) RevokeSessions(ctx context.Context, req *connect.Request[v1.RevokeSessionsRequest]) (*connect.Response[v1.RevokeSessionsResponse], error) {
+	return c.revokeSessions.CallUnary(ctx, req)
+}
+
+// GetClient calls boomerang.v1.BoomerangService.GetClient.
+func (c *boomerangServiceClient) GetClient(ctx context.Context, req *connect.Request[v1.GetClientRequest]) (*connect.Response[v1.GetClientResponse], error) {
+	return c.getClient.CallUnary(ctx, req)
+}
+
+// UpdateClient calls boomerang.v1.BoomerangService.UpdateClient.
+func (c *boomerangServiceClient) UpdateClient(ctx context.Context, req *connect.Request[v1.UpdateClientRequest]) (*connect.Response[v1.UpdateClientResponse], error) {
+	return c.updateClient.CallUnary(ctx, req)
+}
+
+// ChangePassword calls boomerang.v1.BoomerangService.ChangePassword.
+func (c *boomerangServiceClient) ChangePassword(ctx context.Context, req *connect.Request[v1.ChangePasswordRequest]) (*connect.Response[v1.ChangePasswordResponse], error) {
+	return c.changePassword.CallUnary(ctx, req)
+}
+
+// RotateSigningSecret calls boomerang.v1.BoomerangService.RotateSigningSecret.
+func (c *boomerangServiceClient) RotateSigningSecret(ctx context.Context, req *connect.Request[v1.RotateSigningSecretRequest]) (*connect.Response[v1.RotateSigningSecretResponse], error) {
+	return c.rotateSigningSecret.CallUnary(ctx, req)
+}
+
 // BoomerangServiceHandler is an implementation of the boomerang.v1.BoomerangService service.
 type BoomerangServiceHandler interface {
 	Login(context.Context, *connect.Request[v1.LoginRequest]) (*connect.Response[v1.LoginResponse], error)
@@ -413,6 +524,13 @@ type BoomerangServiceHandler interface {
 	GetServerInfo(context.Context, *connect.Request[v1.GetServerInfoRequest]) (*connect.Response[v1.GetServerInfoResponse], error)
 	CancelTasks(context.Context, *connect.Request[v1.CancelTasksRequest]) (*connect.Response[v1.CancelTasksResponse], error)
 	PurgeDeadLetters(context.Context, *connect.Request[v1.PurgeDeadLettersRequest]) (*connect.Response[v1.PurgeDeadLettersResponse], error)
+	Logout(context.Context, *connect.Request[v1.LogoutRequest]) (*connect.Response[v1.LogoutResponse], error)
+	ListSessions(context.Context, *connect.Request[v1.ListSessionsRequest]) (*connect.Response[v1.ListSessionsResponse], error)
+	RevokeSessions(context.Context, *connect.Request[v1.RevokeSessionsRequest]) (*connect.Response[v1.RevokeSessionsResponse], error)
+	GetClient(context.Context, *connect.Request[v1.GetClientRequest]) (*connect.Response[v1.GetClientResponse], error)
+	UpdateClient(context.Context, *connect.Request[v1.UpdateClientRequest]) (*connect.Response[v1.UpdateClientResponse], error)
+	ChangePassword(context.Context, *connect.Request[v1.ChangePasswordRequest]) (*connect.Response[v1.ChangePasswordResponse], error)
+	RotateSigningSecret(context.Context, *connect.Request[v1.RotateSigningSecretRequest]) (*connect.Response[v1.RotateSigningSecretResponse], error)
 }
 
 // NewBoomerangServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -542,6 +660,48 @@ func NewBoomerangServiceHandler(svc BoomerangServiceHandler, opts ...connect.Han
 		connect.WithSchema(boomerangServiceMethods.ByName("PurgeDeadLetters")),
 		connect.WithHandlerOptions(opts...),
 	)
+	boomerangServiceLogoutHandler := connect.NewUnaryHandler(
+		BoomerangServiceLogoutProcedure,
+		svc.Logout,
+		connect.WithSchema(boomerangServiceMethods.ByName("Logout")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boomerangServiceListSessionsHandler := connect.NewUnaryHandler(
+		BoomerangServiceListSessionsProcedure,
+		svc.ListSessions,
+		connect.WithSchema(boomerangServiceMethods.ByName("ListSessions")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boomerangServiceRevokeSessionsHandler := connect.NewUnaryHandler(
+		BoomerangServiceRevokeSessionsProcedure,
+		svc.RevokeSessions,
+		connect.WithSchema(boomerangServiceMethods.ByName("RevokeSessions")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boomerangServiceGetClientHandler := connect.NewUnaryHandler(
+		BoomerangServiceGetClientProcedure,
+		svc.GetClient,
+		connect.WithSchema(boomerangServiceMethods.ByName("GetClient")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boomerangServiceUpdateClientHandler := connect.NewUnaryHandler(
+		BoomerangServiceUpdateClientProcedure,
+		svc.UpdateClient,
+		connect.WithSchema(boomerangServiceMethods.ByName("UpdateClient")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boomerangServiceChangePasswordHandler := connect.NewUnaryHandler(
+		BoomerangServiceChangePasswordProcedure,
+		svc.ChangePassword,
+		connect.WithSchema(boomerangServiceMethods.ByName("ChangePassword")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boomerangServiceRotateSigningSecretHandler := connect.NewUnaryHandler(
+		BoomerangServiceRotateSigningSecretProcedure,
+		svc.RotateSigningSecret,
+		connect.WithSchema(boomerangServiceMethods.ByName("RotateSigningSecret")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/boomerang.v1.BoomerangService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case BoomerangServiceLoginProcedure:
@@ -584,6 +744,20 @@ func NewBoomerangServiceHandler(svc BoomerangServiceHandler, opts ...connect.Han
 			boomerangServiceCancelTasksHandler.ServeHTTP(w, r)
 		case BoomerangServicePurgeDeadLettersProcedure:
 			boomerangServicePurgeDeadLettersHandler.ServeHTTP(w, r)
+		case BoomerangServiceLogoutProcedure:
+			boomerangServiceLogoutHandler.ServeHTTP(w, r)
+		case BoomerangServiceListSessionsProcedure:
+			boomerangServiceListSessionsHandler.ServeHTTP(w, r)
+		case BoomerangServiceRevokeSessionsProcedure:
+			boomerangServiceRevokeSessionsHandler.ServeHTTP(w, r)
+		case BoomerangServiceGetClientProcedure:
+			boomerangServiceGetClientHandler.ServeHTTP(w, r)
+		case BoomerangServiceUpdateClientProcedure:
+			boomerangServiceUpdateClientHandler.ServeHTTP(w, r)
+		case BoomerangServiceChangePasswordProcedure:
+			boomerangServiceChangePasswordHandler.ServeHTTP(w, r)
+		case BoomerangServiceRotateSigningSecretProcedure:
+			boomerangServiceRotateSigningSecretHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -671,6 +845,34 @@ func (UnimplementedBoomerangServiceHandler) CancelTasks(context.Context, *connec
 
 func (UnimplementedBoomerangServiceHandler) PurgeDeadLetters(context.Context, *connect.Request[v1.PurgeDeadLettersRequest]) (*connect.Response[v1.PurgeDeadLettersResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.PurgeDeadLetters is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) Logout(context.Context, *connect.Request[v1.LogoutRequest]) (*connect.Response[v1.LogoutResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.Logout is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) ListSessions(context.Context, *connect.Request[v1.ListSessionsRequest]) (*connect.Response[v1.ListSessionsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.ListSessions is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) RevokeSessions(context.Context, *connect.Request[v1.RevokeSessionsRequest]) (*connect.Response[v1.RevokeSessionsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.RevokeSessions is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) GetClient(context.Context, *connect.Request[v1.GetClientRequest]) (*connect.Response[v1.GetClientResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.GetClient is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) UpdateClient(context.Context, *connect.Request[v1.UpdateClientRequest]) (*connect.Response[v1.UpdateClientResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.UpdateClient is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) ChangePassword(context.Context, *connect.Request[v1.ChangePasswordRequest]) (*connect.Response[v1.ChangePasswordResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.ChangePassword is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) RotateSigningSecret(context.Context, *connect.Request[v1.RotateSigningSecretRequest]) (*connect.Response[v1.RotateSigningSecretResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.RotateSigningSecret is not implemented"))
 }
 
 // CallbackServiceClient is a client for the boomerang.v1.CallbackService service.

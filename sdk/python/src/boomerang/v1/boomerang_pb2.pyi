@@ -19,6 +19,10 @@ PROTOCOL_NATS: Protocol
 PROTOCOL_TCP: Protocol
 PROTOCOL_UDP: Protocol
 PROTOCOL_UNSPECIFIED: Protocol
+ROLE_ADMIN: Role
+ROLE_CLIENT: Role
+ROLE_READ_ONLY: Role
+ROLE_UNSPECIFIED: Role
 STATUS_BUSY: Status
 STATUS_CONFLICT: Status
 STATUS_GROUP_FULL: Status
@@ -29,6 +33,7 @@ STATUS_OK: Status
 STATUS_SESSION_EXPIRED: Status
 STATUS_UNAUTHORIZED: Status
 STATUS_UNSPECIFIED: Status
+TASK_STATUS_BLOCKED: TaskStatus
 TASK_STATUS_DELIVERING: TaskStatus
 TASK_STATUS_FINISHED: TaskStatus
 TASK_STATUS_QUEUED: TaskStatus
@@ -57,6 +62,14 @@ class Callback(_message.Message):
     protocol: Protocol
     timeout_ms: int
     def __init__(self, protocol: _Optional[_Union[Protocol, str]] = ..., endpoint: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., pool: _Optional[str] = ...) -> None: ...
+
+class CallbackRules(_message.Message):
+    __slots__ = ["allow", "deny"]
+    ALLOW_FIELD_NUMBER: _ClassVar[int]
+    DENY_FIELD_NUMBER: _ClassVar[int]
+    allow: _containers.RepeatedScalarFieldContainer[str]
+    deny: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, allow: _Optional[_Iterable[str]] = ..., deny: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CancelTaskRequest(_message.Message):
     __slots__ = ["id"]
@@ -88,25 +101,45 @@ class CancelTasksResponse(_message.Message):
     skipped: int
     def __init__(self, matched: _Optional[int] = ..., cancelled: _Optional[int] = ..., skipped: _Optional[int] = ...) -> None: ...
 
+class ChangePasswordRequest(_message.Message):
+    __slots__ = ["client_id", "current_password", "new_password"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_PASSWORD_FIELD_NUMBER: _ClassVar[int]
+    NEW_PASSWORD_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    current_password: str
+    new_password: str
+    def __init__(self, client_id: _Optional[str] = ..., current_password: _Optional[str] = ..., new_password: _Optional[str] = ...) -> None: ...
+
+class ChangePasswordResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
 class ClientConfig(_message.Message):
-    __slots__ = ["admin", "callback", "created_ms", "dead_letters", "default_mode", "group_limit", "id", "retry"]
+    __slots__ = ["admin", "callback", "callback_rules", "created_ms", "dead_letters", "default_mode", "group_limit", "id", "previous_secret_expires_ms", "retry", "role"]
     ADMIN_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_FIELD_NUMBER: _ClassVar[int]
+    CALLBACK_RULES_FIELD_NUMBER: _ClassVar[int]
     CREATED_MS_FIELD_NUMBER: _ClassVar[int]
     DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MODE_FIELD_NUMBER: _ClassVar[int]
     GROUP_LIMIT_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_SECRET_EXPIRES_MS_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
     admin: bool
     callback: Callback
+    callback_rules: CallbackRules
     created_ms: int
     dead_letters: DeadLetterPolicy
     default_mode: DispatchMode
     group_limit: int
     id: str
+    previous_secret_expires_ms: int
     retry: RetryPolicy
-    def __init__(self, id: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., created_ms: _Optional[int] = ..., group_limit: _Optional[int] = ...) -> None: ...
+    role: Role
+    def __init__(self, id: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., created_ms: _Optional[int] = ..., group_limit: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., callback_rules: _Optional[_Union[CallbackRules, _Mapping]] = ..., previous_secret_expires_ms: _Optional[int] = ...) -> None: ...
 
 class DeadLetter(_message.Message):
     __slots__ = ["attempts", "blocks_group", "failed_ms", "id", "last_error", "task"]
@@ -181,6 +214,18 @@ class Error(_message.Message):
     message: str
     status: Status
     def __init__(self, status: _Optional[_Union[Status, str]] = ..., message: _Optional[str] = ..., field: _Optional[str] = ...) -> None: ...
+
+class GetClientRequest(_message.Message):
+    __slots__ = ["client_id"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    def __init__(self, client_id: _Optional[str] = ...) -> None: ...
+
+class GetClientResponse(_message.Message):
+    __slots__ = ["client"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    client: ClientConfig
+    def __init__(self, client: _Optional[_Union[ClientConfig, _Mapping]] = ...) -> None: ...
 
 class GetDeadLetterRequest(_message.Message):
     __slots__ = ["id"]
@@ -286,6 +331,18 @@ class ListDeadLettersResponse(_message.Message):
     next_page_token: int
     def __init__(self, dead_letters: _Optional[_Iterable[_Union[DeadLetter, _Mapping]]] = ..., next_page_token: _Optional[int] = ...) -> None: ...
 
+class ListSessionsRequest(_message.Message):
+    __slots__ = ["client"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    def __init__(self, client: _Optional[str] = ...) -> None: ...
+
+class ListSessionsResponse(_message.Message):
+    __slots__ = ["sessions"]
+    SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    sessions: _containers.RepeatedCompositeFieldContainer[SessionInfo]
+    def __init__(self, sessions: _Optional[_Iterable[_Union[SessionInfo, _Mapping]]] = ...) -> None: ...
+
 class ListTasksRequest(_message.Message):
     __slots__ = ["client", "due_from_ms", "due_to_ms", "group", "page_size", "page_token", "recurring", "status"]
     CLIENT_FIELD_NUMBER: _ClassVar[int]
@@ -323,14 +380,24 @@ class LoginRequest(_message.Message):
     def __init__(self, client_id: _Optional[str] = ..., password: _Optional[str] = ...) -> None: ...
 
 class LoginResponse(_message.Message):
-    __slots__ = ["admin", "expires_at_ms", "session_id"]
+    __slots__ = ["admin", "expires_at_ms", "role", "session_id"]
     ADMIN_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_MS_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     admin: bool
     expires_at_ms: int
+    role: Role
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., expires_at_ms: _Optional[int] = ..., admin: bool = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., expires_at_ms: _Optional[int] = ..., admin: bool = ..., role: _Optional[_Union[Role, str]] = ...) -> None: ...
+
+class LogoutRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class LogoutResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
 
 class PurgeDeadLettersRequest(_message.Message):
     __slots__ = ["client", "dry_run", "error_contains", "failed_before_ms", "group"]
@@ -369,26 +436,30 @@ class RefreshSessionResponse(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., expires_at_ms: _Optional[int] = ...) -> None: ...
 
 class RegisterClientRequest(_message.Message):
-    __slots__ = ["admin", "callback", "client_id", "dead_letters", "default_mode", "group_limit", "password", "retry", "signing_secret"]
+    __slots__ = ["admin", "callback", "callback_rules", "client_id", "dead_letters", "default_mode", "group_limit", "password", "retry", "role", "signing_secret"]
     ADMIN_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_FIELD_NUMBER: _ClassVar[int]
+    CALLBACK_RULES_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MODE_FIELD_NUMBER: _ClassVar[int]
     GROUP_LIMIT_FIELD_NUMBER: _ClassVar[int]
     PASSWORD_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
     SIGNING_SECRET_FIELD_NUMBER: _ClassVar[int]
     admin: bool
     callback: Callback
+    callback_rules: CallbackRules
     client_id: str
     dead_letters: DeadLetterPolicy
     default_mode: DispatchMode
     group_limit: int
     password: str
     retry: RetryPolicy
+    role: Role
     signing_secret: bytes
-    def __init__(self, client_id: _Optional[str] = ..., password: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., signing_secret: _Optional[bytes] = ..., group_limit: _Optional[int] = ...) -> None: ...
+    def __init__(self, client_id: _Optional[str] = ..., password: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., signing_secret: _Optional[bytes] = ..., group_limit: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., callback_rules: _Optional[_Union[CallbackRules, _Mapping]] = ...) -> None: ...
 
 class RegisterClientResponse(_message.Message):
     __slots__ = ["client", "signing_secret"]
@@ -441,100 +512,128 @@ class ReplayDeadLetterResponse(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
 
 class Request(_message.Message):
-    __slots__ = ["cancel_task", "cancel_tasks", "delete_dead_letter", "deregister_client", "get_dead_letter", "get_group", "get_server_info", "get_task", "list_clients", "list_dead_letters", "list_tasks", "login", "purge_dead_letters", "refresh_session", "register_client", "register_task", "replay_dead_letter", "request_id", "session_id", "skip_group", "unblock_group", "update_task"]
+    __slots__ = ["cancel_task", "cancel_tasks", "change_password", "delete_dead_letter", "deregister_client", "get_client", "get_dead_letter", "get_group", "get_server_info", "get_task", "list_clients", "list_dead_letters", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "session_id", "skip_group", "unblock_group", "update_client", "update_task"]
     CANCEL_TASKS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASK_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_PASSWORD_FIELD_NUMBER: _ClassVar[int]
     DELETE_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     DEREGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
+    GET_CLIENT_FIELD_NUMBER: _ClassVar[int]
     GET_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     GET_GROUP_FIELD_NUMBER: _ClassVar[int]
     GET_SERVER_INFO_FIELD_NUMBER: _ClassVar[int]
     GET_TASK_FIELD_NUMBER: _ClassVar[int]
     LIST_CLIENTS_FIELD_NUMBER: _ClassVar[int]
     LIST_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
+    LIST_SESSIONS_FIELD_NUMBER: _ClassVar[int]
     LIST_TASKS_FIELD_NUMBER: _ClassVar[int]
     LOGIN_FIELD_NUMBER: _ClassVar[int]
+    LOGOUT_FIELD_NUMBER: _ClassVar[int]
     PURGE_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     REFRESH_SESSION_FIELD_NUMBER: _ClassVar[int]
     REGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
     REGISTER_TASK_FIELD_NUMBER: _ClassVar[int]
     REPLAY_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    REVOKE_SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    ROTATE_SIGNING_SECRET_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SKIP_GROUP_FIELD_NUMBER: _ClassVar[int]
     UNBLOCK_GROUP_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_CLIENT_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TASK_FIELD_NUMBER: _ClassVar[int]
     cancel_task: CancelTaskRequest
     cancel_tasks: CancelTasksRequest
+    change_password: ChangePasswordRequest
     delete_dead_letter: DeleteDeadLetterRequest
     deregister_client: DeregisterClientRequest
+    get_client: GetClientRequest
     get_dead_letter: GetDeadLetterRequest
     get_group: GetGroupRequest
     get_server_info: GetServerInfoRequest
     get_task: GetTaskRequest
     list_clients: ListClientsRequest
     list_dead_letters: ListDeadLettersRequest
+    list_sessions: ListSessionsRequest
     list_tasks: ListTasksRequest
     login: LoginRequest
+    logout: LogoutRequest
     purge_dead_letters: PurgeDeadLettersRequest
     refresh_session: RefreshSessionRequest
     register_client: RegisterClientRequest
     register_task: RegisterTaskRequest
     replay_dead_letter: ReplayDeadLetterRequest
     request_id: int
+    revoke_sessions: RevokeSessionsRequest
+    rotate_signing_secret: RotateSigningSecretRequest
     session_id: str
     skip_group: SkipGroupRequest
     unblock_group: UnblockGroupRequest
+    update_client: UpdateClientRequest
     update_task: UpdateTaskRequest
-    def __init__(self, request_id: _Optional[int] = ..., session_id: _Optional[str] = ..., login: _Optional[_Union[LoginRequest, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionRequest, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientRequest, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientRequest, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsRequest, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskRequest, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskRequest, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskRequest, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskRequest, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksRequest, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersRequest, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterRequest, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterRequest, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterRequest, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupRequest, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupRequest, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupRequest, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoRequest, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksRequest, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersRequest, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[int] = ..., session_id: _Optional[str] = ..., login: _Optional[_Union[LoginRequest, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionRequest, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientRequest, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientRequest, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsRequest, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskRequest, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskRequest, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskRequest, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskRequest, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksRequest, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersRequest, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterRequest, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterRequest, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterRequest, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupRequest, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupRequest, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupRequest, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoRequest, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksRequest, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersRequest, _Mapping]] = ..., logout: _Optional[_Union[LogoutRequest, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsRequest, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsRequest, _Mapping]] = ..., get_client: _Optional[_Union[GetClientRequest, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientRequest, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordRequest, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretRequest, _Mapping]] = ...) -> None: ...
 
 class Response(_message.Message):
-    __slots__ = ["cancel_task", "cancel_tasks", "delete_dead_letter", "deregister_client", "error", "get_dead_letter", "get_group", "get_server_info", "get_task", "list_clients", "list_dead_letters", "list_tasks", "login", "purge_dead_letters", "refresh_session", "register_client", "register_task", "replay_dead_letter", "request_id", "skip_group", "unblock_group", "update_task"]
+    __slots__ = ["cancel_task", "cancel_tasks", "change_password", "delete_dead_letter", "deregister_client", "error", "get_client", "get_dead_letter", "get_group", "get_server_info", "get_task", "list_clients", "list_dead_letters", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "skip_group", "unblock_group", "update_client", "update_task"]
     CANCEL_TASKS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASK_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_PASSWORD_FIELD_NUMBER: _ClassVar[int]
     DELETE_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     DEREGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    GET_CLIENT_FIELD_NUMBER: _ClassVar[int]
     GET_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     GET_GROUP_FIELD_NUMBER: _ClassVar[int]
     GET_SERVER_INFO_FIELD_NUMBER: _ClassVar[int]
     GET_TASK_FIELD_NUMBER: _ClassVar[int]
     LIST_CLIENTS_FIELD_NUMBER: _ClassVar[int]
     LIST_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
+    LIST_SESSIONS_FIELD_NUMBER: _ClassVar[int]
     LIST_TASKS_FIELD_NUMBER: _ClassVar[int]
     LOGIN_FIELD_NUMBER: _ClassVar[int]
+    LOGOUT_FIELD_NUMBER: _ClassVar[int]
     PURGE_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     REFRESH_SESSION_FIELD_NUMBER: _ClassVar[int]
     REGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
     REGISTER_TASK_FIELD_NUMBER: _ClassVar[int]
     REPLAY_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    REVOKE_SESSIONS_FIELD_NUMBER: _ClassVar[int]
+    ROTATE_SIGNING_SECRET_FIELD_NUMBER: _ClassVar[int]
     SKIP_GROUP_FIELD_NUMBER: _ClassVar[int]
     UNBLOCK_GROUP_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_CLIENT_FIELD_NUMBER: _ClassVar[int]
     UPDATE_TASK_FIELD_NUMBER: _ClassVar[int]
     cancel_task: CancelTaskResponse
     cancel_tasks: CancelTasksResponse
+    change_password: ChangePasswordResponse
     delete_dead_letter: DeleteDeadLetterResponse
     deregister_client: DeregisterClientResponse
     error: Error
+    get_client: GetClientResponse
     get_dead_letter: GetDeadLetterResponse
     get_group: GetGroupResponse
     get_server_info: GetServerInfoResponse
     get_task: GetTaskResponse
     list_clients: ListClientsResponse
     list_dead_letters: ListDeadLettersResponse
+    list_sessions: ListSessionsResponse
     list_tasks: ListTasksResponse
     login: LoginResponse
+    logout: LogoutResponse
     purge_dead_letters: PurgeDeadLettersResponse
     refresh_session: RefreshSessionResponse
     register_client: RegisterClientResponse
     register_task: RegisterTaskResponse
     replay_dead_letter: ReplayDeadLetterResponse
     request_id: int
+    revoke_sessions: RevokeSessionsResponse
+    rotate_signing_secret: RotateSigningSecretResponse
     skip_group: SkipGroupResponse
     unblock_group: UnblockGroupResponse
+    update_client: UpdateClientResponse
     update_task: UpdateTaskResponse
-    def __init__(self, request_id: _Optional[int] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., login: _Optional[_Union[LoginResponse, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionResponse, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientResponse, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientResponse, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsResponse, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskResponse, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskResponse, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskResponse, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskResponse, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksResponse, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersResponse, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterResponse, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterResponse, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterResponse, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupResponse, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupResponse, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupResponse, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoResponse, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksResponse, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersResponse, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[int] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., login: _Optional[_Union[LoginResponse, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionResponse, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientResponse, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientResponse, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsResponse, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskResponse, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskResponse, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskResponse, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskResponse, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksResponse, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersResponse, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterResponse, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterResponse, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterResponse, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupResponse, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupResponse, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupResponse, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoResponse, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksResponse, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersResponse, _Mapping]] = ..., logout: _Optional[_Union[LogoutResponse, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsResponse, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsResponse, _Mapping]] = ..., get_client: _Optional[_Union[GetClientResponse, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientResponse, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordResponse, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretResponse, _Mapping]] = ...) -> None: ...
 
 class RetryPolicy(_message.Message):
     __slots__ = ["backoff", "initial_interval_ms", "jitter", "max_attempts", "max_interval_ms", "multiplier"]
@@ -552,6 +651,56 @@ class RetryPolicy(_message.Message):
     multiplier: float
     def __init__(self, backoff: _Optional[_Union[Backoff, str]] = ..., initial_interval_ms: _Optional[int] = ..., max_interval_ms: _Optional[int] = ..., multiplier: _Optional[float] = ..., jitter: _Optional[float] = ..., max_attempts: _Optional[int] = ...) -> None: ...
 
+class RevokeSessionsRequest(_message.Message):
+    __slots__ = ["client", "handle"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    handle: str
+    def __init__(self, client: _Optional[str] = ..., handle: _Optional[str] = ...) -> None: ...
+
+class RevokeSessionsResponse(_message.Message):
+    __slots__ = ["revoked"]
+    REVOKED_FIELD_NUMBER: _ClassVar[int]
+    revoked: int
+    def __init__(self, revoked: _Optional[int] = ...) -> None: ...
+
+class RotateSigningSecretRequest(_message.Message):
+    __slots__ = ["client_id", "overlap_ms", "signing_secret"]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    OVERLAP_MS_FIELD_NUMBER: _ClassVar[int]
+    SIGNING_SECRET_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    overlap_ms: int
+    signing_secret: bytes
+    def __init__(self, client_id: _Optional[str] = ..., signing_secret: _Optional[bytes] = ..., overlap_ms: _Optional[int] = ...) -> None: ...
+
+class RotateSigningSecretResponse(_message.Message):
+    __slots__ = ["client", "signing_secret"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    SIGNING_SECRET_FIELD_NUMBER: _ClassVar[int]
+    client: ClientConfig
+    signing_secret: bytes
+    def __init__(self, client: _Optional[_Union[ClientConfig, _Mapping]] = ..., signing_secret: _Optional[bytes] = ...) -> None: ...
+
+class SessionInfo(_message.Message):
+    __slots__ = ["client", "created_ms", "current", "expires_ms", "handle", "role", "source"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_MS_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_MS_FIELD_NUMBER: _ClassVar[int]
+    HANDLE_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    created_ms: int
+    current: bool
+    expires_ms: int
+    handle: str
+    role: Role
+    source: str
+    def __init__(self, handle: _Optional[str] = ..., client: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ..., created_ms: _Optional[int] = ..., expires_ms: _Optional[int] = ..., source: _Optional[str] = ..., current: bool = ...) -> None: ...
+
 class SkipGroupRequest(_message.Message):
     __slots__ = ["client", "group"]
     CLIENT_FIELD_NUMBER: _ClassVar[int]
@@ -565,8 +714,9 @@ class SkipGroupResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ["attempts", "callback", "client", "created_ms", "fire_at_ms", "fires", "group", "id", "idempotency_key", "last_error", "mode", "next_attempt_ms", "payload", "repeat_interval_ms", "retry", "seq", "status", "updated_ms"]
+    __slots__ = ["attempts", "blocked_by_dead_letter", "callback", "client", "created_ms", "fire_at_ms", "fires", "group", "id", "idempotency_key", "last_error", "mode", "next_attempt_ms", "payload", "repeat_interval_ms", "retry", "seq", "status", "updated_ms"]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    BLOCKED_BY_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_FIELD_NUMBER: _ClassVar[int]
     CLIENT_FIELD_NUMBER: _ClassVar[int]
     CREATED_MS_FIELD_NUMBER: _ClassVar[int]
@@ -585,6 +735,7 @@ class Task(_message.Message):
     STATUS_FIELD_NUMBER: _ClassVar[int]
     UPDATED_MS_FIELD_NUMBER: _ClassVar[int]
     attempts: int
+    blocked_by_dead_letter: int
     callback: Callback
     client: str
     created_ms: int
@@ -602,7 +753,7 @@ class Task(_message.Message):
     seq: int
     status: TaskStatus
     updated_ms: int
-    def __init__(self, id: _Optional[int] = ..., client: _Optional[str] = ..., group: _Optional[str] = ..., payload: _Optional[bytes] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., seq: _Optional[int] = ..., mode: _Optional[_Union[DispatchMode, str]] = ..., status: _Optional[_Union[TaskStatus, str]] = ..., attempts: _Optional[int] = ..., next_attempt_ms: _Optional[int] = ..., last_error: _Optional[str] = ..., fires: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., created_ms: _Optional[int] = ..., updated_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., client: _Optional[str] = ..., group: _Optional[str] = ..., payload: _Optional[bytes] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., seq: _Optional[int] = ..., mode: _Optional[_Union[DispatchMode, str]] = ..., status: _Optional[_Union[TaskStatus, str]] = ..., attempts: _Optional[int] = ..., next_attempt_ms: _Optional[int] = ..., last_error: _Optional[str] = ..., fires: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., created_ms: _Optional[int] = ..., updated_ms: _Optional[int] = ..., blocked_by_dead_letter: _Optional[int] = ...) -> None: ...
 
 class UnblockGroupRequest(_message.Message):
     __slots__ = ["client", "group"]
@@ -617,6 +768,36 @@ class UnblockGroupResponse(_message.Message):
     TASK_FIELD_NUMBER: _ClassVar[int]
     task: Task
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
+
+class UpdateClientRequest(_message.Message):
+    __slots__ = ["callback", "callback_rules", "clear_callback", "clear_retry", "client_id", "dead_letters", "default_mode", "group_limit", "retry", "role"]
+    CALLBACK_FIELD_NUMBER: _ClassVar[int]
+    CALLBACK_RULES_FIELD_NUMBER: _ClassVar[int]
+    CLEAR_CALLBACK_FIELD_NUMBER: _ClassVar[int]
+    CLEAR_RETRY_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
+    DEFAULT_MODE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    RETRY_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    callback: Callback
+    callback_rules: CallbackRules
+    clear_callback: bool
+    clear_retry: bool
+    client_id: str
+    dead_letters: DeadLetterPolicy
+    default_mode: DispatchMode
+    group_limit: int
+    retry: RetryPolicy
+    role: Role
+    def __init__(self, client_id: _Optional[str] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., clear_callback: bool = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., clear_retry: bool = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., role: _Optional[_Union[Role, str]] = ..., callback_rules: _Optional[_Union[CallbackRules, _Mapping]] = ..., group_limit: _Optional[int] = ...) -> None: ...
+
+class UpdateClientResponse(_message.Message):
+    __slots__ = ["client"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    client: ClientConfig
+    def __init__(self, client: _Optional[_Union[ClientConfig, _Mapping]] = ...) -> None: ...
 
 class UpdateTaskRequest(_message.Message):
     __slots__ = ["delay_ms", "fire_at_ms", "id", "payload", "repeat_interval_ms"]
@@ -651,4 +832,7 @@ class Backoff(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class TaskStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class Role(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

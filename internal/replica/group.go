@@ -1,0 +1,102 @@
+package replica
+
+import (
+	"fmt"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/boomerangd/boomerang/internal/store"
+)
+
+// group is one shard's Raft group on this node.
+type group struct {
+	shard   uint16
+	rn      *raft.RawNode
+	storage *raft.MemoryStorage
+
+	persisted uint64            // last log index persisted
+	truncated uint64            // the log starts after this index
+	conf      *raftpb.ConfState // the configuration, kept for truncations
+	durable   uint64            // applied index whose state is durable
+
+	leader   bool   // this node leads the group
+	term     uint64 // the term it leads in
+	reported bool   // Lead was called for term
+}
+
+// initialIndex is where a new group's log starts: an initial snapshot
+// holding the configuration, so that every node starts alike.
+const initialIndex, initialTerm = 1, 1
+
+// load restores a group from the store, or creates it, writing its
+// initial state into b.
+func (n *Node) load(shard uint16, b *store.Batch) (*group, error) {
+	l, err := n.cfg.Store.RaftLog(shard)
+	if err != nil {
+		return nil, err
+	}
+	g := &group{shard: shard, storage: raft.NewMemoryStorage()}
+	if l.Truncated.GetIndex() == 0 {
+		l.Truncated = &raftpb.SnapshotMetadata{
+			Index:     proto.Uint64(initialIndex),
+			Term:      proto.Uint64(initialTerm),
+			ConfState: &raftpb.ConfState{Voters: n.cfg.Peers},
+		}
+		l.HardState = &raftpb.HardState{Term: proto.Uint64(initialTerm), Commit: proto.Uint64(initialIndex)}
+		if err := firstErr(b.TruncateRaftLog(shard, l.Truncated), b.SetRaftHardState(shard, l.HardState)); err != nil {
+			return nil, err
+		}
+	}
+	if err := g.storage.ApplySnapshot(&raftpb.Snapshot{Metadata: l.Truncated}); err != nil {
+		return nil, err
+	}
+	if err := firstErr(g.storage.SetHardState(l.HardState), g.storage.Append(l.Entries)); err != nil {
+		return nil, err
+	}
+	g.truncated, g.conf = l.Truncated.GetIndex(), l.Truncated.GetConfState()
+	g.persisted = g.truncated
+	if len(l.Entries) > 0 {
+		g.persisted = l.Entries[len(l.Entries)-1].GetIndex()
+	}
+	applied, err := n.cfg.StateMachine.AppliedIndex(shard)
+	if err != nil {
+		return nil, err
+	}
+	if applied < g.truncated {
+		// The log was truncated past what the state holds: it cannot be
+		// replayed. A fresh state starts at the initial snapshot, which
+		// holds nothing.
+		if g.truncated != initialIndex || applied != 0 {
+			return nil, fmt.Errorf("%w: state applied to %d, but the log starts after %d", store.ErrCorrupt, applied, g.truncated)
+		}
+		applied = initialIndex
+	}
+	g.durable = applied
+	g.rn, err = raft.NewRawNode(&raft.Config{
+		ID:                        n.cfg.ID,
+		ElectionTick:              n.cfg.ElectionTicks,
+		HeartbeatTick:             n.cfg.HeartbeatTicks,
+		Storage:                   g.storage,
+		Applied:                   applied,
+		MaxSizePerMsg:             1 << 20,
+		MaxCommittedSizePerReady:  8 << 20,
+		MaxUncommittedEntriesSize: 256 << 20,
+		MaxInflightMsgs:           256,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		DisableProposalForwarding: true,
+		Logger:                    raftLogger{n.cfg.Logger.With("shard", shard)},
+	})
+	return g, err
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

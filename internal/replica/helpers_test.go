@@ -1,0 +1,244 @@
+package replica
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"go.uber.org/goleak"
+
+	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/store/storepb"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const waitLimit = 20 * time.Second
+
+// recorder is a state machine that keeps, per shard, the data of every
+// entry applied, and writes its applied index to the store as the
+// scheduler does, so that the log can be truncated and replayed.
+type recorder struct {
+	st *store.Store
+
+	mu      sync.Mutex
+	node    *Node
+	applied map[uint16][]string // data of non-empty entries, in order
+	index   map[uint16]uint64
+	lead    map[uint16]uint64 // term this node leads in; 0: not
+	changed *sync.Cond
+}
+
+func newRecorder(st *store.Store) *recorder {
+	r := &recorder{st: st, applied: map[uint16][]string{}, index: map[uint16]uint64{}, lead: map[uint16]uint64{}}
+	r.changed = sync.NewCond(&r.mu)
+	return r
+}
+
+func (r *recorder) AppliedIndex(shard uint16) (uint64, error) {
+	m, err := r.st.ShardMeta(shard)
+	return m.GetApplied(), err
+}
+
+func (r *recorder) Apply(committed []Committed) {
+	for _, c := range committed {
+		r.apply(c.Shard, c.Entries)
+	}
+}
+
+func (r *recorder) apply(shard uint16, entries []*raftpb.Entry) {
+	b := r.st.NewBatch()
+	last := entries[len(entries)-1].GetIndex()
+	if err := b.PutShardMeta(shard, &storepb.ShardMeta{Applied: last}); err != nil {
+		panic(err)
+	}
+	if err := r.st.CommitNoSync(b); err != nil {
+		return // the store is closing under a stopped node
+	}
+	r.mu.Lock()
+	for _, e := range entries {
+		if e.GetIndex() <= r.index[shard] {
+			panic(fmt.Sprintf("shard %d: entry %d applied after %d", shard, e.GetIndex(), r.index[shard]))
+		}
+		r.index[shard] = e.GetIndex()
+		if len(e.Data) > 0 {
+			r.applied[shard] = append(r.applied[shard], string(e.Data))
+		}
+	}
+	node := r.node
+	r.changed.Broadcast()
+	r.mu.Unlock()
+	if node != nil {
+		node.Applied(shard, last)
+	}
+}
+
+func (r *recorder) Lead(shard uint16, term uint64) {
+	r.mu.Lock()
+	r.lead[shard] = term
+	r.changed.Broadcast()
+	r.mu.Unlock()
+}
+
+// await waits until cond holds, reading the recorder under its lock.
+func (r *recorder) await(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	timer := time.AfterFunc(waitLimit, func() {
+		r.mu.Lock()
+		r.changed.Broadcast()
+		r.mu.Unlock()
+	})
+	defer timer.Stop()
+	deadline := time.Now().Add(waitLimit)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		r.changed.Wait()
+	}
+}
+
+func (r *recorder) entries(shard uint16) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.applied[shard])
+}
+
+// replica is one node of a test cluster with its store and recorder.
+type replica struct {
+	id   uint64
+	fs   *store.MemFS
+	st   *store.Store
+	rec  *recorder
+	node *Node
+}
+
+// startReplica opens a store on fs and runs a node on it.
+func startReplica(t *testing.T, id uint64, peers []uint64, shards []uint16, fs *store.MemFS, nw *LocalNetwork) *replica {
+	t.Helper()
+	st, err := store.Open("/data", store.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &replica{id: id, fs: fs, st: st, rec: newRecorder(st)}
+	cfg := Config{ID: id, Peers: peers, Shards: shards, Store: st, StateMachine: r.rec, Tick: 10 * time.Millisecond, CompactEvery: 16}
+	if nw != nil {
+		cfg.Transport = nw
+	}
+	r.node, err = New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.rec.node = r.node
+	if nw != nil {
+		nw.Join(id, r.node)
+	}
+	if err := r.node.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// stop stops the node and closes its store.
+func (r *replica) stop(t *testing.T) {
+	t.Helper()
+	r.node.Stop()
+	if err := r.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cluster is a test cluster's replicas.
+type cluster struct {
+	t  *testing.T
+	rs []*replica
+}
+
+// leader returns the replica leading shard, waiting for one.
+func (c *cluster) leader(shard uint16) *replica {
+	c.t.Helper()
+	return c.awaitLeader(shard, func(*replica) bool { return true })
+}
+
+// awaitLeader waits until a replica that ok accepts leads shard.
+func (c *cluster) awaitLeader(shard uint16, ok func(*replica) bool) *replica {
+	c.t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for time.Now().Before(deadline) {
+		for _, r := range c.rs {
+			r.rec.mu.Lock()
+			leads := r.rec.lead[shard] > 0
+			r.rec.mu.Unlock()
+			if leads && ok(r) {
+				return r
+			}
+		}
+		time.Sleep(5 * time.Millisecond) // polling the recorders' reports
+	}
+	c.t.Fatalf("no leader of shard %d", shard)
+	return nil
+}
+
+// commit proposes n numbered entries on every shard through its leader
+// (never one of skip), proposing again what a change of leader dropped,
+// until a leader has applied them all.
+func (c *cluster) commit(prefix string, n int, skip ...*replica) {
+	c.t.Helper()
+	ok := func(r *replica) bool { return !slices.Contains(skip, r) }
+	for _, sh := range c.shards() {
+		want := make([]string, n)
+		for i := range want {
+			want[i] = fmt.Sprintf("%s-%d-%03d", prefix, sh, i)
+		}
+		deadline := time.Now().Add(waitLimit)
+		for {
+			l := c.awaitLeader(sh, ok)
+			missing := slices.DeleteFunc(slices.Clone(want), func(d string) bool { return slices.Contains(l.rec.entries(sh), d) })
+			if len(missing) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.t.Fatalf("shard %d: %d entries never committed", sh, len(missing))
+			}
+			for _, d := range missing {
+				_ = l.node.Propose(sh, []byte(d))
+			}
+			l.rec.await(c.t, "progress", func() bool {
+				return slices.Contains(l.rec.applied[sh], missing[len(missing)-1]) || l.rec.lead[sh] == 0 || time.Now().After(deadline)
+			})
+		}
+	}
+}
+
+// converge waits until every replica applied the same entries on every
+// shard.
+func (c *cluster) converge() {
+	c.t.Helper()
+	for _, sh := range c.shards() {
+		deadline := time.Now().Add(waitLimit)
+		for {
+			first := c.rs[0].rec.entries(sh)
+			same := true
+			for _, r := range c.rs[1:] {
+				same = same && slices.Equal(r.rec.entries(sh), first)
+			}
+			if same {
+				break
+			}
+			if time.Now().After(deadline) {
+				for _, r := range c.rs {
+					c.t.Logf("replica %d shard %d: %d entries", r.id, sh, len(r.rec.entries(sh)))
+				}
+				c.t.Fatalf("shard %d: the replicas never agreed", sh)
+			}
+			time.Sleep(5 * time.Millisecond) // polling the replicas
+		}
+	}
+}
+
+func (c *cluster) shards() []uint16 { return c.rs[0].node.cfg.Shards }

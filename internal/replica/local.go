@@ -1,0 +1,171 @@
+package replica
+
+import (
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// LocalNetwork connects nodes in one process, for tests and benchmarks,
+// with faults to inject: dropped, delayed, duplicated and reordered
+// messages, and cut links. Each link delivers from its own goroutine, so a
+// slow node never blocks its senders. Messages are copied, as a wire
+// would.
+type LocalNetwork struct {
+	mu     sync.Mutex
+	nodes  map[uint64]*Node
+	links  map[[2]uint64]*link
+	cut    map[[2]uint64]bool
+	faults Faults
+	rng    *rand.Rand
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// Faults are what a LocalNetwork does to messages. The zero value
+// delivers everything at once.
+type Faults struct {
+	Drop      float64       // probability that a batch of messages is lost
+	Duplicate float64       // probability that it arrives twice
+	Reorder   float64       // probability that it waits behind the next one
+	MaxDelay  time.Duration // it waits up to this long
+}
+
+type link struct {
+	ch chan []Envelope
+}
+
+// NewLocalNetwork returns a network whose faults draw on seed.
+func NewLocalNetwork(seed uint64) *LocalNetwork {
+	return &LocalNetwork{
+		nodes: make(map[uint64]*Node),
+		links: make(map[[2]uint64]*link),
+		cut:   make(map[[2]uint64]bool),
+		rng:   rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+	}
+}
+
+// Join makes a node reachable under its id, replacing any earlier one
+// (a restarted node).
+func (nw *LocalNetwork) Join(id uint64, n *Node) {
+	nw.mu.Lock()
+	nw.nodes[id] = n
+	nw.mu.Unlock()
+}
+
+// SetFaults changes the faults from now on.
+func (nw *LocalNetwork) SetFaults(f Faults) {
+	nw.mu.Lock()
+	nw.faults = f
+	nw.mu.Unlock()
+}
+
+// Cut stops (or, with cut false, restores) delivery from one node to
+// another; cut both ways for a full partition.
+func (nw *LocalNetwork) Cut(from, to uint64, cut bool) {
+	nw.mu.Lock()
+	nw.cut[[2]uint64{from, to}] = cut
+	nw.mu.Unlock()
+}
+
+// Isolate cuts (or restores) every link to and from a node.
+func (nw *LocalNetwork) Isolate(id uint64, cut bool) {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	for other := range nw.nodes {
+		if other != id {
+			nw.cut[[2]uint64{id, other}] = cut
+			nw.cut[[2]uint64{other, id}] = cut
+		}
+	}
+}
+
+// Close stops every link and waits for them.
+func (nw *LocalNetwork) Close() {
+	nw.mu.Lock()
+	if !nw.closed {
+		nw.closed = true
+		for _, l := range nw.links {
+			close(l.ch)
+		}
+	}
+	nw.mu.Unlock()
+	nw.wg.Wait()
+}
+
+// Send implements Transport.
+func (nw *LocalNetwork) Send(from uint64, envs []Envelope) {
+	byPeer := map[uint64][]Envelope{}
+	for _, e := range envs {
+		to := e.Msg.GetTo()
+		byPeer[to] = append(byPeer[to], Envelope{Shard: e.Shard, Msg: proto.CloneOf(e.Msg)})
+	}
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	if nw.closed {
+		return
+	}
+	for to, batch := range byPeer {
+		key := [2]uint64{from, to}
+		if nw.cut[key] || nw.rng.Float64() < nw.faults.Drop {
+			continue
+		}
+		l := nw.link(key)
+		copies := 1
+		if nw.rng.Float64() < nw.faults.Duplicate {
+			copies = 2
+		}
+		for range copies {
+			select {
+			case l.ch <- batch:
+			default: // the peer is not keeping up: lost, as on a wire
+			}
+		}
+	}
+}
+
+// link returns the link for key, starting it on first use. nw.mu is held.
+func (nw *LocalNetwork) link(key [2]uint64) *link {
+	l := nw.links[key]
+	if l != nil {
+		return l
+	}
+	l = &link{ch: make(chan []Envelope, 1024)}
+	nw.links[key] = l
+	nw.wg.Go(func() { nw.deliver(key, l) })
+	return l
+}
+
+// deliver runs one link: it hands each batch to the receiving node after
+// its delay, holding one back now and then to reorder it.
+func (nw *LocalNetwork) deliver(key [2]uint64, l *link) {
+	var held []Envelope
+	for batch := range l.ch {
+		nw.mu.Lock()
+		f, to := nw.faults, nw.nodes[key[1]]
+		delay := time.Duration(0)
+		if f.MaxDelay > 0 {
+			delay = time.Duration(nw.rng.Int64N(int64(f.MaxDelay)))
+		}
+		reorder := nw.rng.Float64() < f.Reorder
+		nw.mu.Unlock()
+		if delay > 0 {
+			time.Sleep(delay) // the wire's latency
+		}
+		if reorder && held == nil {
+			held = batch
+			continue
+		}
+		if to != nil {
+			to.Receive(batch)
+			if held != nil {
+				to.Receive(held)
+				held = nil
+			}
+		}
+	}
+}
+
+var _ Transport = (*LocalNetwork)(nil)

@@ -1,0 +1,268 @@
+package replica
+
+import (
+	"fmt"
+	"maps"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/boomerangd/boomerang/internal/store"
+)
+
+// run is the node's loop.
+func (n *Node) run() {
+	defer close(n.done)
+	ticker := n.cfg.Clock.NewTicker(n.cfg.Tick)
+	defer ticker.Stop()
+	more := true // a group may have a Ready left: after Start, or the last turn
+	for {
+		tick := false
+		if more {
+			select {
+			case <-n.stop:
+				return
+			case <-ticker.Chan():
+				tick = true
+			default:
+			}
+		} else {
+			select {
+			case <-n.stop:
+				return
+			case <-n.notify:
+			case <-ticker.Chan():
+				tick = true
+			}
+		}
+		n.mu.Lock()
+		props, msgs := n.props, n.incoming
+		n.props, n.incoming = nil, nil
+		// State written before this turn's sync is durable after it.
+		written := maps.Clone(n.applied)
+		n.mu.Unlock()
+		n.step(props, msgs, tick)
+		if err := n.ready(written); err != nil {
+			n.cfg.Logger.Error("replication stopped after a storage failure", "err", err)
+			n.cfg.Failed(err)
+			return
+		}
+		more = n.hasReady()
+	}
+}
+
+// hasReady reports whether a group has work left, such as entries that
+// became committed when the last turn persisted them.
+func (n *Node) hasReady() bool {
+	for _, g := range n.groups {
+		if g.rn.HasReady() {
+			return true
+		}
+	}
+	return false
+}
+
+// step hands the groups what arrived.
+func (n *Node) step(props []proposal, msgs []Envelope, tick bool) {
+	for _, e := range msgs {
+		if g := n.groups[e.Shard]; g != nil {
+			_ = g.rn.Step(e.Msg) // a message from an old term or a removed peer is ignored
+		}
+	}
+	for _, p := range props {
+		// A proposal on a node that does not lead is dropped: the state
+		// machine finds out when its leadership ends.
+		_ = n.groups[p.shard].rn.Propose(p.data)
+	}
+	if tick {
+		for _, g := range n.groups {
+			g.rn.Tick()
+		}
+	}
+}
+
+// groupReady is one group's Ready of this turn.
+type groupReady struct {
+	g  *group
+	rd raft.Ready
+}
+
+// ready handles the Ready of every group that has one: persist, send,
+// apply, advance.
+func (n *Node) ready(written map[uint16]uint64) error {
+	var rds []groupReady
+	b := n.cfg.Store.NewBatch()
+	sync := false
+	for shard, g := range n.groups {
+		if !g.rn.HasReady() {
+			continue
+		}
+		rd := g.rn.Ready()
+		if !raft.IsEmptySnap(rd.Snapshot) {
+			return fmt.Errorf("replica: shard %d: a snapshot arrived, and snapshots are not supported", shard)
+		}
+		if err := b.AppendRaftEntries(shard, rd.Entries, g.persisted); err != nil {
+			return err
+		}
+		if !raft.IsEmptyHardState(rd.HardState) {
+			if err := b.SetRaftHardState(shard, rd.HardState); err != nil {
+				return err
+			}
+		}
+		sync = sync || rd.MustSync
+		rds = append(rds, groupReady{g: g, rd: rd})
+	}
+	if err := n.compact(b); err != nil {
+		return err
+	}
+	if b.Count() > 0 {
+		commit := n.cfg.Store.CommitNoSync
+		if sync {
+			commit = n.cfg.Store.Commit
+		}
+		if err := commit(b); err != nil {
+			return err
+		}
+	}
+	if sync {
+		for shard, w := range written {
+			if g := n.groups[shard]; g != nil {
+				g.durable = max(g.durable, w)
+			}
+		}
+	}
+	return n.settle(rds)
+}
+
+// settle finishes the persisted Readys: the in-memory log, messages,
+// committed entries, leadership, Advance.
+func (n *Node) settle(rds []groupReady) error {
+	var out []Envelope
+	for _, r := range rds {
+		g, rd := r.g, r.rd
+		if err := g.storage.Append(rd.Entries); err != nil {
+			return err
+		}
+		if len(rd.Entries) > 0 {
+			g.persisted = rd.Entries[len(rd.Entries)-1].GetIndex()
+		}
+		if !raft.IsEmptyHardState(rd.HardState) {
+			if err := g.storage.SetHardState(rd.HardState); err != nil {
+				return err
+			}
+		}
+		for _, m := range rd.Messages {
+			out = append(out, Envelope{Shard: g.shard, Msg: m})
+		}
+	}
+	if len(out) > 0 && n.cfg.Transport != nil {
+		n.cfg.Transport.Send(n.cfg.ID, out)
+	}
+	var committed []Committed
+	for _, r := range rds {
+		if r.rd.SoftState != nil {
+			n.leadership(r.g, r.rd.SoftState.RaftState == raft.StateLeader)
+		}
+		for _, e := range r.rd.CommittedEntries {
+			if err := n.confChange(r.g, e); err != nil {
+				return err
+			}
+		}
+		if len(r.rd.CommittedEntries) > 0 {
+			committed = append(committed, Committed{Shard: r.g.shard, Entries: r.rd.CommittedEntries})
+		}
+	}
+	if len(committed) > 0 {
+		n.cfg.StateMachine.Apply(committed)
+	}
+	for _, r := range rds {
+		n.reportLead(r.g, r.rd.CommittedEntries)
+		r.g.rn.Advance(r.rd)
+	}
+	return nil
+}
+
+// reportLead tells the state machine that this node leads g once an entry
+// of its own term is given to it: every entry committed before is then.
+func (n *Node) reportLead(g *group, committed []*raftpb.Entry) {
+	if g.leader && !g.reported && len(committed) > 0 && committed[len(committed)-1].GetTerm() == g.term {
+		g.reported = true
+		n.cfg.StateMachine.Lead(g.shard, g.term)
+	}
+}
+
+// leadership follows the group's role.
+func (n *Node) leadership(g *group, leader bool) {
+	switch {
+	case leader && !g.leader:
+		g.leader, g.term, g.reported = true, g.rn.BasicStatus().HardState.GetTerm(), false
+		n.cfg.Logger.Debug("leading", "shard", g.shard, "term", g.term)
+	case !leader && g.leader:
+		g.leader = false
+		if g.reported {
+			g.reported = false
+			n.cfg.StateMachine.Lead(g.shard, 0)
+		}
+		n.cfg.Logger.Debug("no longer leading", "shard", g.shard)
+	}
+}
+
+// confChange applies a committed configuration change.
+func (n *Node) confChange(g *group, e *raftpb.Entry) error {
+	var cc raftpb.ConfChangeI
+	switch e.GetType() {
+	case raftpb.EntryType_EntryConfChange:
+		var c raftpb.ConfChange
+		if err := proto.Unmarshal(e.Data, &c); err != nil {
+			return err
+		}
+		cc = &c
+	case raftpb.EntryType_EntryConfChangeV2:
+		var c raftpb.ConfChangeV2
+		if err := proto.Unmarshal(e.Data, &c); err != nil {
+			return err
+		}
+		cc = &c
+	default:
+		return nil
+	}
+	g.conf = g.rn.ApplyConfChange(cc)
+	return nil
+}
+
+// compact truncates the logs whose applied, durable state has grown
+// CompactEvery entries past their start. A leader keeps what a follower
+// still needs.
+func (n *Node) compact(b *store.Batch) error {
+	for shard, g := range n.groups {
+		if g.durable < g.truncated+n.cfg.CompactEvery {
+			continue
+		}
+		upTo := g.durable
+		if g.leader {
+			g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+				if id != n.cfg.ID {
+					upTo = min(upTo, pr.Match)
+				}
+			})
+		}
+		if upTo < g.truncated+n.cfg.CompactEvery {
+			continue
+		}
+		term, err := g.storage.Term(upTo)
+		if err != nil {
+			return err
+		}
+		meta := &raftpb.SnapshotMetadata{Index: proto.Uint64(upTo), Term: proto.Uint64(term), ConfState: g.conf}
+		if err := b.TruncateRaftLog(shard, meta); err != nil {
+			return err
+		}
+		if err := g.storage.Compact(upTo); err != nil {
+			return err
+		}
+		g.truncated = upTo
+	}
+	return nil
+}

@@ -1,0 +1,247 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/boomerangd/boomerang/internal/store"
+)
+
+// Defaults for Config fields left at zero.
+const (
+	DefaultTick           = 100 * time.Millisecond
+	DefaultElectionTicks  = 10
+	DefaultHeartbeatTicks = 1
+	DefaultCompactEvery   = 1024
+)
+
+var (
+	// ErrStopped: the node is not running.
+	ErrStopped = errors.New("replica: node stopped")
+	// ErrUnknownShard: the node hosts no group for the shard.
+	ErrUnknownShard = errors.New("replica: shard not hosted here")
+)
+
+// StateMachine is what a Node feeds. Apply and Lead are called from the
+// node's loop, in log order for each shard: they must hand the work on
+// rather than do it there.
+type StateMachine interface {
+	// AppliedIndex returns how far the shard's state includes its log,
+	// when the node starts.
+	AppliedIndex(shard uint16) (uint64, error)
+	// Apply is given the entries committed in one turn of the loop, each
+	// shard's in order, empty ones (a new leader's, configuration changes)
+	// included.
+	Apply(committed []Committed)
+	// Lead reports that this node leads the shard from term on, every
+	// entry committed before that term having been given to Apply; term 0
+	// reports that it no longer does.
+	Lead(shard uint16, term uint64)
+}
+
+// Config configures a Node.
+type Config struct {
+	// ID identifies the node among the replicas; it must be above 0.
+	ID uint64
+	// Peers are the voters of a group the node creates (one with no
+	// persisted state); every node must be given the same. Default: this
+	// node alone.
+	Peers []uint64
+	// Shards are the shards the node hosts. Required.
+	Shards []uint16
+	// Store persists the logs. Required.
+	Store *store.Store
+	// StateMachine is fed the committed entries. Required.
+	StateMachine StateMachine
+	// Transport carries messages to the other replicas; required when
+	// Peers holds others.
+	Transport Transport
+	// Tick is Raft's tick; elections and heartbeats count in ticks.
+	// Default 100 ms.
+	Tick time.Duration
+	// ElectionTicks and HeartbeatTicks are Raft's election timeout (a
+	// random 1 to 2 times it) and heartbeat interval. Defaults 10 and 1:
+	// a leader's loss is noticed after 1 to 2 seconds.
+	ElectionTicks, HeartbeatTicks int
+	// CompactEvery is how many applied entries whose state is durable a
+	// group's log keeps before it is truncated. Default 1024.
+	CompactEvery uint64
+	// Failed is told of a storage failure, after which the node stops.
+	// Optional.
+	Failed func(error)
+	// Clock drives ticks. Default: the real clock.
+	Clock clockwork.Clock
+	// Logger receives leadership changes and errors. Default: discard.
+	Logger *slog.Logger
+}
+
+func (c *Config) ensureDefaults() {
+	if len(c.Peers) == 0 {
+		c.Peers = []uint64{c.ID}
+	}
+	if c.Tick == 0 {
+		c.Tick = DefaultTick
+	}
+	if c.ElectionTicks == 0 {
+		c.ElectionTicks = DefaultElectionTicks
+	}
+	if c.HeartbeatTicks == 0 {
+		c.HeartbeatTicks = DefaultHeartbeatTicks
+	}
+	if c.CompactEvery == 0 {
+		c.CompactEvery = DefaultCompactEvery
+	}
+	if c.Clock == nil {
+		c.Clock = clockwork.NewRealClock()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Failed == nil {
+		c.Failed = func(error) {}
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.ID == 0:
+		return errors.New("replica: Config.ID must be above 0")
+	case c.Store == nil || c.StateMachine == nil:
+		return errors.New("replica: Config.Store and StateMachine are required")
+	case len(c.Shards) == 0:
+		return errors.New("replica: Config.Shards is required")
+	case !slices.Contains(c.Peers, c.ID):
+		return fmt.Errorf("replica: Config.Peers %v must include the node's own id %d", c.Peers, c.ID)
+	case len(c.Peers) > 1 && c.Transport == nil:
+		return errors.New("replica: Config.Transport is required with other peers")
+	case c.ElectionTicks <= c.HeartbeatTicks:
+		return errors.New("replica: Config.ElectionTicks must exceed HeartbeatTicks")
+	}
+	return nil
+}
+
+// Node runs the Raft groups of the shards it hosts. Its methods are safe
+// for concurrent use.
+type Node struct {
+	cfg    Config
+	groups map[uint16]*group
+
+	mu       sync.Mutex
+	props    []proposal
+	incoming []Envelope
+	applied  map[uint16]uint64 // what the state machine reports written
+	notify   chan struct{}
+
+	stop, done chan struct{}
+	stopOnce   sync.Once
+}
+
+// Committed is a shard's entries committed together.
+type Committed struct {
+	Shard   uint16
+	Entries []*raftpb.Entry
+}
+
+type proposal struct {
+	shard uint16
+	data  []byte
+}
+
+// New checks cfg and builds a node; Start loads the groups.
+func New(cfg Config) (*Node, error) {
+	cfg.ensureDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Node{
+		cfg:     cfg,
+		groups:  make(map[uint16]*group, len(cfg.Shards)),
+		applied: make(map[uint16]uint64),
+		notify:  make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}, nil
+}
+
+// Start loads every group from the store, or creates it, and starts the
+// loop. A standalone node campaigns at once.
+func (n *Node) Start() error {
+	b := n.cfg.Store.NewBatch()
+	for _, shard := range n.cfg.Shards {
+		g, err := n.load(shard, b)
+		if err != nil {
+			return fmt.Errorf("replica: shard %d: %w", shard, err)
+		}
+		n.groups[shard] = g
+	}
+	if err := n.cfg.Store.Commit(b); err != nil {
+		return err
+	}
+	if len(n.cfg.Peers) == 1 {
+		for _, g := range n.groups {
+			if err := g.rn.Campaign(); err != nil {
+				return err
+			}
+		}
+		// A group of one elects itself over two Readys (its pre-vote and
+		// its vote): settle them now, so that it leads when Start returns.
+		for range 2 {
+			if err := n.ready(nil); err != nil {
+				return err
+			}
+		}
+	}
+	go n.run()
+	return nil
+}
+
+// Stop stops the loop and waits for it. Entries not yet given to the state
+// machine are given again after the next Start.
+func (n *Node) Stop() {
+	n.stopOnce.Do(func() { close(n.stop) })
+	<-n.done
+}
+
+// Propose proposes data for a shard's log. It is dropped, without an
+// error, if this node turns out not to lead the shard; the state machine
+// learns what was committed from Apply.
+func (n *Node) Propose(shard uint16, data []byte) error {
+	if _, ok := n.groups[shard]; !ok {
+		return fmt.Errorf("%w: %d", ErrUnknownShard, shard)
+	}
+	n.mu.Lock()
+	n.props = append(n.props, proposal{shard: shard, data: data})
+	n.mu.Unlock()
+	n.wake()
+	return nil
+}
+
+// Receive takes messages from other replicas.
+func (n *Node) Receive(envs []Envelope) {
+	n.mu.Lock()
+	n.incoming = append(n.incoming, envs...)
+	n.mu.Unlock()
+	n.wake()
+}
+
+// Applied reports that the shard's state, as written (not necessarily
+// synced), includes its log up to index.
+func (n *Node) Applied(shard uint16, index uint64) {
+	n.mu.Lock()
+	n.applied[shard] = max(n.applied[shard], index)
+	n.mu.Unlock()
+}
+
+func (n *Node) wake() {
+	select {
+	case n.notify <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,82 @@
+package scheduler
+
+import (
+	"context"
+
+	"github.com/boomerangd/boomerang/internal/replica"
+)
+
+// The scheduler is its shards' state machine: the replica node feeds it
+// the committed log entries and tells it which shards this node leads.
+
+// startNode reads what the partitions follow of their shards and makes
+// the replica node; Start starts it once the loops run.
+func (s *Scheduler) startNode() error {
+	for _, p := range s.parts {
+		if err := p.load(); err != nil {
+			return err
+		}
+	}
+	shards := make([]uint16, s.cfg.Store.Shards())
+	for i := range shards {
+		shards[i] = uint16(i)
+	}
+	node, err := replica.New(replica.Config{
+		ID: s.cfg.NodeID, Peers: s.cfg.Peers, Shards: shards,
+		Store: s.cfg.Store, StateMachine: s, Transport: s.cfg.Transport,
+		Tick: s.cfg.RaftTick, ElectionTicks: s.cfg.ElectionTicks,
+		Failed: s.fail, Logger: s.cfg.Logger.With("component", "replica"),
+	})
+	s.node = node
+	return err
+}
+
+// Node returns the replica node of the scheduler's shards, for a
+// transport to deliver to.
+func (s *Scheduler) Node() *replica.Node { return s.node }
+
+// AppliedIndex implements replica.StateMachine.
+func (s *Scheduler) AppliedIndex(shard uint16) (uint64, error) {
+	m, err := s.cfg.Store.ShardMeta(shard)
+	return m.GetApplied(), err
+}
+
+// Apply implements replica.StateMachine: each partition applies its
+// shards' entries on its loop.
+func (s *Scheduler) Apply(committed []replica.Committed) {
+	byPart := make(map[*partition][]replica.Committed)
+	for _, c := range committed {
+		p := s.partitionOf(c.Shard)
+		byPart[p] = append(byPart[p], c)
+	}
+	for p, cs := range byPart {
+		p.inbox.post(func() { p.apply(cs) })
+	}
+}
+
+// Lead implements replica.StateMachine.
+func (s *Scheduler) Lead(shard uint16, term uint64) {
+	p := s.partitionOf(shard)
+	p.inbox.post(func() { p.lead(shard, term) })
+}
+
+// leaderReady counts a shard led for the first time; Start of a
+// standalone node waits for all of them.
+func (s *Scheduler) leaderReady(*partition) {
+	if s.led.Add(1) == int64(s.cfg.Store.Shards()) {
+		close(s.allLed)
+	}
+}
+
+// onLeader runs op on the loop of shard's partition if this node leads
+// the shard, and answers ErrNotLeader otherwise.
+func (s *Scheduler) onLeader(ctx context.Context, shard uint16, op func(p *partition, done func(result))) (result, error) {
+	p := s.partitionOf(shard)
+	return s.call(ctx, p, func(done func(result)) {
+		if !p.leads(shard) {
+			done(result{err: ErrNotLeader})
+			return
+		}
+		op(p, done)
+	})
+}

@@ -1,0 +1,112 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Key-space tags of the shards' replication logs.
+const (
+	tagRaftEntry     byte = 'l' // l|shard|index → raftpb.Entry
+	tagRaftHardState byte = 'h' // h|shard       → raftpb.HardState
+	tagRaftTruncated byte = 'n' // n|shard       → raftpb.SnapshotMetadata: where the log starts
+)
+
+func raftEntryKey(shard uint16, index uint64) []byte {
+	return binary.BigEndian.AppendUint64(appendShard(make([]byte, 0, 11), tagRaftEntry, shard), index)
+}
+
+// RaftLog is what a shard's replica persisted: its hard state, the point
+// its log starts after (the last truncation or snapshot, with the group's
+// configuration then), and the entries since.
+type RaftLog struct {
+	HardState *raftpb.HardState
+	Truncated *raftpb.SnapshotMetadata
+	Entries   []*raftpb.Entry
+}
+
+// RaftLog reads a shard's replication log. A shard that never had one has
+// empty values.
+func (s *Store) RaftLog(shard uint16) (RaftLog, error) {
+	if err := s.enter(); err != nil {
+		return RaftLog{}, err
+	}
+	defer s.gate.Exit()
+	snap := s.db.NewSnapshot()
+	defer snap.Close()
+	l := RaftLog{HardState: new(raftpb.HardState), Truncated: new(raftpb.SnapshotMetadata)}
+	for _, r := range []struct {
+		tag byte
+		m   proto.Message
+	}{{tagRaftHardState, l.HardState}, {tagRaftTruncated, l.Truncated}} {
+		err := getRecord(snap, fmt.Sprintf("shard %d replication state", shard), appendShard(nil, r.tag, shard), r.m)
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return RaftLog{}, err
+		}
+	}
+	prefix := shardPrefix(tagRaftEntry, shard)
+	err := scan(snap, prefix, prefixEnd(prefix), func(k, v []byte) error {
+		e := new(raftpb.Entry)
+		if err := unmarshal(fmt.Sprintf("log entry at key %x", k), v, e); err != nil {
+			return err
+		}
+		if want := binary.BigEndian.Uint64(k[len(prefix):]); e.GetIndex() != want {
+			return corruptf("log entry at key %x holds index %d", k, e.Index)
+		}
+		l.Entries = append(l.Entries, e)
+		return nil
+	})
+	return l, err
+}
+
+// AppendRaftEntries persists entries of a shard's log. Entries at or after
+// the first of them that are already persisted (up to lastPersisted) are
+// discarded first, as a new leader's log overrides a follower's.
+func (b *Batch) AppendRaftEntries(shard uint16, entries []*raftpb.Entry, lastPersisted uint64) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	if first := entries[0].GetIndex(); first <= lastPersisted {
+		b.deleteRange(raftEntryKey(shard, first), raftEntryKey(shard, lastPersisted+1))
+	}
+	for _, e := range entries {
+		v, err := proto.MarshalOptions{}.MarshalAppend(b.rec[:0], e)
+		if err != nil {
+			return invalidf("encode log entry %d: %v", e.GetIndex(), err)
+		}
+		b.rec = v
+		b.set(raftEntryKey(shard, e.GetIndex()), v)
+	}
+	return b.done()
+}
+
+// SetRaftHardState persists a shard's hard state.
+func (b *Batch) SetRaftHardState(shard uint16, hs *raftpb.HardState) error {
+	if err := b.encode(hs); err != nil {
+		return err
+	}
+	b.set(appendShard(nil, tagRaftHardState, shard), b.rec)
+	return b.done()
+}
+
+// TruncateRaftLog deletes a shard's log entries up to and including
+// meta.Index, whose state the shard holds, and records where the log now
+// starts.
+func (b *Batch) TruncateRaftLog(shard uint16, meta *raftpb.SnapshotMetadata) error {
+	if err := b.encode(meta); err != nil {
+		return err
+	}
+	b.set(appendShard(nil, tagRaftTruncated, shard), b.rec)
+	b.deleteRange(shardPrefix(tagRaftEntry, shard), raftEntryKey(shard, meta.GetIndex()+1))
+	return b.done()
+}
+
+func (b *Batch) deleteRange(start, end []byte) {
+	if b.err == nil {
+		b.err = b.pb.DeleteRange(start, end, nil)
+	}
+}
