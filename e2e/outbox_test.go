@@ -56,7 +56,7 @@ func TestOutboxFailover(t *testing.T) {
 		}
 	}
 	insertRows(0, 50)
-	dataA := t.TempDir()
+	dataA := newDataDir(t)
 	a := startServer(t, dataA, "--outbox-source", spec(rcvA), "--outbox-node", "node-a")
 	awaitHolder(t, db, "node-a")
 	startServer(t, "", "--outbox-source", spec(rcvB), "--outbox-node", "node-b")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -217,6 +218,10 @@ type node struct {
 	src *Source
 }
 
+// newDataDir is a data directory for a server to create: the server
+// refuses one others may read, as t.TempDir's are.
+func newDataDir(t testing.TB) string { return filepath.Join(t.TempDir(), "data") }
+
 // nodeOptions tune startNode.
 type nodeOptions struct {
 	name    string                 // default "node-a"
@@ -234,7 +239,7 @@ func startNode(t testing.TB, cfg Config, o nodeOptions) *node {
 		o.name = "node-a"
 	}
 	if o.dataDir == "" {
-		o.dataDir = t.TempDir()
+		o.dataDir = newDataDir(t)
 	}
 	if o.retry == nil {
 		o.retry = scheduler.FixedRetry{Attempts: 2, Delay: 10 * time.Millisecond}

@@ -24,7 +24,7 @@ func TestRecoversOutcomesLostInACrash(t *testing.T) {
 	for _, p := range []string{"a", "bad", "b"} {
 		insert(t, db, "g"+p, p)
 	}
-	dir := t.TempDir()
+	dir := newDataDir(t)
 	n := startNode(t, cfg, nodeOptions{dataDir: dir})
 	waitStatus(t, db, map[string]int{"DONE": 2, "ERROR": 1})
 	var wantErr string
