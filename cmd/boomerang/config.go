@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/boomerangd/boomerang/internal/auth"
+	"github.com/boomerangd/boomerang/internal/outbox"
 	"github.com/boomerangd/boomerang/internal/server"
 )
 
@@ -65,6 +66,14 @@ func (o *options) complete(fs *pflag.FlagSet, lookupEnv func(string) (string, bo
 	}
 	if len(o.pools) > 0 {
 		o.cfg.Pools = o.pools
+	}
+	o.outbox = nil
+	for _, spec := range o.outboxSources {
+		src, err := outbox.ParseSource(spec)
+		if err != nil {
+			return fmt.Errorf("--outbox-source: %w", err)
+		}
+		o.outbox = append(o.outbox, src)
 	}
 	if err := o.loadSecrets(lookupEnv); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/boomerangd/boomerang/internal/auth"
 	"github.com/boomerangd/boomerang/internal/delivery"
+	"github.com/boomerangd/boomerang/internal/outbox"
 	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/server"
 )
@@ -30,6 +31,9 @@ type options struct {
 	tlsKey          string
 	tlsClientCA     string
 	secretKeyFile   string
+	outboxSources   []string
+	outboxNode      string
+	outbox          []outbox.Config // parsed from outboxSources by complete
 }
 
 func newOptions() *options { return &options{pools: poolFlag{}} }
@@ -88,6 +92,9 @@ func (o *options) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "on SIGINT or SIGTERM, how long to wait for requests and deliveries under way")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
+	fs.StringArrayVar(&o.outboxSources, "outbox-source", nil,
+		"PostgreSQL outbox source, comma-separated key=value settings (name=…,dsn=…,client=…); repeatable; see docs/outbox.md")
+	fs.StringVar(&o.outboxNode, "outbox-node", "", "this instance's name among the nodes running the outbox sources (default: kept in the data directory)")
 }
 
 // poolFlag collects --pool values.

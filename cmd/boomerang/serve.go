@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,6 +27,13 @@ func serve(ctx context.Context, o *options, stderr io.Writer) error {
 	cfg := o.cfg
 	cfg.Logger = log
 	cfg.Version = buildVersion()
+	ob, err := newOutbox(o, log)
+	if err != nil {
+		return err
+	}
+	if ob != nil {
+		cfg.OnFinished = ob.Finished
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
@@ -35,6 +43,11 @@ func serve(ctx context.Context, o *options, stderr io.Writer) error {
 	if err := srv.Start(ctx); err != nil {
 		return err
 	}
+	if ob != nil {
+		if err := ob.Start(ctx, srv.Scheduler(), srv.Registerer()); err != nil {
+			return errors.Join(err, srv.Stop(context.Background()))
+		}
+	}
 	if pw := srv.BootstrapPassword(); pw != "" {
 		printAdminPassword(stderr, cfg.AdminID, pw)
 	}
@@ -43,7 +56,8 @@ func serve(ctx context.Context, o *options, stderr io.Writer) error {
 	log.Info("shutting down: finishing requests and deliveries under way", "timeout", o.shutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
 	defer cancel()
-	return srv.Stop(sctx)
+	err = srv.Stop(sctx)
+	return errors.Join(err, stopOutbox(sctx, ob))
 }
 
 // printAdminPassword shows a generated admin password, the only time it

@@ -125,14 +125,15 @@ func parseMode(s string) (boomerangv1.DispatchMode, error) {
 var modeNames = []string{"next-on-error", "block-on-error", "immediate"}
 
 // parseCallback reads a callback URL: http(s)://… for webhooks,
-// grpc://host:port, tcp://host:port or udp://host:port.
+// grpc://host:port, tcp://host:port, udp://host:port, or a queue sink:
+// nats://host:port/subject or amqp(s)://host:port/vhost?….
 func parseCallback(s string, timeout time.Duration, pool string) (*boomerangv1.Callback, error) {
 	if s == "" {
 		return nil, nil
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {
-		return nil, usagef("bad callback %q: want http://host/path, https://…, grpc://host:port, tcp://host:port or udp://host:port", s)
+		return nil, usagef("bad callback %q: want http://host/path, https://…, grpc://host:port, tcp://host:port, udp://host:port, nats://host:port/subject or amqp://host:port/vhost?routing_key=…", s)
 	}
 	cb := &boomerangv1.Callback{TimeoutMs: timeout.Milliseconds(), Pool: pool}
 	switch u.Scheme {
@@ -144,8 +145,12 @@ func parseCallback(s string, timeout time.Duration, pool string) (*boomerangv1.C
 		cb.Protocol, cb.Endpoint = boomerangv1.Protocol_PROTOCOL_TCP, u.Host
 	case "udp":
 		cb.Protocol, cb.Endpoint = boomerangv1.Protocol_PROTOCOL_UDP, u.Host
+	case "nats":
+		cb.Protocol, cb.Endpoint = boomerangv1.Protocol_PROTOCOL_NATS, s
+	case "amqp", "amqps":
+		cb.Protocol, cb.Endpoint = boomerangv1.Protocol_PROTOCOL_AMQP, s
 	default:
-		return nil, usagef("bad callback %q: the scheme must be http, https, grpc, tcp or udp", s)
+		return nil, usagef("bad callback %q: the scheme must be http, https, grpc, tcp, udp, nats, amqp or amqps", s)
 	}
 	return cb, nil
 }

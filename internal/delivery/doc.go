@@ -1,8 +1,9 @@
 // Package delivery is Boomerang's callback engine: it delivers each
 // attempt of a due task to its client's endpoint over HTTP, gRPC, raw TCP
-// or UDP, and decides when a failed attempt is tried again. The scheduler
-// calls it as its scheduler.Deliverer and scheduler.RetryDecider; the
-// scheduler keeps group order, persists attempts and dead-letters.
+// or UDP, or to a queue (NATS JetStream, RabbitMQ), and decides when a
+// failed attempt is tried again. The scheduler calls it as its
+// scheduler.Deliverer and scheduler.RetryDecider; the scheduler keeps
+// group order, persists attempts and dead-letters.
 //
 //	e, err := delivery.New(delivery.Config{Clients: st, Pools: pools, Registerer: reg, Logger: log})
 //	s, err := scheduler.New(scheduler.Config{Store: st, Deliverer: e, Retry: e})
@@ -49,6 +50,22 @@
 //     socket per endpoint. There is no answer: an attempt succeeds once
 //     the datagram is sent, so UDP is at most once. A payload over
 //     MaxUDPPayload is refused (ValidateCallback says so at registration).
+//   - NATS: a JetStream publish to the endpoint's subject
+//     (nats://host:port/subject, where {group} stands for the task's
+//     group) over one connection per server; the stream's acknowledgement
+//     is success. Nats-Msg-Id is the task id and the occurrence's due
+//     time, so the stream drops a retry of an occurrence it already
+//     stored.
+//   - AMQP: a persistent, mandatory publish to RabbitMQ
+//     (amqp://host:port/vhost?exchange=…&routing_key=…, {group} again
+//     allowed in the routing key) on a few confirm-mode channels per
+//     connection; the broker's confirm is success, a nack or a return (no
+//     queue took the message) is a rejection. message_id is the same
+//     occurrence id.
+//
+// Queue messages carry the webhook's Boomerang-* headers (not the
+// signature); a broker that cannot be reached is put in the same dial
+// backoff as a raw TCP endpoint. sink.go parses both endpoint kinds.
 //
 // Every transport carries the attempt's term (scheduler.Delivery.Term),
 // the fencing token receivers use to drop a replaced leader's late

@@ -52,6 +52,9 @@ func TestEgressPolicyRefusesDeniedDestinations(t *testing.T) {
 		{Protocol: storepb.Protocol_PROTOCOL_GRPC, Endpoint: "localhost:" + httpPort},
 		{Protocol: storepb.Protocol_PROTOCOL_TCP, Endpoint: "localhost:" + tcpPort},
 		{Protocol: storepb.Protocol_PROTOCOL_UDP, Endpoint: "localhost:" + tcpPort},
+		{Protocol: storepb.Protocol_PROTOCOL_NATS, Endpoint: "nats://127.0.0.1:" + tcpPort + "/orders"},
+		{Protocol: storepb.Protocol_PROTOCOL_NATS, Endpoint: "nats://localhost:" + tcpPort + "/orders"},
+		{Protocol: storepb.Protocol_PROTOCOL_AMQP, Endpoint: "amqp://localhost:" + tcpPort + "/?routing_key=orders"},
 	} {
 		e, _ := newEngine(t, cb, func(c *Config) { c.Egress = policy })
 		err := deliver(e, task("x"), 1).wait(t)

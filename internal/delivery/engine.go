@@ -65,6 +65,8 @@ func New(cfg Config) (*Engine, error) {
 	e.byProto[storepb.Protocol_PROTOCOL_GRPC] = newGRPCTransport(e)
 	e.byProto[storepb.Protocol_PROTOCOL_TCP] = newTCPTransport(e)
 	e.byProto[storepb.Protocol_PROTOCOL_UDP] = newUDPTransport(e)
+	e.byProto[storepb.Protocol_PROTOCOL_NATS] = newNATSTransport(e)
+	e.byProto[storepb.Protocol_PROTOCOL_AMQP] = newAMQPTransport(e)
 	go e.janitor()
 	return e, nil
 }
@@ -155,6 +157,9 @@ func (e *Engine) newRoute(cb *storepb.Callback, policy *egress.Policy) (route, e
 	if r.protocol == storepb.Protocol_PROTOCOL_HTTP {
 		r.url, _ = parseURL(cb.Endpoint) // valid: checked above
 		host = r.url.Hostname()
+	}
+	if h, ok := sinkHost(r.protocol, cb.Endpoint); ok {
+		host = h
 	}
 	if err := policy.CheckEndpoint(host); err != nil {
 		return route{}, permanent(err)

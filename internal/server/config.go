@@ -237,6 +237,11 @@ type Config struct {
 	// and no Retry, the scheduler's default retry applies.
 	Deliverer scheduler.Deliverer
 	Retry     scheduler.RetryDecider
+
+	// OnFinished, if set, is the scheduler's Config.OnFinished: told of
+	// every occurrence's final outcome once durable, on a scheduler loop,
+	// so it must not block.
+	OnFinished func(scheduler.Finished)
 }
 
 // Limits bound what one client's tasks may hold, so that no client can

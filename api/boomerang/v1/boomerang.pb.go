@@ -163,6 +163,8 @@ const (
 	Protocol_PROTOCOL_GRPC        Protocol = 2 // boomerang.v1.CallbackService/Deliver at host:port
 	Protocol_PROTOCOL_TCP         Protocol = 3 // framed Delivery/Ack at host:port
 	Protocol_PROTOCOL_UDP         Protocol = 4 // one datagram per delivery, at most once
+	Protocol_PROTOCOL_NATS        Protocol = 5 // publish to NATS JetStream: nats://host:port/subject
+	Protocol_PROTOCOL_AMQP        Protocol = 6 // publish to RabbitMQ with confirms: amqp://host:port/vhost?exchange=…&routing_key=…
 )
 
 // Enum value maps for Protocol.
@@ -173,6 +175,8 @@ var (
 		2: "PROTOCOL_GRPC",
 		3: "PROTOCOL_TCP",
 		4: "PROTOCOL_UDP",
+		5: "PROTOCOL_NATS",
+		6: "PROTOCOL_AMQP",
 	}
 	Protocol_value = map[string]int32{
 		"PROTOCOL_UNSPECIFIED": 0,
@@ -180,6 +184,8 @@ var (
 		"PROTOCOL_GRPC":        2,
 		"PROTOCOL_TCP":         3,
 		"PROTOCOL_UDP":         4,
+		"PROTOCOL_NATS":        5,
+		"PROTOCOL_AMQP":        6,
 	}
 )
 
@@ -538,7 +544,7 @@ func (x *Error) GetField() string {
 type Callback struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Protocol      Protocol               `protobuf:"varint,1,opt,name=protocol,proto3,enum=boomerang.v1.Protocol" json:"protocol,omitempty"`
-	Endpoint      string                 `protobuf:"bytes,2,opt,name=endpoint,proto3" json:"endpoint,omitempty"`                     // URL for HTTP, host:port otherwise
+	Endpoint      string                 `protobuf:"bytes,2,opt,name=endpoint,proto3" json:"endpoint,omitempty"`                     // URL for HTTP, NATS and AMQP, host:port otherwise
 	TimeoutMs     int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"` // per delivery attempt; 0 = server default
 	Pool          string                 `protobuf:"bytes,4,opt,name=pool,proto3" json:"pool,omitempty"`                             // dispatch pool; "" = default pool
 	unknownFields protoimpl.UnknownFields
@@ -8455,13 +8461,15 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x19DISPATCH_MODE_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bDISPATCH_MODE_NEXT_ON_ERROR\x10\x01\x12 \n" +
 	"\x1cDISPATCH_MODE_BLOCK_ON_ERROR\x10\x02\x12\x1b\n" +
-	"\x17DISPATCH_MODE_IMMEDIATE\x10\x03*n\n" +
+	"\x17DISPATCH_MODE_IMMEDIATE\x10\x03*\x94\x01\n" +
 	"\bProtocol\x12\x18\n" +
 	"\x14PROTOCOL_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rPROTOCOL_HTTP\x10\x01\x12\x11\n" +
 	"\rPROTOCOL_GRPC\x10\x02\x12\x10\n" +
 	"\fPROTOCOL_TCP\x10\x03\x12\x10\n" +
-	"\fPROTOCOL_UDP\x10\x04*N\n" +
+	"\fPROTOCOL_UDP\x10\x04\x12\x11\n" +
+	"\rPROTOCOL_NATS\x10\x05\x12\x11\n" +
+	"\rPROTOCOL_AMQP\x10\x06*N\n" +
 	"\aBackoff\x12\x17\n" +
 	"\x13BACKOFF_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rBACKOFF_FIXED\x10\x01\x12\x17\n" +

@@ -135,6 +135,8 @@ const (
 	Protocol_PROTOCOL_GRPC        Protocol = 2
 	Protocol_PROTOCOL_TCP         Protocol = 3
 	Protocol_PROTOCOL_UDP         Protocol = 4
+	Protocol_PROTOCOL_NATS        Protocol = 5
+	Protocol_PROTOCOL_AMQP        Protocol = 6
 )
 
 // Enum value maps for Protocol.
@@ -145,6 +147,8 @@ var (
 		2: "PROTOCOL_GRPC",
 		3: "PROTOCOL_TCP",
 		4: "PROTOCOL_UDP",
+		5: "PROTOCOL_NATS",
+		6: "PROTOCOL_AMQP",
 	}
 	Protocol_value = map[string]int32{
 		"PROTOCOL_UNSPECIFIED": 0,
@@ -152,6 +156,8 @@ var (
 		"PROTOCOL_GRPC":        2,
 		"PROTOCOL_TCP":         3,
 		"PROTOCOL_UDP":         4,
+		"PROTOCOL_NATS":        5,
+		"PROTOCOL_AMQP":        6,
 	}
 )
 
@@ -1512,13 +1518,15 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\vBackoffKind\x12\x1c\n" +
 	"\x18BACKOFF_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12BACKOFF_KIND_FIXED\x10\x01\x12\x1c\n" +
-	"\x18BACKOFF_KIND_EXPONENTIAL\x10\x02*n\n" +
+	"\x18BACKOFF_KIND_EXPONENTIAL\x10\x02*\x94\x01\n" +
 	"\bProtocol\x12\x18\n" +
 	"\x14PROTOCOL_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rPROTOCOL_HTTP\x10\x01\x12\x11\n" +
 	"\rPROTOCOL_GRPC\x10\x02\x12\x10\n" +
 	"\fPROTOCOL_TCP\x10\x03\x12\x10\n" +
-	"\fPROTOCOL_UDP\x10\x04*\xac\x01\n" +
+	"\fPROTOCOL_UDP\x10\x04\x12\x11\n" +
+	"\rPROTOCOL_NATS\x10\x05\x12\x11\n" +
+	"\rPROTOCOL_AMQP\x10\x06*\xac\x01\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vOP_REGISTER\x10\x01\x12\r\n" +

@@ -1,0 +1,444 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrDeposed: the lease row names another primary or a later term; this
+// node's writes as primary are refused.
+var ErrDeposed = errors.New("outbox: no longer the primary")
+
+// Pacing of the primary's polls.
+const (
+	// minFullGap spaces the full polls that notifications wake: under a
+	// steady insert load every insert notifies.
+	minFullGap = 50 * time.Millisecond
+	// settleDelay is how soon a group whose head the guard held back is
+	// polled again.
+	settleDelay = 5 * time.Millisecond
+)
+
+// fencedTx begins a transaction that holds the lease row FOR KEY SHARE and
+// has checked that it names this node and term: a new primary's takeover
+// (which locks the row FOR UPDATE) waits for it to end, while renewals
+// (plain updates of the row's other columns) do not, and its writes are refused once another term has
+// begun.
+func (s *Source) fencedTx(ctx context.Context, term int64) (pgx.Tx, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var holder string
+	var current int64
+	err = tx.QueryRow(ctx, s.q.fence, s.cfg.Name).Scan(&holder, &current)
+	if err == nil && (holder != s.opts.Node || current != term) {
+		err = fmt.Errorf("%w: term %d is held by %s with term %d", ErrDeposed, term, holder, current)
+	} else if errors.Is(err, pgx.ErrNoRows) {
+		err = fmt.Errorf("%w: no lease row", ErrDeposed)
+	}
+	if err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, err
+	}
+	return tx, nil
+}
+
+// lead runs one term as primary: it records the term in the lease row
+// (for an Elector other than the lease row itself), then polls and
+// dispatches until the term ends or the source stops, and resigns.
+func (s *Source) lead(ctx context.Context, lease Lease) {
+	term := lease.Term()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-lease.Lost():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	defer func() {
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.LeaseTTL)
+		lease.Resign(rctx)
+		rcancel()
+	}()
+	var claimed int64
+	err := pgx.BeginFunc(ctx, s.leasePool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.q.lockLease, s.cfg.Name); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, s.q.claim, s.cfg.Name, s.opts.Node, term)
+		claimed = tag.RowsAffected()
+		return err
+	})
+	if err != nil || claimed != 1 {
+		s.log.Warn("outbox: could not record the term in the lease row", "term", term, "err", err)
+		return
+	}
+	s.primary.Store(true)
+	s.metrics.primary.Set(1)
+	s.log.Info("outbox: primary", "term", term)
+	defer func() {
+		s.primary.Store(false)
+		s.metrics.primary.Set(0)
+		s.log.Info("outbox: no longer primary", "term", term)
+	}()
+	l := &leader{s: s, term: term, guard: newGuard(4 * (s.cfg.MaxInFlight + s.cfg.BatchSize)), pending: map[string]struct{}{}}
+	l.run(ctx)
+}
+
+// leader is the state of one term as primary. Polls run concurrently;
+// mu guards what they share.
+type leader struct {
+	s    *Source
+	term int64
+
+	mu       sync.Mutex
+	guard    *guard
+	cursor   string              // the full poll resumes after this group
+	pending  map[string]struct{} // groups to poll again soon: held back by the guard or by MaxInFlight
+	full     bool                // a full poll is due
+	lastFull time.Time
+}
+
+func (l *leader) run(ctx context.Context) {
+	s := l.s
+	clock := s.opts.Clock
+	ctx, cancel := context.WithCancel(ctx)
+	results := make(chan cycleResult, parallelPolls)
+	running := 0
+	defer func() {
+		cancel()
+		for ; running > 0; running-- {
+			<-results
+		}
+	}()
+	poll := clock.NewTimer(0)
+	defer poll.Stop()
+	staleTick := clock.NewTicker(max(s.cfg.StaleAfter/4, time.Second))
+	defer staleTick.Stop()
+	var soon <-chan time.Time
+	fullSoon := false
+	retry := false // held-back groups are due again
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.Chan():
+			l.setFull()
+		case <-s.wake:
+			if gap := minFullGap - clock.Since(l.lastFullAt()); gap > 0 {
+				fullSoon = true
+				if soon == nil {
+					soon = clock.After(gap)
+				}
+			} else {
+				l.setFull()
+			}
+		case <-s.freed.signal:
+		case <-soon:
+			soon = nil
+			if fullSoon {
+				l.setFull()
+			}
+			fullSoon = false
+			retry = true
+		case <-staleTick.Chan():
+			if _, err := s.recoverStale(ctx, l.term); errors.Is(err, ErrDeposed) {
+				return
+			} else if err != nil && ctx.Err() == nil {
+				s.log.Warn("outbox: stale recovery failed", "err", err)
+			}
+		case r := <-results:
+			running--
+			s.metrics.polls.Add(1)
+			switch {
+			case errors.Is(r.err, ErrDeposed), errors.Is(r.err, errUncertain), ctx.Err() != nil:
+				if r.err != nil && ctx.Err() == nil {
+					s.log.Warn("outbox: ending the term", "term", l.term, "err", r.err)
+				}
+				return
+			case r.err != nil:
+				failures++
+				s.log.Warn("outbox: poll failed", "err", r.err)
+				if r.full {
+					l.setFull()
+				}
+				if soon == nil {
+					soon = clock.After(min(time.Duration(failures)*100*time.Millisecond, s.cfg.PollInterval))
+				}
+				continue
+			}
+			failures = 0
+			if r.full {
+				poll.Reset(s.cfg.PollInterval)
+			}
+			if r.more {
+				l.setFull() // go on through the groups at once
+			} else if l.hasPending() && soon == nil {
+				soon = clock.After(settleDelay)
+			}
+		}
+		// Start polls while there is work and room: a poll spends most
+		// of its time waiting (for the scheduler's and the database's
+		// syncs), so a few run at once; they never take the same row,
+		// since each locks its rows.
+		for running < parallelPolls && (retry || l.hasFull() || s.freed.len() > 0) {
+			running++
+			retry = false
+			go func() { results <- l.cycle(ctx) }()
+		}
+	}
+}
+
+// parallelPolls bounds the polls under way at once.
+const parallelPolls = 4
+
+// cycleResult is how a poll went.
+type cycleResult struct {
+	full, more bool
+	err        error
+}
+
+func (l *leader) setFull() {
+	l.mu.Lock()
+	l.full = true
+	l.mu.Unlock()
+}
+
+func (l *leader) hasFull() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.full
+}
+
+func (l *leader) hasPending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pending) > 0
+}
+
+func (l *leader) lastFullAt() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastFull
+}
+
+// errUncertain: a cycle registered tasks and then could not learn
+// whether its transaction committed. The term ends, so that the held
+// tasks are sorted out before anything is dispatched again.
+var errUncertain = errors.New("outbox: a poll's commit failed after registering tasks")
+
+// cycle is one poll: in one fenced transaction it finds the heads that
+// may go, locks them (and free rows), registers each as a held task,
+// marks them QUEUED (poison rows ERROR) and commits; then it releases
+// the tasks. more reports that a full poll stopped short of the end of
+// the groups.
+func (l *leader) cycle(ctx context.Context) cycleResult {
+	s := l.s
+	capacity := s.cfg.MaxInFlight - s.inFlight.len()
+	if capacity <= 0 {
+		// Finishing rows free capacity and wake the poll with their
+		// groups; their groups wait in pending meanwhile.
+		l.mu.Lock()
+		maps.Copy(l.pending, s.freed.take())
+		l.mu.Unlock()
+		return cycleResult{}
+	}
+	tx, err := s.fencedTx(ctx, l.term)
+	if err != nil {
+		return cycleResult{err: err}
+	}
+	defer tx.Rollback(ctx)
+	ids, r := l.plan(ctx, tx, min(capacity, s.cfg.BatchSize))
+	if r.err != nil {
+		return r
+	}
+	rows, err := s.lock(ctx, tx, ids, min(capacity, s.cfg.BatchSize)-len(ids))
+	if err != nil {
+		r.err = err
+		return r
+	}
+	if len(rows) == 0 {
+		r.err = tx.Commit(ctx)
+		return r
+	}
+	res := s.registerAll(ctx, rows)
+	if err := s.markDispatched(ctx, tx, res); err != nil {
+		r.err = l.uncertain(err)
+		return r
+	}
+	if err := tx.Commit(ctx); err != nil {
+		r.err = l.uncertain(err)
+		return r
+	}
+	l.dispatched(ctx, res)
+	return r
+}
+
+// plan takes the work due (finished rows' groups, groups held back, a
+// full poll) and returns the heads that may go. Plans run one at a time:
+// the guard needs each poll's writers and snapshot in turn.
+func (l *leader) plan(ctx context.Context, tx pgx.Tx, limit int) ([]string, cycleResult) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.s
+	if err := l.readWriters(ctx, tx); err != nil {
+		return nil, cycleResult{err: err}
+	}
+	groups := s.freed.take()
+	if groups == nil {
+		groups = map[string]struct{}{}
+	}
+	maps.Copy(groups, l.pending)
+	clear(l.pending)
+	r := cycleResult{full: l.full}
+	l.full = false
+	if r.full {
+		l.lastFull = s.opts.Clock.Now()
+	}
+	ids, more, err := l.heads(ctx, tx, slices.Collect(maps.Keys(groups)), r.full, limit)
+	if err != nil {
+		maps.Copy(l.pending, groups)
+		l.full = l.full || r.full
+		r.err = err
+		return nil, r
+	}
+	r.more = more
+	return ids, r
+}
+
+// uncertain ends the term after a poll that registered tasks failed to
+// mark or commit its rows. Its held tasks are not cancelled here: the
+// commit may have gone through. cleanupHeld, before the next campaign,
+// reads the rows and releases or cancels each.
+func (l *leader) uncertain(err error) error {
+	return fmt.Errorf("%w: %w", errUncertain, err)
+}
+
+// dispatched does what follows a commit: count, release.
+func (l *leader) dispatched(ctx context.Context, res dispatchResult) {
+	s := l.s
+	tasks := make([]uint64, 0, len(res.queued))
+	for _, q := range res.queued {
+		tasks = append(tasks, q.task)
+	}
+	l.mu.Lock()
+	for _, q := range res.queued {
+		l.guard.forget(q.id)
+	}
+	for _, p := range res.poison {
+		l.guard.forget(p.id)
+	}
+	l.mu.Unlock()
+	s.inFlight.add(tasks...)
+	s.metrics.add(countDispatched, len(res.queued))
+	s.metrics.add(countQueued, len(res.queued))
+	s.metrics.add(countError, len(res.poison))
+	if len(res.failed) > 0 {
+		s.log.Warn("outbox: rows could not be registered and stay PENDING", "rows", len(res.failed), "err", res.failed[0])
+	}
+	for _, q := range res.queued {
+		if q.held {
+			s.queueRelease(ctx, q.task)
+		}
+	}
+}
+
+// readWriters starts the guard's poll with the transactions that hold a
+// write lock on the table now, before the heads' snapshot.
+func (l *leader) readWriters(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, l.s.q.writers, l.s.tableOID)
+	if err != nil {
+		return err
+	}
+	writers := writerSet{}
+	for rows.Next() {
+		var vxid string
+		if err := rows.Scan(&vxid); err != nil {
+			rows.Close()
+			return err
+		}
+		writers[vxid] = struct{}{}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	l.guard.begin(writers)
+	return nil
+}
+
+// heads reads the heads of the given groups and, when full, of the next
+// groups after the cursor, and returns the ids of those that may go: the
+// row is PENDING, its group is not blocked, and the guard has let it
+// through.
+func (l *leader) heads(ctx context.Context, tx pgx.Tx, groups []string, full bool, limit int) (ids []string, more bool, err error) {
+	if len(groups) > 0 {
+		if ids, _, err = l.readHeads(ctx, tx, ids, l.s.q.headsOf, groups); err != nil {
+			return nil, false, err
+		}
+	}
+	if full {
+		var last *string
+		if ids, last, err = l.readHeads(ctx, tx, ids, l.s.q.heads, l.cursor, limit); err != nil {
+			return nil, false, err
+		}
+		if last == nil {
+			l.cursor = "" // the end: start over next time
+		} else {
+			l.cursor, more = *last, true
+		}
+	}
+	return ids, more, nil
+}
+
+// readHeads runs a heads query and appends the ids that may go. last is
+// the last group visited, nil when the query reached the end of the
+// groups.
+func (l *leader) readHeads(ctx context.Context, tx pgx.Tx, ids []string, sql string, args ...any) (_ []string, last *string, err error) {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	polled := 0
+	for rows.Next() {
+		var group, head, status, next *string
+		var blocked bool
+		if err := rows.Scan(&group, &head, &status, &next, &blocked); err != nil {
+			return nil, nil, err
+		}
+		last = group
+		if group == nil || head == nil {
+			continue
+		}
+		polled++
+		if next != nil {
+			l.guard.see(*next)
+		}
+		if *status != "PENDING" || blocked {
+			continue
+		}
+		if !l.guard.settled(*head) {
+			l.guard.see(*head)
+			l.pending[*group] = struct{}{}
+			continue
+		}
+		ids = append(ids, *head)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	l.s.metrics.add(countPolled, polled)
+	return ids, last, nil
+}
