@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protodelim"
 
@@ -21,7 +22,11 @@ import (
 func TestStopUnderLoad(t *testing.T) {
 	t.Parallel()
 	// MaxPending keeps the backlog, and so the drain, short.
-	srv, err := New(Config{Listen: "127.0.0.1:0", ExecMin: 0, ExecMax: 2e6, MaxPending: 20}, nil)
+	// A long close linger: a client reads every answer before it sees the
+	// server hang up and stops sending, however slow the machine; until
+	// then its orders must be drained, not reset. It half-closes once it
+	// stops, which ends the linger.
+	srv, err := New(Config{Listen: "127.0.0.1:0", ExecMin: 0, ExecMax: 2e6, MaxPending: 20, CloseLinger: time.Minute}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +48,10 @@ func TestStopUnderLoad(t *testing.T) {
 		// one would: one that kept writing past the server's close linger
 		// would be reset, and a reset may reach it before the answers.
 		var hungUp atomic.Bool
-		wg.Go(func() { sent[i] = pump(nc, int64(i*100), &hungUp) })
+		wg.Go(func() {
+			sent[i] = pump(nc, int64(i*100), &hungUp)
+			_ = nc.(*net.TCPConn).CloseWrite()
+		})
 		wg.Go(func() {
 			n, err := drainAnswers(nc)
 			hungUp.Store(true)
