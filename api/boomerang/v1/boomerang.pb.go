@@ -2733,6 +2733,208 @@ func (x *RegisterTaskResponse) GetCreated() bool {
 	return false
 }
 
+// RegisterTasksRequest registers many tasks in one request. Each task is
+// checked and registered on its own, exactly as RegisterTask would: one
+// that fails (a field breaking a rule, a full group) fails alone, and the
+// others are registered all the same. The tasks of one shard become
+// durable together, so a batch costs the server far less than as many
+// RegisterTask requests.
+//
+// Limits: at most 1000 tasks; a request with more fails as a whole with
+// INVALID_REQUEST on "tasks", and none of its tasks is registered. The
+// encoded request must also fit one frame of the server's
+// max_frame_bytes (GetServerInfo): a larger raw TCP frame closes the
+// connection, a larger Connect body fails with INVALID_REQUEST. To size
+// batches, add tasks while the encoded request (each task costs its
+// encoded RegisterTaskRequest plus 1-4 bytes of framing) stays within
+// max_frame_bytes less a few hundred bytes for the envelope (request id,
+// session id), and at 1000 tasks start the next request.
+type RegisterTasksRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tasks         []*RegisterTaskRequest `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	Client        string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"` // admin only: register the tasks as this client; "" = the caller
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterTasksRequest) Reset() {
+	*x = RegisterTasksRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterTasksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterTasksRequest) ProtoMessage() {}
+
+func (x *RegisterTasksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterTasksRequest.ProtoReflect.Descriptor instead.
+func (*RegisterTasksRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *RegisterTasksRequest) GetTasks() []*RegisterTaskRequest {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+func (x *RegisterTasksRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+// RegisterTasksResponse answers a RegisterTasksRequest: one result per
+// task, in the order of the request.
+type RegisterTasksResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*RegisterTaskResult  `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterTasksResponse) Reset() {
+	*x = RegisterTasksResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterTasksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterTasksResponse) ProtoMessage() {}
+
+func (x *RegisterTasksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterTasksResponse.ProtoReflect.Descriptor instead.
+func (*RegisterTasksResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *RegisterTasksResponse) GetResults() []*RegisterTaskResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// RegisterTaskResult is one task's answer in a RegisterTasksResponse: what
+// RegisterTask would have answered, or the Error it would have failed
+// with. The task comes without its payload, which the caller sent: the
+// answer to a batch stays about as small as the batch without its
+// payloads. (When created is false, the payload is the earlier
+// registration's; GetTask returns it while the task lives.)
+type RegisterTaskResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Result:
+	//
+	//	*RegisterTaskResult_Registered
+	//	*RegisterTaskResult_Error
+	Result        isRegisterTaskResult_Result `protobuf_oneof:"result"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterTaskResult) Reset() {
+	*x = RegisterTaskResult{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterTaskResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterTaskResult) ProtoMessage() {}
+
+func (x *RegisterTaskResult) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterTaskResult.ProtoReflect.Descriptor instead.
+func (*RegisterTaskResult) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *RegisterTaskResult) GetResult() isRegisterTaskResult_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *RegisterTaskResult) GetRegistered() *RegisterTaskResponse {
+	if x != nil {
+		if x, ok := x.Result.(*RegisterTaskResult_Registered); ok {
+			return x.Registered
+		}
+	}
+	return nil
+}
+
+func (x *RegisterTaskResult) GetError() *Error {
+	if x != nil {
+		if x, ok := x.Result.(*RegisterTaskResult_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isRegisterTaskResult_Result interface {
+	isRegisterTaskResult_Result()
+}
+
+type RegisterTaskResult_Registered struct {
+	Registered *RegisterTaskResponse `protobuf:"bytes,1,opt,name=registered,proto3,oneof"`
+}
+
+type RegisterTaskResult_Error struct {
+	Error *Error `protobuf:"bytes,2,opt,name=error,proto3,oneof"`
+}
+
+func (*RegisterTaskResult_Registered) isRegisterTaskResult_Result() {}
+
+func (*RegisterTaskResult_Error) isRegisterTaskResult_Result() {}
+
 type UpdateTaskRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Id      uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2749,7 +2951,7 @@ type UpdateTaskRequest struct {
 
 func (x *UpdateTaskRequest) Reset() {
 	*x = UpdateTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2761,7 +2963,7 @@ func (x *UpdateTaskRequest) String() string {
 func (*UpdateTaskRequest) ProtoMessage() {}
 
 func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2774,7 +2976,7 @@ func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{36}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *UpdateTaskRequest) GetId() uint64 {
@@ -2848,7 +3050,7 @@ type UpdateTaskResponse struct {
 
 func (x *UpdateTaskResponse) Reset() {
 	*x = UpdateTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2860,7 +3062,7 @@ func (x *UpdateTaskResponse) String() string {
 func (*UpdateTaskResponse) ProtoMessage() {}
 
 func (x *UpdateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2873,7 +3075,7 @@ func (x *UpdateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{37}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *UpdateTaskResponse) GetTask() *Task {
@@ -2892,7 +3094,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2904,7 +3106,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2917,7 +3119,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{38}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CancelTaskRequest) GetId() uint64 {
@@ -2935,7 +3137,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2947,7 +3149,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2960,7 +3162,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{39}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{42}
 }
 
 type GetTaskRequest struct {
@@ -2972,7 +3174,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2984,7 +3186,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2997,7 +3199,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{40}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetTaskRequest) GetId() uint64 {
@@ -3016,7 +3218,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3028,7 +3230,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3041,7 +3243,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{41}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -3067,7 +3269,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3079,7 +3281,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3092,7 +3294,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{42}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListTasksRequest) GetClient() string {
@@ -3161,7 +3363,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3173,7 +3375,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3186,7 +3388,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{43}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -3214,7 +3416,7 @@ type ListDeadLettersRequest struct {
 
 func (x *ListDeadLettersRequest) Reset() {
 	*x = ListDeadLettersRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3226,7 +3428,7 @@ func (x *ListDeadLettersRequest) String() string {
 func (*ListDeadLettersRequest) ProtoMessage() {}
 
 func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3239,7 +3441,7 @@ func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{44}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListDeadLettersRequest) GetClient() string {
@@ -3273,7 +3475,7 @@ type ListDeadLettersResponse struct {
 
 func (x *ListDeadLettersResponse) Reset() {
 	*x = ListDeadLettersResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3285,7 +3487,7 @@ func (x *ListDeadLettersResponse) String() string {
 func (*ListDeadLettersResponse) ProtoMessage() {}
 
 func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3298,7 +3500,7 @@ func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{45}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
@@ -3324,7 +3526,7 @@ type GetDeadLetterRequest struct {
 
 func (x *GetDeadLetterRequest) Reset() {
 	*x = GetDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3336,7 +3538,7 @@ func (x *GetDeadLetterRequest) String() string {
 func (*GetDeadLetterRequest) ProtoMessage() {}
 
 func (x *GetDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3349,7 +3551,7 @@ func (x *GetDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*GetDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{46}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetDeadLetterRequest) GetId() uint64 {
@@ -3368,7 +3570,7 @@ type GetDeadLetterResponse struct {
 
 func (x *GetDeadLetterResponse) Reset() {
 	*x = GetDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3380,7 +3582,7 @@ func (x *GetDeadLetterResponse) String() string {
 func (*GetDeadLetterResponse) ProtoMessage() {}
 
 func (x *GetDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3393,7 +3595,7 @@ func (x *GetDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*GetDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{47}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetDeadLetterResponse) GetDeadLetter() *DeadLetter {
@@ -3412,7 +3614,7 @@ type ReplayDeadLetterRequest struct {
 
 func (x *ReplayDeadLetterRequest) Reset() {
 	*x = ReplayDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3424,7 +3626,7 @@ func (x *ReplayDeadLetterRequest) String() string {
 func (*ReplayDeadLetterRequest) ProtoMessage() {}
 
 func (x *ReplayDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3437,7 +3639,7 @@ func (x *ReplayDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*ReplayDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{48}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReplayDeadLetterRequest) GetId() uint64 {
@@ -3456,7 +3658,7 @@ type ReplayDeadLetterResponse struct {
 
 func (x *ReplayDeadLetterResponse) Reset() {
 	*x = ReplayDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3468,7 +3670,7 @@ func (x *ReplayDeadLetterResponse) String() string {
 func (*ReplayDeadLetterResponse) ProtoMessage() {}
 
 func (x *ReplayDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3481,7 +3683,7 @@ func (x *ReplayDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*ReplayDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{49}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReplayDeadLetterResponse) GetTask() *Task {
@@ -3500,7 +3702,7 @@ type DeleteDeadLetterRequest struct {
 
 func (x *DeleteDeadLetterRequest) Reset() {
 	*x = DeleteDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3512,7 +3714,7 @@ func (x *DeleteDeadLetterRequest) String() string {
 func (*DeleteDeadLetterRequest) ProtoMessage() {}
 
 func (x *DeleteDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3525,7 +3727,7 @@ func (x *DeleteDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{50}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *DeleteDeadLetterRequest) GetId() uint64 {
@@ -3543,7 +3745,7 @@ type DeleteDeadLetterResponse struct {
 
 func (x *DeleteDeadLetterResponse) Reset() {
 	*x = DeleteDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3555,7 +3757,7 @@ func (x *DeleteDeadLetterResponse) String() string {
 func (*DeleteDeadLetterResponse) ProtoMessage() {}
 
 func (x *DeleteDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3568,7 +3770,7 @@ func (x *DeleteDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*DeleteDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{51}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{54}
 }
 
 type GetGroupRequest struct {
@@ -3581,7 +3783,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3593,7 +3795,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3606,7 +3808,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{52}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GetGroupRequest) GetClient() string {
@@ -3632,7 +3834,7 @@ type GetGroupResponse struct {
 
 func (x *GetGroupResponse) Reset() {
 	*x = GetGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3644,7 +3846,7 @@ func (x *GetGroupResponse) String() string {
 func (*GetGroupResponse) ProtoMessage() {}
 
 func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3657,7 +3859,7 @@ func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupResponse.ProtoReflect.Descriptor instead.
 func (*GetGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{53}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *GetGroupResponse) GetGroup() *Group {
@@ -3677,7 +3879,7 @@ type UnblockGroupRequest struct {
 
 func (x *UnblockGroupRequest) Reset() {
 	*x = UnblockGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3689,7 +3891,7 @@ func (x *UnblockGroupRequest) String() string {
 func (*UnblockGroupRequest) ProtoMessage() {}
 
 func (x *UnblockGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3702,7 +3904,7 @@ func (x *UnblockGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnblockGroupRequest.ProtoReflect.Descriptor instead.
 func (*UnblockGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{54}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *UnblockGroupRequest) GetClient() string {
@@ -3728,7 +3930,7 @@ type UnblockGroupResponse struct {
 
 func (x *UnblockGroupResponse) Reset() {
 	*x = UnblockGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3740,7 +3942,7 @@ func (x *UnblockGroupResponse) String() string {
 func (*UnblockGroupResponse) ProtoMessage() {}
 
 func (x *UnblockGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3753,7 +3955,7 @@ func (x *UnblockGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnblockGroupResponse.ProtoReflect.Descriptor instead.
 func (*UnblockGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{55}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *UnblockGroupResponse) GetTask() *Task {
@@ -3773,7 +3975,7 @@ type SkipGroupRequest struct {
 
 func (x *SkipGroupRequest) Reset() {
 	*x = SkipGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3785,7 +3987,7 @@ func (x *SkipGroupRequest) String() string {
 func (*SkipGroupRequest) ProtoMessage() {}
 
 func (x *SkipGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3798,7 +4000,7 @@ func (x *SkipGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkipGroupRequest.ProtoReflect.Descriptor instead.
 func (*SkipGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{56}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SkipGroupRequest) GetClient() string {
@@ -3823,7 +4025,7 @@ type SkipGroupResponse struct {
 
 func (x *SkipGroupResponse) Reset() {
 	*x = SkipGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3835,7 +4037,7 @@ func (x *SkipGroupResponse) String() string {
 func (*SkipGroupResponse) ProtoMessage() {}
 
 func (x *SkipGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3848,7 +4050,7 @@ func (x *SkipGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkipGroupResponse.ProtoReflect.Descriptor instead.
 func (*SkipGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{57}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{60}
 }
 
 // CancelTasksRequest cancels every task of a client, or of one of its
@@ -3864,7 +4066,7 @@ type CancelTasksRequest struct {
 
 func (x *CancelTasksRequest) Reset() {
 	*x = CancelTasksRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3876,7 +4078,7 @@ func (x *CancelTasksRequest) String() string {
 func (*CancelTasksRequest) ProtoMessage() {}
 
 func (x *CancelTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3889,7 +4091,7 @@ func (x *CancelTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTasksRequest.ProtoReflect.Descriptor instead.
 func (*CancelTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{58}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *CancelTasksRequest) GetClient() string {
@@ -3924,7 +4126,7 @@ type CancelTasksResponse struct {
 
 func (x *CancelTasksResponse) Reset() {
 	*x = CancelTasksResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3936,7 +4138,7 @@ func (x *CancelTasksResponse) String() string {
 func (*CancelTasksResponse) ProtoMessage() {}
 
 func (x *CancelTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3949,7 +4151,7 @@ func (x *CancelTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTasksResponse.ProtoReflect.Descriptor instead.
 func (*CancelTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{59}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *CancelTasksResponse) GetMatched() uint64 {
@@ -3988,7 +4190,7 @@ type PurgeDeadLettersRequest struct {
 
 func (x *PurgeDeadLettersRequest) Reset() {
 	*x = PurgeDeadLettersRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4000,7 +4202,7 @@ func (x *PurgeDeadLettersRequest) String() string {
 func (*PurgeDeadLettersRequest) ProtoMessage() {}
 
 func (x *PurgeDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4013,7 +4215,7 @@ func (x *PurgeDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*PurgeDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{60}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *PurgeDeadLettersRequest) GetClient() string {
@@ -4062,7 +4264,7 @@ type PurgeDeadLettersResponse struct {
 
 func (x *PurgeDeadLettersResponse) Reset() {
 	*x = PurgeDeadLettersResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4074,7 +4276,7 @@ func (x *PurgeDeadLettersResponse) String() string {
 func (*PurgeDeadLettersResponse) ProtoMessage() {}
 
 func (x *PurgeDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4087,7 +4289,7 @@ func (x *PurgeDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*PurgeDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{61}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *PurgeDeadLettersResponse) GetMatched() uint64 {
@@ -4119,7 +4321,7 @@ type GetServerInfoRequest struct {
 
 func (x *GetServerInfoRequest) Reset() {
 	*x = GetServerInfoRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4131,7 +4333,7 @@ func (x *GetServerInfoRequest) String() string {
 func (*GetServerInfoRequest) ProtoMessage() {}
 
 func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4144,7 +4346,7 @@ func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetServerInfoRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{62}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{65}
 }
 
 type GetServerInfoResponse struct {
@@ -4162,7 +4364,7 @@ type GetServerInfoResponse struct {
 
 func (x *GetServerInfoResponse) Reset() {
 	*x = GetServerInfoResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4174,7 +4376,7 @@ func (x *GetServerInfoResponse) String() string {
 func (*GetServerInfoResponse) ProtoMessage() {}
 
 func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4187,7 +4389,7 @@ func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetServerInfoResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{63}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GetServerInfoResponse) GetVersion() string {
@@ -4273,6 +4475,7 @@ type Request struct {
 	//	*Request_UpdateClient
 	//	*Request_ChangePassword
 	//	*Request_RotateSigningSecret
+	//	*Request_RegisterTasks
 	Body          isRequest_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4280,7 +4483,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4292,7 +4495,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4305,7 +4508,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{64}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *Request) GetRequestId() uint64 {
@@ -4572,6 +4775,15 @@ func (x *Request) GetRotateSigningSecret() *RotateSigningSecretRequest {
 	return nil
 }
 
+func (x *Request) GetRegisterTasks() *RegisterTasksRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_RegisterTasks); ok {
+			return x.RegisterTasks
+		}
+	}
+	return nil
+}
+
 type isRequest_Body interface {
 	isRequest_Body()
 }
@@ -4684,6 +4896,10 @@ type Request_RotateSigningSecret struct {
 	RotateSigningSecret *RotateSigningSecretRequest `protobuf:"bytes,46,opt,name=rotate_signing_secret,json=rotateSigningSecret,proto3,oneof"`
 }
 
+type Request_RegisterTasks struct {
+	RegisterTasks *RegisterTasksRequest `protobuf:"bytes,50,opt,name=register_tasks,json=registerTasks,proto3,oneof"`
+}
+
 func (*Request_Login) isRequest_Body() {}
 
 func (*Request_RefreshSession) isRequest_Body() {}
@@ -4738,6 +4954,8 @@ func (*Request_ChangePassword) isRequest_Body() {}
 
 func (*Request_RotateSigningSecret) isRequest_Body() {}
 
+func (*Request_RegisterTasks) isRequest_Body() {}
+
 // Response is one server frame on the raw TCP transport: the answer to the
 // request with the same request_id, or, with request_id 0, a connection
 // error sent just before the server closes the connection (a broken frame,
@@ -4775,6 +4993,7 @@ type Response struct {
 	//	*Response_UpdateClient
 	//	*Response_ChangePassword
 	//	*Response_RotateSigningSecret
+	//	*Response_RegisterTasks
 	Body          isResponse_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4782,7 +5001,7 @@ type Response struct {
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4794,7 +5013,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4807,7 +5026,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{65}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *Response) GetRequestId() uint64 {
@@ -5074,6 +5293,15 @@ func (x *Response) GetRotateSigningSecret() *RotateSigningSecretResponse {
 	return nil
 }
 
+func (x *Response) GetRegisterTasks() *RegisterTasksResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_RegisterTasks); ok {
+			return x.RegisterTasks
+		}
+	}
+	return nil
+}
+
 type isResponse_Body interface {
 	isResponse_Body()
 }
@@ -5186,6 +5414,10 @@ type Response_RotateSigningSecret struct {
 	RotateSigningSecret *RotateSigningSecretResponse `protobuf:"bytes,46,opt,name=rotate_signing_secret,json=rotateSigningSecret,proto3,oneof"`
 }
 
+type Response_RegisterTasks struct {
+	RegisterTasks *RegisterTasksResponse `protobuf:"bytes,50,opt,name=register_tasks,json=registerTasks,proto3,oneof"`
+}
+
 func (*Response_Login) isResponse_Body() {}
 
 func (*Response_RefreshSession) isResponse_Body() {}
@@ -5240,6 +5472,8 @@ func (*Response_ChangePassword) isResponse_Body() {}
 
 func (*Response_RotateSigningSecret) isResponse_Body() {}
 
+func (*Response_RegisterTasks) isResponse_Body() {}
+
 // Delivery is one attempt to deliver a task occurrence. Receivers should
 // deduplicate by (task_id, fire_at_ms): delivery is at least once.
 type Delivery struct {
@@ -5258,7 +5492,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5270,7 +5504,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5283,7 +5517,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{66}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *Delivery) GetDeliveryId() uint64 {
@@ -5354,7 +5588,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5366,7 +5600,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5379,7 +5613,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{67}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *Ack) GetDeliveryId() uint64 {
@@ -5597,7 +5831,18 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x04when\"X\n" +
 	"\x14RegisterTaskResponse\x12&\n" +
 	"\x04task\x18\x01 \x01(\v2\x12.boomerang.v1.TaskR\x04task\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"\xdd\x01\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"g\n" +
+	"\x14RegisterTasksRequest\x127\n" +
+	"\x05tasks\x18\x01 \x03(\v2!.boomerang.v1.RegisterTaskRequestR\x05tasks\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\"S\n" +
+	"\x15RegisterTasksResponse\x12:\n" +
+	"\aresults\x18\x01 \x03(\v2 .boomerang.v1.RegisterTaskResultR\aresults\"\x91\x01\n" +
+	"\x12RegisterTaskResult\x12D\n" +
+	"\n" +
+	"registered\x18\x01 \x01(\v2\".boomerang.v1.RegisterTaskResponseH\x00R\n" +
+	"registered\x12+\n" +
+	"\x05error\x18\x02 \x01(\v2\x13.boomerang.v1.ErrorH\x00R\x05errorB\b\n" +
+	"\x06result\"\xdd\x01\n" +
 	"\x11UpdateTaskRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\apayload\x18\x02 \x01(\fH\x01R\apayload\x88\x01\x01\x12\x1b\n" +
@@ -5697,7 +5942,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"tcpAddress\x12!\n" +
 	"\fhttp_address\x18\x05 \x01(\tR\vhttpAddress\x12*\n" +
 	"\x11max_payload_bytes\x18\x06 \x01(\x04R\x0fmaxPayloadBytes\x12&\n" +
-	"\x0fmax_frame_bytes\x18\a \x01(\x04R\rmaxFrameBytes\"\x9f\x10\n" +
+	"\x0fmax_frame_bytes\x18\a \x01(\x04R\rmaxFrameBytes\"\xec\x10\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x1d\n" +
@@ -5735,8 +5980,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"get_client\x18+ \x01(\v2\x1e.boomerang.v1.GetClientRequestH\x00R\tgetClient\x12H\n" +
 	"\rupdate_client\x18, \x01(\v2!.boomerang.v1.UpdateClientRequestH\x00R\fupdateClient\x12N\n" +
 	"\x0fchange_password\x18- \x01(\v2#.boomerang.v1.ChangePasswordRequestH\x00R\x0echangePassword\x12^\n" +
-	"\x15rotate_signing_secret\x18. \x01(\v2(.boomerang.v1.RotateSigningSecretRequestH\x00R\x13rotateSigningSecretB\x06\n" +
-	"\x04body\"\xc7\x10\n" +
+	"\x15rotate_signing_secret\x18. \x01(\v2(.boomerang.v1.RotateSigningSecretRequestH\x00R\x13rotateSigningSecret\x12K\n" +
+	"\x0eregister_tasks\x182 \x01(\v2\".boomerang.v1.RegisterTasksRequestH\x00R\rregisterTasksB\x06\n" +
+	"\x04body\"\x95\x11\n" +
 	"\bResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12)\n" +
@@ -5773,7 +6019,8 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"get_client\x18+ \x01(\v2\x1f.boomerang.v1.GetClientResponseH\x00R\tgetClient\x12I\n" +
 	"\rupdate_client\x18, \x01(\v2\".boomerang.v1.UpdateClientResponseH\x00R\fupdateClient\x12O\n" +
 	"\x0fchange_password\x18- \x01(\v2$.boomerang.v1.ChangePasswordResponseH\x00R\x0echangePassword\x12_\n" +
-	"\x15rotate_signing_secret\x18. \x01(\v2).boomerang.v1.RotateSigningSecretResponseH\x00R\x13rotateSigningSecretB\x06\n" +
+	"\x15rotate_signing_secret\x18. \x01(\v2).boomerang.v1.RotateSigningSecretResponseH\x00R\x13rotateSigningSecret\x12L\n" +
+	"\x0eregister_tasks\x182 \x01(\v2#.boomerang.v1.RegisterTasksResponseH\x00R\rregisterTasksB\x06\n" +
 	"\x04body\"\xdd\x01\n" +
 	"\bDelivery\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\x04R\n" +
@@ -5831,7 +6078,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\vROLE_CLIENT\x10\x01\x12\x0e\n" +
 	"\n" +
 	"ROLE_ADMIN\x10\x02\x12\x12\n" +
-	"\x0eROLE_READ_ONLY\x10\x032\xbc\x12\n" +
+	"\x0eROLE_READ_ONLY\x10\x032\x96\x13\n" +
 	"\x10BoomerangService\x12@\n" +
 	"\x05Login\x12\x1a.boomerang.v1.LoginRequest\x1a\x1b.boomerang.v1.LoginResponse\x12[\n" +
 	"\x0eRefreshSession\x12#.boomerang.v1.RefreshSessionRequest\x1a$.boomerang.v1.RefreshSessionResponse\x12[\n" +
@@ -5861,7 +6108,8 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\tGetClient\x12\x1e.boomerang.v1.GetClientRequest\x1a\x1f.boomerang.v1.GetClientResponse\x12U\n" +
 	"\fUpdateClient\x12!.boomerang.v1.UpdateClientRequest\x1a\".boomerang.v1.UpdateClientResponse\x12[\n" +
 	"\x0eChangePassword\x12#.boomerang.v1.ChangePasswordRequest\x1a$.boomerang.v1.ChangePasswordResponse\x12j\n" +
-	"\x13RotateSigningSecret\x12(.boomerang.v1.RotateSigningSecretRequest\x1a).boomerang.v1.RotateSigningSecretResponse2G\n" +
+	"\x13RotateSigningSecret\x12(.boomerang.v1.RotateSigningSecretRequest\x1a).boomerang.v1.RotateSigningSecretResponse\x12X\n" +
+	"\rRegisterTasks\x12\".boomerang.v1.RegisterTasksRequest\x1a#.boomerang.v1.RegisterTasksResponse2G\n" +
 	"\x0fCallbackService\x124\n" +
 	"\aDeliver\x12\x16.boomerang.v1.Delivery\x1a\x11.boomerang.v1.AckB>Z<github.com/boomerangd/boomerang/api/boomerang/v1;boomerangv1b\x06proto3"
 
@@ -5878,7 +6126,7 @@ func file_api_boomerang_v1_boomerang_proto_rawDescGZIP() []byte {
 }
 
 var file_api_boomerang_v1_boomerang_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
-var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
+var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
 var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(Status)(0),                         // 0: boomerang.v1.Status
 	(DispatchMode)(0),                   // 1: boomerang.v1.DispatchMode
@@ -5922,38 +6170,41 @@ var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(*RevokeSessionsResponse)(nil),      // 39: boomerang.v1.RevokeSessionsResponse
 	(*RegisterTaskRequest)(nil),         // 40: boomerang.v1.RegisterTaskRequest
 	(*RegisterTaskResponse)(nil),        // 41: boomerang.v1.RegisterTaskResponse
-	(*UpdateTaskRequest)(nil),           // 42: boomerang.v1.UpdateTaskRequest
-	(*UpdateTaskResponse)(nil),          // 43: boomerang.v1.UpdateTaskResponse
-	(*CancelTaskRequest)(nil),           // 44: boomerang.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),          // 45: boomerang.v1.CancelTaskResponse
-	(*GetTaskRequest)(nil),              // 46: boomerang.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),             // 47: boomerang.v1.GetTaskResponse
-	(*ListTasksRequest)(nil),            // 48: boomerang.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),           // 49: boomerang.v1.ListTasksResponse
-	(*ListDeadLettersRequest)(nil),      // 50: boomerang.v1.ListDeadLettersRequest
-	(*ListDeadLettersResponse)(nil),     // 51: boomerang.v1.ListDeadLettersResponse
-	(*GetDeadLetterRequest)(nil),        // 52: boomerang.v1.GetDeadLetterRequest
-	(*GetDeadLetterResponse)(nil),       // 53: boomerang.v1.GetDeadLetterResponse
-	(*ReplayDeadLetterRequest)(nil),     // 54: boomerang.v1.ReplayDeadLetterRequest
-	(*ReplayDeadLetterResponse)(nil),    // 55: boomerang.v1.ReplayDeadLetterResponse
-	(*DeleteDeadLetterRequest)(nil),     // 56: boomerang.v1.DeleteDeadLetterRequest
-	(*DeleteDeadLetterResponse)(nil),    // 57: boomerang.v1.DeleteDeadLetterResponse
-	(*GetGroupRequest)(nil),             // 58: boomerang.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),            // 59: boomerang.v1.GetGroupResponse
-	(*UnblockGroupRequest)(nil),         // 60: boomerang.v1.UnblockGroupRequest
-	(*UnblockGroupResponse)(nil),        // 61: boomerang.v1.UnblockGroupResponse
-	(*SkipGroupRequest)(nil),            // 62: boomerang.v1.SkipGroupRequest
-	(*SkipGroupResponse)(nil),           // 63: boomerang.v1.SkipGroupResponse
-	(*CancelTasksRequest)(nil),          // 64: boomerang.v1.CancelTasksRequest
-	(*CancelTasksResponse)(nil),         // 65: boomerang.v1.CancelTasksResponse
-	(*PurgeDeadLettersRequest)(nil),     // 66: boomerang.v1.PurgeDeadLettersRequest
-	(*PurgeDeadLettersResponse)(nil),    // 67: boomerang.v1.PurgeDeadLettersResponse
-	(*GetServerInfoRequest)(nil),        // 68: boomerang.v1.GetServerInfoRequest
-	(*GetServerInfoResponse)(nil),       // 69: boomerang.v1.GetServerInfoResponse
-	(*Request)(nil),                     // 70: boomerang.v1.Request
-	(*Response)(nil),                    // 71: boomerang.v1.Response
-	(*Delivery)(nil),                    // 72: boomerang.v1.Delivery
-	(*Ack)(nil),                         // 73: boomerang.v1.Ack
+	(*RegisterTasksRequest)(nil),        // 42: boomerang.v1.RegisterTasksRequest
+	(*RegisterTasksResponse)(nil),       // 43: boomerang.v1.RegisterTasksResponse
+	(*RegisterTaskResult)(nil),          // 44: boomerang.v1.RegisterTaskResult
+	(*UpdateTaskRequest)(nil),           // 45: boomerang.v1.UpdateTaskRequest
+	(*UpdateTaskResponse)(nil),          // 46: boomerang.v1.UpdateTaskResponse
+	(*CancelTaskRequest)(nil),           // 47: boomerang.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),          // 48: boomerang.v1.CancelTaskResponse
+	(*GetTaskRequest)(nil),              // 49: boomerang.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),             // 50: boomerang.v1.GetTaskResponse
+	(*ListTasksRequest)(nil),            // 51: boomerang.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),           // 52: boomerang.v1.ListTasksResponse
+	(*ListDeadLettersRequest)(nil),      // 53: boomerang.v1.ListDeadLettersRequest
+	(*ListDeadLettersResponse)(nil),     // 54: boomerang.v1.ListDeadLettersResponse
+	(*GetDeadLetterRequest)(nil),        // 55: boomerang.v1.GetDeadLetterRequest
+	(*GetDeadLetterResponse)(nil),       // 56: boomerang.v1.GetDeadLetterResponse
+	(*ReplayDeadLetterRequest)(nil),     // 57: boomerang.v1.ReplayDeadLetterRequest
+	(*ReplayDeadLetterResponse)(nil),    // 58: boomerang.v1.ReplayDeadLetterResponse
+	(*DeleteDeadLetterRequest)(nil),     // 59: boomerang.v1.DeleteDeadLetterRequest
+	(*DeleteDeadLetterResponse)(nil),    // 60: boomerang.v1.DeleteDeadLetterResponse
+	(*GetGroupRequest)(nil),             // 61: boomerang.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),            // 62: boomerang.v1.GetGroupResponse
+	(*UnblockGroupRequest)(nil),         // 63: boomerang.v1.UnblockGroupRequest
+	(*UnblockGroupResponse)(nil),        // 64: boomerang.v1.UnblockGroupResponse
+	(*SkipGroupRequest)(nil),            // 65: boomerang.v1.SkipGroupRequest
+	(*SkipGroupResponse)(nil),           // 66: boomerang.v1.SkipGroupResponse
+	(*CancelTasksRequest)(nil),          // 67: boomerang.v1.CancelTasksRequest
+	(*CancelTasksResponse)(nil),         // 68: boomerang.v1.CancelTasksResponse
+	(*PurgeDeadLettersRequest)(nil),     // 69: boomerang.v1.PurgeDeadLettersRequest
+	(*PurgeDeadLettersResponse)(nil),    // 70: boomerang.v1.PurgeDeadLettersResponse
+	(*GetServerInfoRequest)(nil),        // 71: boomerang.v1.GetServerInfoRequest
+	(*GetServerInfoResponse)(nil),       // 72: boomerang.v1.GetServerInfoResponse
+	(*Request)(nil),                     // 73: boomerang.v1.Request
+	(*Response)(nil),                    // 74: boomerang.v1.Response
+	(*Delivery)(nil),                    // 75: boomerang.v1.Delivery
+	(*Ack)(nil),                         // 76: boomerang.v1.Ack
 }
 var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	0,   // 0: boomerang.v1.Error.status:type_name -> boomerang.v1.Status
@@ -5994,131 +6245,139 @@ var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	7,   // 35: boomerang.v1.RegisterTaskRequest.callback:type_name -> boomerang.v1.Callback
 	8,   // 36: boomerang.v1.RegisterTaskRequest.retry:type_name -> boomerang.v1.RetryPolicy
 	11,  // 37: boomerang.v1.RegisterTaskResponse.task:type_name -> boomerang.v1.Task
-	11,  // 38: boomerang.v1.UpdateTaskResponse.task:type_name -> boomerang.v1.Task
-	11,  // 39: boomerang.v1.GetTaskResponse.task:type_name -> boomerang.v1.Task
-	4,   // 40: boomerang.v1.ListTasksRequest.status:type_name -> boomerang.v1.TaskStatus
-	11,  // 41: boomerang.v1.ListTasksResponse.tasks:type_name -> boomerang.v1.Task
-	12,  // 42: boomerang.v1.ListDeadLettersResponse.dead_letters:type_name -> boomerang.v1.DeadLetter
-	12,  // 43: boomerang.v1.GetDeadLetterResponse.dead_letter:type_name -> boomerang.v1.DeadLetter
-	11,  // 44: boomerang.v1.ReplayDeadLetterResponse.task:type_name -> boomerang.v1.Task
-	13,  // 45: boomerang.v1.GetGroupResponse.group:type_name -> boomerang.v1.Group
-	11,  // 46: boomerang.v1.UnblockGroupResponse.task:type_name -> boomerang.v1.Task
-	15,  // 47: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
-	17,  // 48: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
-	19,  // 49: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
-	21,  // 50: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
-	23,  // 51: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
-	40,  // 52: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
-	42,  // 53: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
-	44,  // 54: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
-	46,  // 55: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
-	48,  // 56: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
-	50,  // 57: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
-	52,  // 58: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
-	54,  // 59: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
-	56,  // 60: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
-	58,  // 61: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
-	60,  // 62: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
-	62,  // 63: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
-	68,  // 64: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
-	64,  // 65: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
-	66,  // 66: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
-	34,  // 67: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
-	36,  // 68: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
-	38,  // 69: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
-	25,  // 70: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
-	27,  // 71: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
-	29,  // 72: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
-	31,  // 73: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
-	6,   // 74: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
-	16,  // 75: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
-	18,  // 76: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
-	20,  // 77: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
-	22,  // 78: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
-	24,  // 79: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
-	41,  // 80: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
-	43,  // 81: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
-	45,  // 82: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
-	47,  // 83: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
-	49,  // 84: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
-	51,  // 85: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
-	53,  // 86: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
-	55,  // 87: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
-	57,  // 88: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
-	59,  // 89: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
-	61,  // 90: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
-	63,  // 91: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
-	69,  // 92: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
-	65,  // 93: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
-	67,  // 94: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
-	35,  // 95: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
-	37,  // 96: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
-	39,  // 97: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
-	26,  // 98: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
-	28,  // 99: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
-	30,  // 100: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
-	32,  // 101: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
-	15,  // 102: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
-	17,  // 103: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
-	19,  // 104: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
-	21,  // 105: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
-	23,  // 106: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
-	40,  // 107: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
-	42,  // 108: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
-	44,  // 109: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
-	46,  // 110: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
-	48,  // 111: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
-	50,  // 112: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
-	52,  // 113: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
-	54,  // 114: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
-	56,  // 115: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
-	58,  // 116: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
-	60,  // 117: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
-	62,  // 118: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
-	68,  // 119: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
-	64,  // 120: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
-	66,  // 121: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
-	34,  // 122: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
-	36,  // 123: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
-	38,  // 124: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
-	25,  // 125: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
-	27,  // 126: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
-	29,  // 127: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
-	31,  // 128: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
-	72,  // 129: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
-	16,  // 130: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
-	18,  // 131: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
-	20,  // 132: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
-	22,  // 133: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
-	24,  // 134: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
-	41,  // 135: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
-	43,  // 136: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
-	45,  // 137: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
-	47,  // 138: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
-	49,  // 139: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
-	51,  // 140: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
-	53,  // 141: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
-	55,  // 142: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
-	57,  // 143: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
-	59,  // 144: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
-	61,  // 145: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
-	63,  // 146: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
-	69,  // 147: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
-	65,  // 148: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
-	67,  // 149: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
-	35,  // 150: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
-	37,  // 151: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
-	39,  // 152: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
-	26,  // 153: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
-	28,  // 154: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
-	30,  // 155: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
-	32,  // 156: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
-	73,  // 157: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
-	130, // [130:158] is the sub-list for method output_type
-	102, // [102:130] is the sub-list for method input_type
-	102, // [102:102] is the sub-list for extension type_name
-	102, // [102:102] is the sub-list for extension extendee
-	0,   // [0:102] is the sub-list for field type_name
+	40,  // 38: boomerang.v1.RegisterTasksRequest.tasks:type_name -> boomerang.v1.RegisterTaskRequest
+	44,  // 39: boomerang.v1.RegisterTasksResponse.results:type_name -> boomerang.v1.RegisterTaskResult
+	41,  // 40: boomerang.v1.RegisterTaskResult.registered:type_name -> boomerang.v1.RegisterTaskResponse
+	6,   // 41: boomerang.v1.RegisterTaskResult.error:type_name -> boomerang.v1.Error
+	11,  // 42: boomerang.v1.UpdateTaskResponse.task:type_name -> boomerang.v1.Task
+	11,  // 43: boomerang.v1.GetTaskResponse.task:type_name -> boomerang.v1.Task
+	4,   // 44: boomerang.v1.ListTasksRequest.status:type_name -> boomerang.v1.TaskStatus
+	11,  // 45: boomerang.v1.ListTasksResponse.tasks:type_name -> boomerang.v1.Task
+	12,  // 46: boomerang.v1.ListDeadLettersResponse.dead_letters:type_name -> boomerang.v1.DeadLetter
+	12,  // 47: boomerang.v1.GetDeadLetterResponse.dead_letter:type_name -> boomerang.v1.DeadLetter
+	11,  // 48: boomerang.v1.ReplayDeadLetterResponse.task:type_name -> boomerang.v1.Task
+	13,  // 49: boomerang.v1.GetGroupResponse.group:type_name -> boomerang.v1.Group
+	11,  // 50: boomerang.v1.UnblockGroupResponse.task:type_name -> boomerang.v1.Task
+	15,  // 51: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
+	17,  // 52: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
+	19,  // 53: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
+	21,  // 54: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
+	23,  // 55: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
+	40,  // 56: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
+	45,  // 57: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
+	47,  // 58: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
+	49,  // 59: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
+	51,  // 60: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
+	53,  // 61: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
+	55,  // 62: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
+	57,  // 63: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
+	59,  // 64: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
+	61,  // 65: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
+	63,  // 66: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
+	65,  // 67: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
+	71,  // 68: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
+	67,  // 69: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
+	69,  // 70: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
+	34,  // 71: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
+	36,  // 72: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
+	38,  // 73: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
+	25,  // 74: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
+	27,  // 75: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
+	29,  // 76: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
+	31,  // 77: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
+	42,  // 78: boomerang.v1.Request.register_tasks:type_name -> boomerang.v1.RegisterTasksRequest
+	6,   // 79: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
+	16,  // 80: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
+	18,  // 81: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
+	20,  // 82: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
+	22,  // 83: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
+	24,  // 84: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
+	41,  // 85: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
+	46,  // 86: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
+	48,  // 87: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
+	50,  // 88: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
+	52,  // 89: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
+	54,  // 90: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
+	56,  // 91: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
+	58,  // 92: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
+	60,  // 93: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
+	62,  // 94: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
+	64,  // 95: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
+	66,  // 96: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
+	72,  // 97: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
+	68,  // 98: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
+	70,  // 99: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
+	35,  // 100: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
+	37,  // 101: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
+	39,  // 102: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
+	26,  // 103: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
+	28,  // 104: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
+	30,  // 105: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
+	32,  // 106: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
+	43,  // 107: boomerang.v1.Response.register_tasks:type_name -> boomerang.v1.RegisterTasksResponse
+	15,  // 108: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
+	17,  // 109: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
+	19,  // 110: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
+	21,  // 111: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
+	23,  // 112: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
+	40,  // 113: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
+	45,  // 114: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
+	47,  // 115: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
+	49,  // 116: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
+	51,  // 117: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
+	53,  // 118: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
+	55,  // 119: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
+	57,  // 120: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
+	59,  // 121: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
+	61,  // 122: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
+	63,  // 123: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
+	65,  // 124: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
+	71,  // 125: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
+	67,  // 126: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
+	69,  // 127: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
+	34,  // 128: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
+	36,  // 129: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
+	38,  // 130: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
+	25,  // 131: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
+	27,  // 132: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
+	29,  // 133: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
+	31,  // 134: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
+	42,  // 135: boomerang.v1.BoomerangService.RegisterTasks:input_type -> boomerang.v1.RegisterTasksRequest
+	75,  // 136: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
+	16,  // 137: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
+	18,  // 138: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
+	20,  // 139: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
+	22,  // 140: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
+	24,  // 141: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
+	41,  // 142: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
+	46,  // 143: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
+	48,  // 144: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
+	50,  // 145: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
+	52,  // 146: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
+	54,  // 147: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
+	56,  // 148: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
+	58,  // 149: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
+	60,  // 150: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
+	62,  // 151: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
+	64,  // 152: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
+	66,  // 153: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
+	72,  // 154: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
+	68,  // 155: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
+	70,  // 156: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
+	35,  // 157: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
+	37,  // 158: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
+	39,  // 159: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
+	26,  // 160: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
+	28,  // 161: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
+	30,  // 162: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
+	32,  // 163: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
+	43,  // 164: boomerang.v1.BoomerangService.RegisterTasks:output_type -> boomerang.v1.RegisterTasksResponse
+	76,  // 165: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
+	137, // [137:166] is the sub-list for method output_type
+	108, // [108:137] is the sub-list for method input_type
+	108, // [108:108] is the sub-list for extension type_name
+	108, // [108:108] is the sub-list for extension extendee
+	0,   // [0:108] is the sub-list for field type_name
 }
 
 func init() { file_api_boomerang_v1_boomerang_proto_init() }
@@ -6132,12 +6391,16 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*RegisterTaskRequest_DelayMs)(nil),
 		(*RegisterTaskRequest_FireAtMs)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[36].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[38].OneofWrappers = []any{
+		(*RegisterTaskResult_Registered)(nil),
+		(*RegisterTaskResult_Error)(nil),
+	}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[39].OneofWrappers = []any{
 		(*UpdateTaskRequest_DelayMs)(nil),
 		(*UpdateTaskRequest_FireAtMs)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[42].OneofWrappers = []any{}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[64].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[45].OneofWrappers = []any{}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[67].OneofWrappers = []any{
 		(*Request_Login)(nil),
 		(*Request_RefreshSession)(nil),
 		(*Request_RegisterClient)(nil),
@@ -6165,8 +6428,9 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Request_UpdateClient)(nil),
 		(*Request_ChangePassword)(nil),
 		(*Request_RotateSigningSecret)(nil),
+		(*Request_RegisterTasks)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[65].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[68].OneofWrappers = []any{
 		(*Response_Login)(nil),
 		(*Response_RefreshSession)(nil),
 		(*Response_RegisterClient)(nil),
@@ -6194,6 +6458,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Response_UpdateClient)(nil),
 		(*Response_ChangePassword)(nil),
 		(*Response_RotateSigningSecret)(nil),
+		(*Response_RegisterTasks)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -6201,7 +6466,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_boomerang_v1_boomerang_proto_rawDesc), len(file_api_boomerang_v1_boomerang_proto_rawDesc)),
 			NumEnums:      6,
-			NumMessages:   68,
+			NumMessages:   71,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -125,6 +125,9 @@ const (
 	// BoomerangServiceRotateSigningSecretProcedure is the fully-qualified name of the
 	// BoomerangService's RotateSigningSecret RPC.
 	BoomerangServiceRotateSigningSecretProcedure = "/boomerang.v1.BoomerangService/RotateSigningSecret"
+	// BoomerangServiceRegisterTasksProcedure is the fully-qualified name of the BoomerangService's
+	// RegisterTasks RPC.
+	BoomerangServiceRegisterTasksProcedure = "/boomerang.v1.BoomerangService/RegisterTasks"
 	// CallbackServiceDeliverProcedure is the fully-qualified name of the CallbackService's Deliver RPC.
 	CallbackServiceDeliverProcedure = "/boomerang.v1.CallbackService/Deliver"
 )
@@ -158,6 +161,7 @@ type BoomerangServiceClient interface {
 	UpdateClient(context.Context, *connect.Request[v1.UpdateClientRequest]) (*connect.Response[v1.UpdateClientResponse], error)
 	ChangePassword(context.Context, *connect.Request[v1.ChangePasswordRequest]) (*connect.Response[v1.ChangePasswordResponse], error)
 	RotateSigningSecret(context.Context, *connect.Request[v1.RotateSigningSecretRequest]) (*connect.Response[v1.RotateSigningSecretResponse], error)
+	RegisterTasks(context.Context, *connect.Request[v1.RegisterTasksRequest]) (*connect.Response[v1.RegisterTasksResponse], error)
 }
 
 // NewBoomerangServiceClient constructs a client for the boomerang.v1.BoomerangService service. By
@@ -333,6 +337,12 @@ func NewBoomerangServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(boomerangServiceMethods.ByName("RotateSigningSecret")),
 			connect.WithClientOptions(opts...),
 		),
+		registerTasks: connect.NewClient[v1.RegisterTasksRequest, v1.RegisterTasksResponse](
+			httpClient,
+			baseURL+BoomerangServiceRegisterTasksProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("RegisterTasks")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -365,6 +375,7 @@ type boomerangServiceClient struct {
 	updateClient        *connect.Client[v1.UpdateClientRequest, v1.UpdateClientResponse]
 	changePassword      *connect.Client[v1.ChangePasswordRequest, v1.ChangePasswordResponse]
 	rotateSigningSecret *connect.Client[v1.RotateSigningSecretRequest, v1.RotateSigningSecretResponse]
+	registerTasks       *connect.Client[v1.RegisterTasksRequest, v1.RegisterTasksResponse]
 }
 
 // Login calls boomerang.v1.BoomerangService.Login.
@@ -502,6 +513,11 @@ func (c *boomerangServiceClient) RotateSigningSecret(ctx context.Context, req *c
 	return c.rotateSigningSecret.CallUnary(ctx, req)
 }
 
+// RegisterTasks calls boomerang.v1.BoomerangService.RegisterTasks.
+func (c *boomerangServiceClient) RegisterTasks(ctx context.Context, req *connect.Request[v1.RegisterTasksRequest]) (*connect.Response[v1.RegisterTasksResponse], error) {
+	return c.registerTasks.CallUnary(ctx, req)
+}
+
 // BoomerangServiceHandler is an implementation of the boomerang.v1.BoomerangService service.
 type BoomerangServiceHandler interface {
 	Login(context.Context, *connect.Request[v1.LoginRequest]) (*connect.Response[v1.LoginResponse], error)
@@ -531,6 +547,7 @@ type BoomerangServiceHandler interface {
 	UpdateClient(context.Context, *connect.Request[v1.UpdateClientRequest]) (*connect.Response[v1.UpdateClientResponse], error)
 	ChangePassword(context.Context, *connect.Request[v1.ChangePasswordRequest]) (*connect.Response[v1.ChangePasswordResponse], error)
 	RotateSigningSecret(context.Context, *connect.Request[v1.RotateSigningSecretRequest]) (*connect.Response[v1.RotateSigningSecretResponse], error)
+	RegisterTasks(context.Context, *connect.Request[v1.RegisterTasksRequest]) (*connect.Response[v1.RegisterTasksResponse], error)
 }
 
 // NewBoomerangServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -702,6 +719,12 @@ func NewBoomerangServiceHandler(svc BoomerangServiceHandler, opts ...connect.Han
 		connect.WithSchema(boomerangServiceMethods.ByName("RotateSigningSecret")),
 		connect.WithHandlerOptions(opts...),
 	)
+	boomerangServiceRegisterTasksHandler := connect.NewUnaryHandler(
+		BoomerangServiceRegisterTasksProcedure,
+		svc.RegisterTasks,
+		connect.WithSchema(boomerangServiceMethods.ByName("RegisterTasks")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/boomerang.v1.BoomerangService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case BoomerangServiceLoginProcedure:
@@ -758,6 +781,8 @@ func NewBoomerangServiceHandler(svc BoomerangServiceHandler, opts ...connect.Han
 			boomerangServiceChangePasswordHandler.ServeHTTP(w, r)
 		case BoomerangServiceRotateSigningSecretProcedure:
 			boomerangServiceRotateSigningSecretHandler.ServeHTTP(w, r)
+		case BoomerangServiceRegisterTasksProcedure:
+			boomerangServiceRegisterTasksHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -873,6 +898,10 @@ func (UnimplementedBoomerangServiceHandler) ChangePassword(context.Context, *con
 
 func (UnimplementedBoomerangServiceHandler) RotateSigningSecret(context.Context, *connect.Request[v1.RotateSigningSecretRequest]) (*connect.Response[v1.RotateSigningSecretResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.RotateSigningSecret is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) RegisterTasks(context.Context, *connect.Request[v1.RegisterTasksRequest]) (*connect.Response[v1.RegisterTasksResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.RegisterTasks is not implemented"))
 }
 
 // CallbackServiceClient is a client for the boomerang.v1.CallbackService service.

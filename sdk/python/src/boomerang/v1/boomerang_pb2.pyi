@@ -497,6 +497,28 @@ class RegisterTaskResponse(_message.Message):
     task: Task
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., created: bool = ...) -> None: ...
 
+class RegisterTaskResult(_message.Message):
+    __slots__ = ["error", "registered"]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    REGISTERED_FIELD_NUMBER: _ClassVar[int]
+    error: Error
+    registered: RegisterTaskResponse
+    def __init__(self, registered: _Optional[_Union[RegisterTaskResponse, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
+
+class RegisterTasksRequest(_message.Message):
+    __slots__ = ["client", "tasks"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    tasks: _containers.RepeatedCompositeFieldContainer[RegisterTaskRequest]
+    def __init__(self, tasks: _Optional[_Iterable[_Union[RegisterTaskRequest, _Mapping]]] = ..., client: _Optional[str] = ...) -> None: ...
+
+class RegisterTasksResponse(_message.Message):
+    __slots__ = ["results"]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[RegisterTaskResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[RegisterTaskResult, _Mapping]]] = ...) -> None: ...
+
 class ReplayDeadLetterRequest(_message.Message):
     __slots__ = ["id"]
     ID_FIELD_NUMBER: _ClassVar[int]
@@ -510,7 +532,7 @@ class ReplayDeadLetterResponse(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
 
 class Request(_message.Message):
-    __slots__ = ["cancel_task", "cancel_tasks", "change_password", "delete_dead_letter", "deregister_client", "get_client", "get_dead_letter", "get_group", "get_server_info", "get_task", "list_clients", "list_dead_letters", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "session_id", "skip_group", "unblock_group", "update_client", "update_task"]
+    __slots__ = ["cancel_task", "cancel_tasks", "change_password", "delete_dead_letter", "deregister_client", "get_client", "get_dead_letter", "get_group", "get_server_info", "get_task", "list_clients", "list_dead_letters", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "register_tasks", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "session_id", "skip_group", "unblock_group", "update_client", "update_task"]
     CANCEL_TASKS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASK_FIELD_NUMBER: _ClassVar[int]
     CHANGE_PASSWORD_FIELD_NUMBER: _ClassVar[int]
@@ -530,6 +552,7 @@ class Request(_message.Message):
     PURGE_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     REFRESH_SESSION_FIELD_NUMBER: _ClassVar[int]
     REGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
+    REGISTER_TASKS_FIELD_NUMBER: _ClassVar[int]
     REGISTER_TASK_FIELD_NUMBER: _ClassVar[int]
     REPLAY_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
@@ -560,6 +583,7 @@ class Request(_message.Message):
     refresh_session: RefreshSessionRequest
     register_client: RegisterClientRequest
     register_task: RegisterTaskRequest
+    register_tasks: RegisterTasksRequest
     replay_dead_letter: ReplayDeadLetterRequest
     request_id: int
     revoke_sessions: RevokeSessionsRequest
@@ -569,10 +593,10 @@ class Request(_message.Message):
     unblock_group: UnblockGroupRequest
     update_client: UpdateClientRequest
     update_task: UpdateTaskRequest
-    def __init__(self, request_id: _Optional[int] = ..., session_id: _Optional[str] = ..., login: _Optional[_Union[LoginRequest, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionRequest, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientRequest, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientRequest, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsRequest, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskRequest, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskRequest, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskRequest, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskRequest, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksRequest, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersRequest, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterRequest, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterRequest, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterRequest, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupRequest, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupRequest, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupRequest, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoRequest, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksRequest, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersRequest, _Mapping]] = ..., logout: _Optional[_Union[LogoutRequest, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsRequest, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsRequest, _Mapping]] = ..., get_client: _Optional[_Union[GetClientRequest, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientRequest, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordRequest, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretRequest, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[int] = ..., session_id: _Optional[str] = ..., login: _Optional[_Union[LoginRequest, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionRequest, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientRequest, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientRequest, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsRequest, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskRequest, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskRequest, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskRequest, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskRequest, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksRequest, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersRequest, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterRequest, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterRequest, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterRequest, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupRequest, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupRequest, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupRequest, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoRequest, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksRequest, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersRequest, _Mapping]] = ..., logout: _Optional[_Union[LogoutRequest, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsRequest, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsRequest, _Mapping]] = ..., get_client: _Optional[_Union[GetClientRequest, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientRequest, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordRequest, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretRequest, _Mapping]] = ..., register_tasks: _Optional[_Union[RegisterTasksRequest, _Mapping]] = ...) -> None: ...
 
 class Response(_message.Message):
-    __slots__ = ["cancel_task", "cancel_tasks", "change_password", "delete_dead_letter", "deregister_client", "error", "get_client", "get_dead_letter", "get_group", "get_server_info", "get_task", "list_clients", "list_dead_letters", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "skip_group", "unblock_group", "update_client", "update_task"]
+    __slots__ = ["cancel_task", "cancel_tasks", "change_password", "delete_dead_letter", "deregister_client", "error", "get_client", "get_dead_letter", "get_group", "get_server_info", "get_task", "list_clients", "list_dead_letters", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "register_tasks", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "skip_group", "unblock_group", "update_client", "update_task"]
     CANCEL_TASKS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASK_FIELD_NUMBER: _ClassVar[int]
     CHANGE_PASSWORD_FIELD_NUMBER: _ClassVar[int]
@@ -593,6 +617,7 @@ class Response(_message.Message):
     PURGE_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     REFRESH_SESSION_FIELD_NUMBER: _ClassVar[int]
     REGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
+    REGISTER_TASKS_FIELD_NUMBER: _ClassVar[int]
     REGISTER_TASK_FIELD_NUMBER: _ClassVar[int]
     REPLAY_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
@@ -623,6 +648,7 @@ class Response(_message.Message):
     refresh_session: RefreshSessionResponse
     register_client: RegisterClientResponse
     register_task: RegisterTaskResponse
+    register_tasks: RegisterTasksResponse
     replay_dead_letter: ReplayDeadLetterResponse
     request_id: int
     revoke_sessions: RevokeSessionsResponse
@@ -631,7 +657,7 @@ class Response(_message.Message):
     unblock_group: UnblockGroupResponse
     update_client: UpdateClientResponse
     update_task: UpdateTaskResponse
-    def __init__(self, request_id: _Optional[int] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., login: _Optional[_Union[LoginResponse, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionResponse, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientResponse, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientResponse, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsResponse, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskResponse, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskResponse, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskResponse, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskResponse, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksResponse, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersResponse, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterResponse, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterResponse, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterResponse, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupResponse, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupResponse, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupResponse, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoResponse, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksResponse, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersResponse, _Mapping]] = ..., logout: _Optional[_Union[LogoutResponse, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsResponse, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsResponse, _Mapping]] = ..., get_client: _Optional[_Union[GetClientResponse, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientResponse, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordResponse, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretResponse, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[int] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., login: _Optional[_Union[LoginResponse, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionResponse, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientResponse, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientResponse, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsResponse, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskResponse, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskResponse, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskResponse, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskResponse, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksResponse, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersResponse, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterResponse, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterResponse, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterResponse, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupResponse, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupResponse, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupResponse, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoResponse, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksResponse, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersResponse, _Mapping]] = ..., logout: _Optional[_Union[LogoutResponse, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsResponse, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsResponse, _Mapping]] = ..., get_client: _Optional[_Union[GetClientResponse, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientResponse, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordResponse, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretResponse, _Mapping]] = ..., register_tasks: _Optional[_Union[RegisterTasksResponse, _Mapping]] = ...) -> None: ...
 
 class RetryPolicy(_message.Message):
     __slots__ = ["backoff", "initial_interval_ms", "jitter", "max_attempts", "max_interval_ms", "multiplier"]
