@@ -1,10 +1,8 @@
 package client
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -49,37 +47,33 @@ type ScheduleResult struct {
 // ScheduleBatch registers tasks and returns one result per task, in
 // order. Each task succeeds or fails on its own, as with Schedule. The
 // tasks go in RegisterTasks requests of at most MaxBatch tasks and the
-// server's frame limit, sent together; a task too large for a frame
-// alone fails with ErrInvalidRequest without being sent. Every task
-// without an error is durable once ScheduleBatch returns.
+// server's frame limit, one request after another, so the tasks of a
+// group keep their order; a task too large for a frame alone fails with
+// ErrInvalidRequest without being sent. Every task without an error is
+// durable once ScheduleBatch returns.
 //
-// The error is nil when the server answered every request; otherwise
-// it is the first error that failed a whole request, which the results
-// of that request's tasks also carry. Tasks of other requests may still
-// have been registered.
+// The error is nil when the server answered every request; otherwise it
+// is the first error that failed a whole request, which the results of
+// that request's tasks also carry. Once a request has failed, the later
+// ones are not sent: their tasks carry the same error. Tasks of earlier
+// requests may have been registered.
 func (c *Client) ScheduleBatch(ctx context.Context, tasks ...Task) ([]ScheduleResult, error) {
 	results := make([]ScheduleResult, len(tasks))
 	reqs := make([]*boomerangv1.RegisterTaskRequest, len(tasks))
 	for i, t := range tasks {
 		reqs[i] = registration(t.Payload, t.Options)
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
+	var failed error
 	for _, part := range c.split(reqs, results) {
-		wg.Go(func() {
-			err := c.registerPart(ctx, reqs, part, results)
-			if err != nil {
-				mu.Lock()
-				first = cmp.Or(first, err)
-				mu.Unlock()
-			}
-		})
+		if failed == nil {
+			failed = c.registerPart(ctx, reqs, part, results)
+			continue
+		}
+		for _, i := range part {
+			results[i].Err = failed
+		}
 	}
-	wg.Wait()
-	return results, first
+	return results, failed
 }
 
 // registerPart sends the tasks of reqs at the indexes part in one

@@ -195,6 +195,7 @@ func TestScheduleBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lastSeq := map[string]uint64{} // a group's tasks keep their order across requests
 	for i, r := range res {
 		if i == 1500 {
 			if !errors.Is(r.Err, client.ErrInvalidRequest) {
@@ -202,9 +203,10 @@ func TestScheduleBatch(t *testing.T) {
 			}
 			continue
 		}
-		if r.Err != nil || !r.Created || r.Task.GetGroup() != fmt.Sprint("g", i%7) {
+		if r.Err != nil || !r.Created || r.Task.GetGroup() != fmt.Sprint("g", i%7) || r.Task.GetSeq() <= lastSeq[r.Task.GetGroup()] {
 			t.Fatalf("task %d: %+v", i, r)
 		}
+		lastSeq[r.Task.GetGroup()] = r.Task.GetSeq()
 		if i%500 == 0 {
 			got, err := c.GetTask(ctx, &boomerangv1.GetTaskRequest{Id: r.Task.GetId()})
 			if err != nil || string(got.GetTask().GetPayload()) != fmt.Sprint(i) {

@@ -81,15 +81,23 @@ func (a *app) setFromFile(cmd *cobra.Command, path string) error {
 	}
 	defer a.close()
 	failed := 0
+	var stopped error // a request failed as a whole: later ones would break group order
 	for start := 0; start < len(tasks); start += fileChunk {
 		chunk := tasks[start:min(start+fileChunk, len(tasks))]
-		batch := make([]client.Task, len(chunk))
-		for i, t := range chunk {
-			batch[i] = t.task
+		results := make([]client.ScheduleResult, len(chunk))
+		if stopped == nil {
+			batch := make([]client.Task, len(chunk))
+			for i, t := range chunk {
+				batch[i] = t.task
+			}
+			ctx, cancel := a.context(cmd)
+			results, stopped = c.ScheduleBatch(ctx, batch...)
+			cancel()
+		} else {
+			for i := range results {
+				results[i].Err = stopped
+			}
 		}
-		ctx, cancel := a.context(cmd)
-		results, _ := c.ScheduleBatch(ctx, batch...) // request failures are in the results
-		cancel()
 		for i, r := range results {
 			if r.Err != nil {
 				failed++
