@@ -12,6 +12,7 @@ The API messages are in boomerang.v1.boomerang_pb2, re-exported here as
 `pb`. See README.md.
 """
 
+from ._api import MAX_BATCH, BatchTask, ScheduleResult
 from .client import (
     DEFAULT_DIAL_TIMEOUT,
     DEFAULT_MAX_IN_FLIGHT,
@@ -71,8 +72,10 @@ __all__ = [
     "DEFAULT_RECONNECT_MIN",
     "DEFAULT_START_TIMEOUT",
     "DEFAULT_TOLERANCE",
+    "MAX_BATCH",
     "BadHeaderError",
     "BadSignatureError",
+    "BatchTask",
     "BoomerangError",
     "BusyError",
     "Client",
@@ -89,6 +92,7 @@ __all__ = [
     "NoSignatureError",
     "NotFoundError",
     "ProtocolError",
+    "ScheduleResult",
     "Session",
     "SessionExpiredError",
     "StaleSignatureError",
