@@ -1250,9 +1250,9 @@ export const RegisterTaskResponseSchema: GenMessage<RegisterTaskResponse> = /*@_
  * max_frame_bytes (GetServerInfo): a larger raw TCP frame closes the
  * connection, a larger Connect body fails with INVALID_REQUEST. To size
  * batches, add tasks while the encoded request (each task costs its
- * encoded RegisterTaskRequest plus 1-4 bytes of framing) stays within
- * max_frame_bytes less a few hundred bytes for the envelope (request id,
- * session id), and at 1000 tasks start the next request.
+ * encoded RegisterTaskRequest plus 2 to 5 bytes of field tag and length)
+ * stays within max_frame_bytes less a few hundred bytes for the envelope
+ * (request id, session id), and at 1000 tasks start the next request.
  *
  * @generated from message boomerang.v1.RegisterTasksRequest
  */
