@@ -73,6 +73,18 @@ func (n *Node) load(shard uint16, b *store.Batch) (*group, error) {
 		}
 		applied = initialIndex
 	}
+	if applied > g.persisted {
+		return nil, fmt.Errorf("%w: state applied to %d, but the log ends at %d", store.ErrCorrupt, applied, g.persisted)
+	}
+	if applied > l.HardState.GetCommit() {
+		// Entries are applied once committed, and the state that says so
+		// can be durable before the hard state that says they were:
+		// committed they were, so say it now.
+		l.HardState.Commit = proto.Uint64(applied)
+		if err := firstErr(g.storage.SetHardState(l.HardState), b.SetRaftHardState(shard, l.HardState)); err != nil {
+			return nil, err
+		}
+	}
 	g.durable = applied
 	g.rn, err = raft.NewRawNode(&raft.Config{
 		ID:                        n.cfg.ID,

@@ -85,16 +85,19 @@ func (n *Node) step(props []proposal, msgs []Envelope, tick bool) {
 
 // groupReady is one group's Ready of this turn.
 type groupReady struct {
-	g  *group
-	rd raft.Ready
+	g     *group
+	rd    raft.Ready
+	early int // committed entries given to the state machine before the sync
 }
 
-// ready handles the Ready of every group that has one: persist, send,
-// apply, advance.
+// ready handles the Ready of every group that has one: committed entries
+// this node already holds go to the state machine at once, then new
+// entries and hard states are persisted in one batch, messages sent, the
+// remaining committed entries applied, the groups advanced. Applying
+// before the sync lets an entry committed by the last turn's sync take
+// effect while this turn's syncs, instead of after it.
 func (n *Node) ready(written map[uint16]uint64) error {
 	var rds []groupReady
-	b := n.cfg.Store.NewBatch()
-	sync := false
 	for shard, g := range n.groups {
 		if !g.rn.HasReady() {
 			continue
@@ -103,16 +106,36 @@ func (n *Node) ready(written map[uint16]uint64) error {
 		if !raft.IsEmptySnap(rd.Snapshot) {
 			return fmt.Errorf("replica: shard %d: a snapshot arrived, and snapshots are not supported", shard)
 		}
-		if err := b.AppendRaftEntries(shard, rd.Entries, g.persisted); err != nil {
+		early := 0
+		for early < len(rd.CommittedEntries) && rd.CommittedEntries[early].GetIndex() <= g.persisted {
+			early++
+		}
+		rds = append(rds, groupReady{g: g, rd: rd, early: early})
+	}
+	if err := n.commit(rds, true); err != nil {
+		return err
+	}
+	if err := n.persist(rds, written); err != nil {
+		return err
+	}
+	return n.settle(rds)
+}
+
+// persist writes every group's new entries and hard state, and truncates
+// logs, in one batch, synced if any group needs it.
+func (n *Node) persist(rds []groupReady, written map[uint16]uint64) error {
+	b := n.cfg.Store.NewBatch()
+	sync := false
+	for _, r := range rds {
+		if err := b.AppendRaftEntries(r.g.shard, r.rd.Entries, r.g.persisted); err != nil {
 			return err
 		}
-		if !raft.IsEmptyHardState(rd.HardState) {
-			if err := b.SetRaftHardState(shard, rd.HardState); err != nil {
+		if !raft.IsEmptyHardState(r.rd.HardState) {
+			if err := b.SetRaftHardState(r.g.shard, r.rd.HardState); err != nil {
 				return err
 			}
 		}
-		sync = sync || rd.MustSync
-		rds = append(rds, groupReady{g: g, rd: rd})
+		sync = sync || r.rd.MustSync
 	}
 	if err := n.compact(b); err != nil {
 		return err
@@ -133,11 +156,11 @@ func (n *Node) ready(written map[uint16]uint64) error {
 			}
 		}
 	}
-	return n.settle(rds)
+	return nil
 }
 
 // settle finishes the persisted Readys: the in-memory log, messages,
-// committed entries, leadership, Advance.
+// the remaining committed entries, leadership, Advance.
 func (n *Node) settle(rds []groupReady) error {
 	var out []Envelope
 	for _, r := range rds {
@@ -160,26 +183,41 @@ func (n *Node) settle(rds []groupReady) error {
 	if len(out) > 0 && n.cfg.Transport != nil {
 		n.cfg.Transport.Send(n.cfg.ID, out)
 	}
-	var committed []Committed
 	for _, r := range rds {
 		if r.rd.SoftState != nil {
 			n.leadership(r.g, r.rd.SoftState.RaftState == raft.StateLeader)
 		}
-		for _, e := range r.rd.CommittedEntries {
-			if err := n.confChange(r.g, e); err != nil {
-				return err
-			}
-		}
-		if len(r.rd.CommittedEntries) > 0 {
-			committed = append(committed, Committed{Shard: r.g.shard, Entries: r.rd.CommittedEntries})
-		}
 	}
-	if len(committed) > 0 {
-		n.cfg.StateMachine.Apply(committed)
+	if err := n.commit(rds, false); err != nil {
+		return err
 	}
 	for _, r := range rds {
 		n.reportLead(r.g, r.rd.CommittedEntries)
 		r.g.rn.Advance(r.rd)
+	}
+	return nil
+}
+
+// commit gives the state machine the groups' committed entries: those
+// before each group's early mark, or those after it.
+func (n *Node) commit(rds []groupReady, early bool) error {
+	var committed []Committed
+	for _, r := range rds {
+		ents := r.rd.CommittedEntries[r.early:]
+		if early {
+			ents = r.rd.CommittedEntries[:r.early]
+		}
+		for _, e := range ents {
+			if err := n.confChange(r.g, e); err != nil {
+				return err
+			}
+		}
+		if len(ents) > 0 {
+			committed = append(committed, Committed{Shard: r.g.shard, Entries: ents})
+		}
+	}
+	if len(committed) > 0 {
+		n.cfg.StateMachine.Apply(committed)
 	}
 	return nil
 }

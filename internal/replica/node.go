@@ -19,7 +19,7 @@ const (
 	DefaultTick           = 100 * time.Millisecond
 	DefaultElectionTicks  = 10
 	DefaultHeartbeatTicks = 1
-	DefaultCompactEvery   = 1024
+	DefaultCompactEvery   = 128
 )
 
 var (

@@ -150,6 +150,12 @@ type Delivery struct {
 	Task *storepb.Task
 	// Attempt counts attempts of this occurrence from 1.
 	Attempt int
+	// Term is the term in which this node leads the task's shard: a
+	// fencing token. It only grows from one leader to the next, so a
+	// receiver that keeps the highest term it has seen for a group (or,
+	// for an ungrouped task, for the task) can drop a late delivery from
+	// a leader that was replaced.
+	Term uint64
 }
 
 // Finished is an occurrence's final outcome, as Config.OnFinished sees it.

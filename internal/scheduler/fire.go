@@ -116,7 +116,7 @@ func (p *partition) deliver(f *flight, t *storepb.Task) {
 	p.busy++
 	p.s.deliveries.Add(1)
 	p.s.counters.attempts.Add(1)
-	d := Delivery{Task: t, Attempt: int(t.Attempts) + 1}
+	d := Delivery{Task: t, Attempt: int(t.Attempts) + 1, Term: p.leading[store.ShardOf(t.Id)]}
 	p.s.cfg.Deliverer.Deliver(d, func(err error) {
 		p.inbox.post(func() { p.delivered(f, err) })
 	})

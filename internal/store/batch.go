@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/boomerangd/boomerang/internal/store/storepb"
@@ -79,7 +80,7 @@ func (b *Batch) PutTask(t *storepb.Task) error {
 	if err := b.encodeTask(t); err != nil {
 		return err
 	}
-	b.set(taskKey(t.Id), b.rec)
+	b.set(taskKey(t.Id), markWrittenOnce(b.rec, true))
 	b.putTaskIndexes(t)
 	return b.done()
 }
@@ -96,7 +97,7 @@ func (b *Batch) ReplaceTask(old, updated *storepb.Task) error {
 	if old.Id != updated.Id {
 		return invalidf("ReplaceTask of task %#x with task %#x", old.Id, updated.Id)
 	}
-	b.set(taskKey(updated.Id), b.rec)
+	b.set(taskKey(updated.Id), markWrittenOnce(b.rec, false))
 	if indexed(old) != indexed(updated) {
 		b.deleteTaskIndexes(old)
 		b.putTaskIndexes(updated)
@@ -109,10 +110,23 @@ func (b *Batch) DeleteTask(t *storepb.Task) error {
 	if err := b.checkTask(t); err != nil {
 		return err
 	}
-	b.delete(taskKey(t.Id))
+	if t.WrittenOnce {
+		b.singleDelete(taskKey(t.Id))
+	} else {
+		b.delete(taskKey(t.Id))
+	}
 	b.deleteTaskIndexes(t)
 	return b.done()
 }
+
+// markWrittenOnce sets the encoded task's written_once field: a field
+// appended to an encoding overrides an earlier one.
+func markWrittenOnce(rec []byte, once bool) []byte {
+	rec = protowire.AppendTag(rec, writtenOnceField, protowire.VarintType)
+	return protowire.AppendVarint(rec, protowire.EncodeBool(once))
+}
+
+const writtenOnceField = 18 // storepb.Task.written_once
 
 // taskIndex is what a task's index entries depend on.
 type taskIndex struct {
@@ -137,12 +151,15 @@ func (b *Batch) putTaskIndexes(t *storepb.Task) {
 	b.set(clientIndexKey(tagClientIndex, t.Client, t.Id), nil)
 }
 
+// deleteTaskIndexes removes a task's index entries with single deletes:
+// each entry is written once between deletions, since it is only written
+// for a new task or after its old entries were removed.
 func (b *Batch) deleteTaskIndexes(t *storepb.Task) {
-	b.delete(dueKey(WakeMs(t), t.Id))
+	b.singleDelete(dueKey(WakeMs(t), t.Id))
 	if Ordered(t) {
-		b.delete(orderKey(ShardOf(t.Id), t.Client, t.Group, t.DueMs, t.Seq, t.Id))
+		b.singleDelete(orderKey(ShardOf(t.Id), t.Client, t.Group, t.DueMs, t.Seq, t.Id))
 	}
-	b.delete(clientIndexKey(tagClientIndex, t.Client, t.Id))
+	b.singleDelete(clientIndexKey(tagClientIndex, t.Client, t.Id))
 }
 
 // PutGroup writes a group's state under g.Shard, which callers take from
@@ -355,6 +372,16 @@ func (b *Batch) set(key, value []byte) {
 func (b *Batch) delete(key []byte) {
 	if b.err == nil {
 		b.err = b.pb.Delete(key, nil)
+	}
+}
+
+// singleDelete deletes a key that was set once since it was last deleted
+// (or ever): the deletion and the write then both vanish when a flush or
+// compaction meets them, leaving nothing behind. For a key set more than
+// once it would let an older value reappear.
+func (b *Batch) singleDelete(key []byte) {
+	if b.err == nil {
+		b.err = b.pb.SingleDelete(key, nil)
 	}
 }
 

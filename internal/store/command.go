@@ -252,5 +252,5 @@ func (b *Batch) get(key []byte, m proto.Message) error {
 		return readError("read through the batch", err)
 	}
 	defer closer.Close()
-	return unmarshal(fmt.Sprintf("record at key %x", key), v, m)
+	return unmarshalStored(fmt.Sprintf("record at key %x", key), v, m)
 }

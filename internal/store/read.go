@@ -125,7 +125,20 @@ func get(r pebble.Reader, what string, key []byte, decode func([]byte) error) er
 
 // unmarshal decodes a record. proto.Unmarshal copies what it keeps, so the
 // caller may reuse v afterwards.
+// unmarshal decodes a record for a reader. A task's written_once is the
+// store's own bookkeeping, not part of what was put, so readers never see
+// it; applying a command reads it with unmarshalStored.
 func unmarshal(what string, v []byte, m proto.Message) error {
+	if err := unmarshalStored(what, v, m); err != nil {
+		return err
+	}
+	if t, ok := m.(*storepb.Task); ok {
+		t.WrittenOnce = false
+	}
+	return nil
+}
+
+func unmarshalStored(what string, v []byte, m proto.Message) error {
 	if err := proto.Unmarshal(v, m); err != nil {
 		return corruptf("%s: %v", what, err)
 	}

@@ -29,7 +29,7 @@ const formatVersion = pebble.FormatTableFormatV6
 
 // Pebble tuning for many small synced batches and range scans.
 const (
-	memTableBytes      = 16 << 20
+	memTableBytes      = 64 << 20
 	memTableStopWrites = 4
 	bloomBitsPerKey    = 10 // point reads, idempotency checks mostly miss
 	maxOpenFiles       = 1000

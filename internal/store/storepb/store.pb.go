@@ -429,8 +429,13 @@ type Task struct {
 	CreatedMs      int64        `protobuf:"varint,15,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
 	UpdatedMs      int64        `protobuf:"varint,16,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
 	Fires          uint64       `protobuf:"varint,17,opt,name=fires,proto3" json:"fires,omitempty"` // occurrences delivered so far
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The store sets it when it writes a new record and clears it when it
+	// overwrites one: a record written once is deleted with a single
+	// delete, which vanishes with the write when they meet in a flush or
+	// compaction instead of leaving a tombstone.
+	WrittenOnce   bool `protobuf:"varint,18,opt,name=written_once,json=writtenOnce,proto3" json:"written_once,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -580,6 +585,13 @@ func (x *Task) GetFires() uint64 {
 		return x.Fires
 	}
 	return 0
+}
+
+func (x *Task) GetWrittenOnce() bool {
+	if x != nil {
+		return x.WrittenOnce
+	}
+	return false
 }
 
 // Group is the durable state of one client's group. It exists while the
@@ -1403,7 +1415,7 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\bendpoint\x18\x02 \x01(\tR\bendpoint\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\x12\x12\n" +
-	"\x04pool\x18\x04 \x01(\tR\x04pool\"\xaf\x04\n" +
+	"\x04pool\x18\x04 \x01(\tR\x04pool\"\xd2\x04\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\x12\x14\n" +
@@ -1426,7 +1438,8 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"created_ms\x18\x0f \x01(\x03R\tcreatedMs\x12\x1d\n" +
 	"\n" +
 	"updated_ms\x18\x10 \x01(\x03R\tupdatedMs\x12\x14\n" +
-	"\x05fires\x18\x11 \x01(\x04R\x05fires\"\xb4\x01\n" +
+	"\x05fires\x18\x11 \x01(\x04R\x05fires\x12!\n" +
+	"\fwritten_once\x18\x12 \x01(\bR\vwrittenOnce\"\xb4\x01\n" +
 	"\x05Group\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\rR\x05shard\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\x12\x14\n" +
