@@ -13,9 +13,9 @@ import (
 )
 
 // coalescer gathers concurrent Schedule calls into RegisterTasks
-// requests. A call that finds no gathered request in flight goes out at
-// once, alone, as the RegisterTask it always was: a lone caller waits
-// for nothing. Calls made while gathered requests are in flight wait
+// requests. A call that finds no request of the coalescer in flight goes
+// out at once, alone and from its own goroutine, as the RegisterTask it
+// always was: a lone caller waits for nothing. Calls made while gathered requests are in flight wait
 // for company until the last of those is answered or for at most the
 // linger, whichever comes first, then leave together. A request never
 // holds more than MaxBatch tasks or more bytes than the server's frame
@@ -42,7 +42,7 @@ type coalescer struct {
 	mu       sync.Mutex
 	pending  []*scheduled
 	bytes    int  // itemSize of pending, summed
-	inFlight int  // gathered requests sent and not answered
+	inFlight int  // requests sent and not answered, gathered or alone
 	armed    bool // timer runs for pending
 }
 
@@ -81,7 +81,11 @@ func (b *coalescer) schedule(ctx context.Context, req *boomerangv1.RegisterTaskR
 		return b.c.scheduleAlone(ctx, req)
 	}
 	s := &scheduled{req: req, size: size, done: make(chan answer, 1)}
-	b.add(s, limit)
+	if b.add(s, limit) {
+		task, err := b.c.scheduleAlone(ctx, req)
+		b.finished()
+		return task, err
+	}
 	select {
 	case a := <-s.done:
 		return a.task, a.err
@@ -93,9 +97,16 @@ func (b *coalescer) schedule(ctx context.Context, req *boomerangv1.RegisterTaskR
 	}
 }
 
-func (b *coalescer) add(s *scheduled, limit int) {
+// add queues s to be sent with others, or, when nothing is in flight or
+// waiting, counts it in flight and returns true: the caller sends it at
+// once, alone, and calls finished.
+func (b *coalescer) add(s *scheduled, limit int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.inFlight == 0 && len(b.pending) == 0 {
+		b.inFlight++
+		return true
+	}
 	if len(b.pending) == MaxBatch || b.bytes+s.size > limit {
 		b.flush()
 	}
@@ -107,6 +118,18 @@ func (b *coalescer) add(s *scheduled, limit int) {
 	case !b.armed:
 		b.armed = true
 		b.timer.Reset(b.linger)
+	}
+	return false
+}
+
+// finished counts a request answered; once none is in flight, what
+// gathered meanwhile leaves without waiting for the linger.
+func (b *coalescer) finished() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.inFlight--
+	if b.inFlight == 0 {
+		b.flush()
 	}
 }
 
@@ -162,8 +185,7 @@ func (b *coalescer) flush() {
 	go b.send(ctx, g)
 }
 
-// send makes the request and answers its callers; then, if no other
-// gathered request is in flight, it sends whatever gathered meanwhile.
+// send makes the request and answers its callers.
 func (b *coalescer) send(ctx context.Context, g *gathered) {
 	defer g.cancel()
 	if len(g.calls) == 1 {
@@ -173,12 +195,7 @@ func (b *coalescer) send(ctx context.Context, g *gathered) {
 	} else {
 		b.sendMany(ctx, g.calls)
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.inFlight--
-	if b.inFlight == 0 {
-		b.flush()
-	}
+	b.finished()
 }
 
 func (b *coalescer) sendMany(ctx context.Context, calls []*scheduled) {
