@@ -47,6 +47,8 @@ type Client struct {
 	closed  bool
 	dialErr error // why the last reconnection attempt failed
 
+	batcher *coalescer // gathers Schedule calls; nil when off
+
 	sess     sessionState
 	loginMu  sync.Mutex   // one login at a time
 	maxFrame atomic.Int64 // the server's frame limit; 0 = unknown
@@ -78,6 +80,9 @@ func Dial(ctx context.Context, addr string, creds Credentials, opts ...Option) (
 		stop:  make(chan struct{}),
 	}
 	c.life, c.end = context.WithCancel(context.Background())
+	if o.linger > 0 {
+		c.batcher = newCoalescer(c, o.linger)
+	}
 	c.sess.init()
 	nc, err := c.dial(ctx)
 	if err != nil {
@@ -316,11 +321,7 @@ func (c *Client) roundTrip(ctx context.Context, req *boomerangv1.Request) (*boom
 		*buf = frame // keep the grown buffer; send copies the frame
 	}
 	if limit := c.maxFrame.Load(); limit > 0 && int64(size) > limit {
-		return nil, &Error{
-			Status:  boomerangv1.Status_STATUS_INVALID_REQUEST,
-			Field:   "payload",
-			Message: fmt.Sprintf("the request is %d bytes; the server takes frames of at most %d bytes", size, limit),
-		}
+		return nil, c.tooLarge(size)
 	}
 	cl := &call{id: req.RequestId, result: make(chan result, 1)}
 	for {

@@ -84,12 +84,18 @@ func TestDialErrors(t *testing.T) {
 	}
 }
 
-// Thousands of concurrent calls share one connection; the server answers
-// each batch in reverse order, and every caller gets its own answer.
+// Thousands of concurrent calls share one connection, each in a request
+// of its own or gathered with others; the server answers each batch of
+// requests in reverse order, and every caller gets its own answer.
 func TestPipelining(t *testing.T) {
+	t.Run("alone", func(t *testing.T) { testPipelining(t, WithCoalescing(0)) })
+	t.Run("gathered", func(t *testing.T) { testPipelining(t, WithCoalescing(time.Millisecond)) })
+}
+
+func testPipelining(t *testing.T, coalescing Option) {
 	f := startFake(t)
 	f.set(func() { f.reverse = true })
-	c := dialFake(t, f, WithMaxInFlight(1000))
+	c := dialFake(t, f, WithMaxInFlight(1000), coalescing)
 	ctx := testContext(t)
 	const n = 5000
 	var wg sync.WaitGroup
@@ -119,10 +125,11 @@ func TestPipelining(t *testing.T) {
 }
 
 // Responses held back and released in reverse order still reach their
-// callers, and the in-flight bound holds further calls back.
+// callers, and the in-flight bound holds further calls back. Each call is
+// a request of its own here.
 func TestOutOfOrderAndInFlightBound(t *testing.T) {
 	f := startFake(t)
-	c := dialFake(t, f, WithMaxInFlight(8))
+	c := dialFake(t, f, WithMaxInFlight(8), WithCoalescing(0))
 	f.set(func() { f.hold = true })
 	f.received = make(chan *boomerangv1.Request, 100)
 	ctx := testContext(t)

@@ -12,7 +12,7 @@
 // Dial opens one TCP connection (TLS with WithTLS), logs in with the
 // credentials, and asks the server for its limits. Every operation of the service is a method
 // taking and returning the boomerangv1 messages (RegisterTask, ListTasks,
-// ReplayDeadLetter, ...); Schedule, Cancel, Tasks and DeadLetters are
+// ReplayDeadLetter, ...); Schedule, ScheduleBatch, Cancel, Tasks and DeadLetters are
 // shorter forms of the common ones.
 //
 // # Pipelining
@@ -23,6 +23,25 @@
 // to its caller. Requests that arrive together leave in one write. At most
 // WithMaxInFlight requests (default DefaultMaxInFlight) are unanswered at
 // a time; further calls wait for a slot, within their context.
+//
+// # Batches
+//
+// ScheduleBatch registers many tasks in RegisterTasks requests (at most
+// MaxBatch tasks each, within the server's frame limit; it splits
+// larger batches itself). Each task succeeds or fails on its own, and the
+// tasks of one shard become durable together, which costs the server far
+// less than a request per task.
+//
+// Schedule gathers concurrent calls the same way, without any change to
+// the callers: a call made while gathered requests are in flight waits
+// up to a linger (WithCoalescing, default DefaultLinger, at most 1 ms) for
+// others to share its request, and a call that finds none in flight goes
+// out at once, alone. Each caller still gets its own task, with its
+// payload, or its own error, exactly as if it had gone alone; a caller
+// whose context ends stops waiting without failing the others. Calls
+// with an idempotency key always go alone (a matched key returns the
+// earlier task's payload only to RegisterTask), and WithCoalescing(0)
+// makes every call go alone.
 //
 // # Sessions
 //

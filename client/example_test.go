@@ -91,6 +91,37 @@ func ExampleClient_Tasks() {
 	// report 2 every 24h0m0s
 }
 
+// ScheduleBatch registers many tasks at once; each succeeds or fails on
+// its own.
+func ExampleClient_ScheduleBatch() {
+	ctx := context.Background()
+	c, err := client.Dial(ctx, addr, client.Credentials{ClientID: "billing", Password: "billing-password"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	results, err := c.ScheduleBatch(ctx,
+		client.NewTask([]byte("invoice 7"), client.After(time.Hour), client.InGroup("customer-7")),
+		client.NewTask([]byte("invoice 8"), client.After(time.Hour), client.InGroup("customer-8")),
+		client.NewTask([]byte("ping"), client.Every(-time.Minute)),
+	)
+	if err != nil {
+		log.Fatal(err) // a whole request failed: its tasks carry the error too
+	}
+	for _, r := range results {
+		if r.Err != nil {
+			fmt.Println("refused:", client.StatusOf(r.Err))
+			continue
+		}
+		fmt.Println("scheduled in", r.Task.GetGroup())
+	}
+	// Output:
+	// scheduled in customer-7
+	// scheduled in customer-8
+	// refused: STATUS_INVALID_REQUEST
+}
+
 // Refused requests are *client.Error values that match the sentinel of
 // their status.
 func ExampleError() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protodelim"
+	"google.golang.org/protobuf/proto"
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
 )
@@ -41,7 +42,9 @@ type fakeServer struct {
 	received   chan *boomerangv1.Request                 // every request, if set
 	onRequest  func(net.Conn, *boomerangv1.Request) bool // true: handled
 	password   string
-	expireNext bool // the next task request gets SESSION_EXPIRED
+	expireNext bool  // the next task request gets SESSION_EXPIRED
+	batches    []int // tasks of each RegisterTasks request
+	noBatches  bool  // refuse RegisterTasks as a server without it does
 }
 
 type held struct {
@@ -214,13 +217,32 @@ func (f *fakeServer) handle(req *boomerangv1.Request) *boomerangv1.Response {
 			f.sessions[req.GetSessionId()] = time.Now().Add(-time.Second)
 			return fail(id, boomerangv1.Status_STATUS_SESSION_EXPIRED, "session expired", "")
 		}
-		if b.RegisterTask.GetRepeatIntervalMs() < 0 {
-			return fail(id, boomerangv1.Status_STATUS_INVALID_REQUEST, "must not be negative", "repeat_interval_ms")
+		r := f.register(b.RegisterTask)
+		if e := r.GetError(); e != nil {
+			return &boomerangv1.Response{RequestId: id, Error: e}
 		}
-		f.nextTask++
-		t := &boomerangv1.Task{Id: f.nextTask, Client: "tester", Payload: b.RegisterTask.GetPayload(), Group: b.RegisterTask.GetGroup()}
-		f.tasks[t.Id] = t
-		return &boomerangv1.Response{RequestId: id, Body: &boomerangv1.Response_RegisterTask{RegisterTask: &boomerangv1.RegisterTaskResponse{Task: t, Created: true}}}
+		return &boomerangv1.Response{RequestId: id, Body: &boomerangv1.Response_RegisterTask{RegisterTask: r.GetRegistered()}}
+	case *boomerangv1.Request_RegisterTasks:
+		if f.noBatches {
+			return fail(id, boomerangv1.Status_STATUS_INVALID_REQUEST, "must hold one operation; none was set or it is unknown to this server", "body")
+		}
+		if f.expireNext {
+			f.expireNext = false
+			f.sessions[req.GetSessionId()] = time.Now().Add(-time.Second)
+			return fail(id, boomerangv1.Status_STATUS_SESSION_EXPIRED, "session expired", "")
+		}
+		out := &boomerangv1.RegisterTasksResponse{}
+		for _, t := range b.RegisterTasks.GetTasks() {
+			r := f.register(t)
+			if reg := r.GetRegistered(); reg != nil {
+				// As the server does: the caller has the payload.
+				reg.Task = proto.CloneOf(reg.Task)
+				reg.Task.Payload = nil
+			}
+			out.Results = append(out.Results, r)
+		}
+		f.batches = append(f.batches, len(out.Results))
+		return &boomerangv1.Response{RequestId: id, Body: &boomerangv1.Response_RegisterTasks{RegisterTasks: out}}
 	case *boomerangv1.Request_GetTask:
 		t, ok := f.tasks[b.GetTask.GetId()]
 		if !ok {
@@ -237,6 +259,19 @@ func (f *fakeServer) handle(req *boomerangv1.Request) *boomerangv1.Response {
 		return f.listTasks(id, b.ListTasks)
 	}
 	return fail(id, boomerangv1.Status_STATUS_INTERNAL, "not implemented by the fake", "")
+}
+
+// register stores a task, or refuses a negative repeat interval.
+func (f *fakeServer) register(r *boomerangv1.RegisterTaskRequest) *boomerangv1.RegisterTaskResult {
+	if r.GetRepeatIntervalMs() < 0 {
+		return &boomerangv1.RegisterTaskResult{Result: &boomerangv1.RegisterTaskResult_Error{Error: &boomerangv1.Error{
+			Status: boomerangv1.Status_STATUS_INVALID_REQUEST, Message: "must not be negative", Field: "repeat_interval_ms",
+		}}}
+	}
+	f.nextTask++
+	t := &boomerangv1.Task{Id: f.nextTask, Client: "tester", Payload: r.GetPayload(), Group: r.GetGroup()}
+	f.tasks[t.Id] = t
+	return &boomerangv1.RegisterTaskResult{Result: &boomerangv1.RegisterTaskResult_Registered{Registered: &boomerangv1.RegisterTaskResponse{Task: t, Created: true}}}
 }
 
 // listTasks pages through tasks by id.

@@ -19,7 +19,10 @@ const (
 	adminPassword = "example-admin-password"
 )
 
-var addr string // the server's TCP address
+var (
+	addr     string // the server's TCP address
+	httpAddr string // its HTTP address, for /metrics
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
@@ -45,7 +48,7 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "starting the server:", err)
 		return 1
 	}
-	addr = srv.TCPAddr()
+	addr, httpAddr = srv.TCPAddr(), srv.HTTPAddr()
 	code := m.Run()
 	if err := srv.Stop(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping the server:", err)

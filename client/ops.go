@@ -53,6 +53,16 @@ func (c *Client) RegisterTask(ctx context.Context, in *boomerangv1.RegisterTaskR
 	return need(r, err, (*boomerangv1.Response).GetRegisterTask)
 }
 
+// RegisterTasks schedules up to MaxBatch tasks in one request; each task
+// succeeds or fails on its own, and the results come in the order of the
+// tasks, without payloads. The request must fit the server's frame
+// limit. See ScheduleBatch, which splits any number of tasks into such
+// requests.
+func (c *Client) RegisterTasks(ctx context.Context, in *boomerangv1.RegisterTasksRequest) (*boomerangv1.RegisterTasksResponse, error) {
+	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_RegisterTasks{RegisterTasks: in}})
+	return empty(r, err, (*boomerangv1.Response).GetRegisterTasks)
+}
+
 // UpdateTask changes a task's payload, due time or repeat interval.
 func (c *Client) UpdateTask(ctx context.Context, in *boomerangv1.UpdateTaskRequest) (*boomerangv1.UpdateTaskResponse, error) {
 	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_UpdateTask{UpdateTask: in}})

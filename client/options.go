@@ -21,6 +21,10 @@ const (
 	DefaultMaxInFlight = 8192
 	// DefaultMaxResponse is the largest response frame read, in bytes.
 	DefaultMaxResponse = 64 << 20
+	// DefaultLinger is how long a Schedule call made while gathered
+	// registrations are in flight waits for others to share its request
+	// (see WithCoalescing).
+	DefaultLinger = 500 * time.Microsecond
 )
 
 // Option tunes a Client at Dial.
@@ -35,6 +39,7 @@ type options struct {
 	logger       *slog.Logger
 	session      Session
 	tls          *tls.Config
+	linger       time.Duration // < 0: coalescing off
 }
 
 func newOptions(opts []Option) options {
@@ -57,6 +62,12 @@ func newOptions(opts []Option) options {
 	}
 	if o.maxResponse <= 0 {
 		o.maxResponse = DefaultMaxResponse
+	}
+	switch {
+	case o.linger == 0:
+		o.linger = DefaultLinger
+	case o.linger < 0:
+		o.linger = 0
 	}
 	if o.logger == nil {
 		o.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -82,6 +93,21 @@ func WithMaxInFlight(n int) Option { return func(o *options) { o.maxInFlight = n
 // WithMaxResponse bounds the size of a response frame; a larger one breaks
 // the connection. Default DefaultMaxResponse.
 func WithMaxResponse(bytes int) Option { return func(o *options) { o.maxResponse = bytes } }
+
+// WithCoalescing sets how long a Schedule call waits for others to share
+// a RegisterTasks request with, at most: only while other gathered
+// requests are in flight, for a call that finds none goes out at once.
+// 0 turns coalescing off, so that every Schedule call is a RegisterTask
+// request of its own. Default DefaultLinger; values over a millisecond
+// are cut to one.
+func WithCoalescing(linger time.Duration) Option {
+	return func(o *options) {
+		o.linger = min(linger, time.Millisecond)
+		if linger <= 0 {
+			o.linger = -1
+		}
+	}
+}
 
 // WithLogger sets where the Client logs connection changes and session
 // refreshes. It never logs per request. Default: nowhere.

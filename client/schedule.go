@@ -60,16 +60,34 @@ func WithRetry(p *boomerangv1.RetryPolicy) ScheduleOption {
 
 // Schedule registers a task with payload, due now unless After or At says
 // otherwise, and returns it once it is durable.
+//
+// Calls made at the same time from many goroutines are gathered into
+// RegisterTasks requests (see WithCoalescing); each still gets its own
+// task or error, as if it had gone alone.
 func (c *Client) Schedule(ctx context.Context, payload []byte, opts ...ScheduleOption) (*boomerangv1.Task, error) {
-	req := &boomerangv1.RegisterTaskRequest{Payload: payload}
-	for _, opt := range opts {
-		opt(req)
+	req := registration(payload, opts)
+	if c.batcher != nil {
+		return c.batcher.schedule(ctx, req)
 	}
+	return c.scheduleAlone(ctx, req)
+}
+
+// scheduleAlone registers one task in a RegisterTask request.
+func (c *Client) scheduleAlone(ctx context.Context, req *boomerangv1.RegisterTaskRequest) (*boomerangv1.Task, error) {
 	resp, err := c.RegisterTask(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	return resp.GetTask(), nil
+}
+
+// registration is the request Schedule sends for payload and opts.
+func registration(payload []byte, opts []ScheduleOption) *boomerangv1.RegisterTaskRequest {
+	req := &boomerangv1.RegisterTaskRequest{Payload: payload}
+	for _, opt := range opts {
+		opt(req)
+	}
+	return req
 }
 
 // Cancel deletes the task with id.

@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -167,4 +170,32 @@ func TestNameMessages(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "invalid group: must not contain NUL, found one at byte 1") {
 		t.Fatalf("a group with NUL: %v", err)
 	}
+}
+
+// set --file schedules a file's tasks, from a file or standard input,
+// one result per line, and fails (exit 1) when any task failed.
+func TestCLISetFromFile(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "")
+	registerClient(t, s.admin(t), "erin", "http://127.0.0.1:1/hook", 0)
+	e := newCLI(t, s.tcp)
+	e.env = append(e.env, "BOOMERANG_CLIENT=erin", "BOOMERANG_PASSWORD=erin-password")
+	var lines strings.Builder
+	for i := range 2500 {
+		fmt.Fprintf(&lines, `{"payload": "task %d", "delay": "1h", "group": "g%d"}`+"\n", i, i%3)
+	}
+	path := filepath.Join(t.TempDir(), "tasks.jsonl")
+	if err := os.WriteFile(path, []byte(lines.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := e.ok("set", "--file", path)
+	if n := strings.Count(out, ": Scheduled task "); n != 2500 || !strings.HasPrefix(out, "line 1: ") || !strings.Contains(out, "\nline 2500: ") {
+		t.Fatalf("%d tasks scheduled; output starts %q", n, out[:min(len(out), 200)])
+	}
+	code, out, errOut := e.run(`{"payload": "fine"}`+"\n"+`{"payload": "too often", "every": "1ms"}`+"\n", "set", "--file", "-")
+	if code != 1 || !strings.HasPrefix(out, "line 1: Scheduled task") || !strings.Contains(out, "line 2: invalid repeat_interval_ms") ||
+		!strings.Contains(errOut, "1 of 2 tasks failed") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	e.fails(1, "no such file", "set", "--file", path+".missing")
 }

@@ -242,6 +242,11 @@ func TestBench(t *testing.T) {
 	if !strings.Contains(out, "registrations/s") || !strings.Contains(out, "p99.9") {
 		t.Fatalf("bench printed %q", out)
 	}
+	batch := c.json("bench", "--client", "bencher", "--password", "bencher-password", "--count", "3000", "--conns", "2", "--depth", "4", "--batch", "100")
+	if batch["acked"] != 3000.0 || batch["batch"] != 100.0 || batch["errors"] != nil {
+		t.Fatalf("bench --batch report %v", batch)
+	}
+	c.fails(2, "--batch", "bench", "--client", "bencher", "--password", "bencher-password", "--batch", "1001")
 }
 
 // awaitDeadLetterCLI waits until dlq list shows a dead letter whose task

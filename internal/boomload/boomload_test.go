@@ -26,7 +26,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var (
 	benchConns = flag.Int("boomload.conns", DefaultConns, "BenchmarkRegister's connections")
-	benchDepth = flag.Int("boomload.depth", DefaultDepth, "BenchmarkRegister's registrations in flight per connection")
+	benchDepth = flag.Int("boomload.depth", DefaultDepth, "BenchmarkRegister's requests in flight per connection")
+	benchBatch = flag.Int("boomload.batch", 1, "BenchmarkRegister's tasks per request")
 )
 
 const adminPassword = "load-admin-password"
@@ -115,12 +116,58 @@ func TestDurationRunCountsErrors(t *testing.T) {
 	}
 }
 
+// A batch run registers every task in RegisterTasks requests, the last
+// one cut to the count; a task the server refuses fails alone.
+func TestBatchRun(t *testing.T) {
+	addr := startServer(t)
+	rep, err := Run(t.Context(), Config{Addr: addr, Credentials: loadCreds, Count: 2050, Batch: 100, Conns: 2, Depth: 4, Warmup: 30, Groups: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Acked != 2050 || rep.ErrorCount() != 0 || rep.Batch != 100 || rep.P50us <= 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	c, err := client.Dial(t.Context(), addr, loadCreds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	groups := map[string]int{}
+	for task, err := range c.Tasks(t.Context(), &boomerangv1.ListTasksRequest{PageSize: 1000}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		groups[task.GetGroup()]++
+	}
+	// The warmup, rounded up to a whole batch, is on the server too.
+	total, least, most := 0, 2150, 0
+	for _, n := range groups {
+		total, least, most = total+n, min(least, n), max(most, n)
+	}
+	if len(groups) != 7 || total != 2150 || most-least > 1 {
+		t.Fatalf("tasks by group %v, want 2150 over 7 groups round robin", groups)
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil || !strings.Contains(text.String(), "batches of 100") {
+		t.Fatalf("WriteText: %q, %v", text.String(), err)
+	}
+	// Payloads over the server's limit: every task fails, counted by status.
+	rep, err = Run(t.Context(), Config{Addr: addr, Credentials: loadCreds, Count: 20, Batch: 10, Conns: 1, Depth: 1, PayloadSize: 2 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Acked != 0 || rep.Errors["STATUS_INVALID_REQUEST"] != 20 {
+		t.Fatalf("report %+v", rep)
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	for _, cfg := range []Config{
 		{},
 		{Addr: "127.0.0.1:1"},
 		{Addr: "127.0.0.1:1", Credentials: loadCreds, Count: 5, Duration: time.Second},
 		{Addr: "127.0.0.1:1", Credentials: loadCreds, Conns: -1},
+		{Addr: "127.0.0.1:1", Credentials: loadCreds, Batch: 1001},
 	} {
 		if _, err := Run(t.Context(), cfg); !errors.Is(err, ErrConfig) {
 			t.Errorf("Run(%+v) = %v, want ErrConfig", cfg, err)
@@ -146,7 +193,7 @@ func BenchmarkRegister(b *testing.B) {
 
 func benchRegister(b *testing.B, addr string) {
 	b.ResetTimer()
-	rep, err := Run(b.Context(), Config{Addr: addr, Credentials: loadCreds, Count: b.N, Conns: *benchConns, Depth: *benchDepth})
+	rep, err := Run(b.Context(), Config{Addr: addr, Credentials: loadCreds, Count: b.N, Conns: *benchConns, Depth: *benchDepth, Batch: *benchBatch})
 	if err != nil {
 		b.Fatal(err)
 	}

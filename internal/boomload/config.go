@@ -37,13 +37,17 @@ type Config struct {
 	Options []client.Option
 	// Conns is the number of connections (Clients). Default DefaultConns.
 	Conns int
-	// Depth is the registrations in flight per connection. Default
+	// Depth is the requests in flight per connection. Default
 	// DefaultDepth.
 	Depth int
+	// Batch is the tasks of each request: 1 sends RegisterTask requests,
+	// more sends RegisterTasks requests of Batch tasks (at most
+	// client.MaxBatch, and within the server's frame limit). Default 1.
+	Batch int
 	// PayloadSize is each task's payload in bytes. Default
 	// DefaultPayloadSize; negative means empty.
 	PayloadSize int
-	// Count stops the run after this many registrations; Duration stops
+	// Count stops the run after this many registrations (tasks); Duration stops
 	// it after this long. With neither, Duration is DefaultDuration.
 	Count    int
 	Duration time.Duration
@@ -54,7 +58,8 @@ type Config struct {
 	Groups int
 	// GroupPrefix names the groups: <prefix><n>. Default "bench-".
 	GroupPrefix string
-	// Warmup registrations run before measuring starts. Default 0.
+	// Warmup registrations run before measuring starts, rounded up to
+	// whole batches. Default 0.
 	Warmup int
 	// Grace is how long registrations still under way when the run ends
 	// may take before they are given up, so that a run ends even when
@@ -68,6 +73,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Depth == 0 {
 		c.Depth = DefaultDepth
+	}
+	if c.Batch == 0 {
+		c.Batch = 1
 	}
 	if c.PayloadSize == 0 {
 		c.PayloadSize = DefaultPayloadSize
@@ -97,6 +105,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%w: credentials are required", ErrConfig)
 	case c.Conns < 1 || c.Depth < 1:
 		return fmt.Errorf("%w: connections and depth must be positive", ErrConfig)
+	case c.Batch < 1 || c.Batch > client.MaxBatch:
+		return fmt.Errorf("%w: a batch holds 1 to %d tasks, not %d", ErrConfig, client.MaxBatch, c.Batch)
 	case c.Count < 0 || c.Duration < 0 || c.Delay < 0 || c.Warmup < 0:
 		return fmt.Errorf("%w: count, duration, delay and warmup must not be negative", ErrConfig)
 	case c.Count > 0 && c.Duration > 0:

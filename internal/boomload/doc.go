@@ -10,7 +10,10 @@
 // so the run measures registration, not delivery; they stay on the server
 // afterwards (under their group prefix, so they are easy to find).
 //
-// The load is closed loop: each connection keeps Depth registrations in
-// flight and sends the next when one is answered. Latency is recorded in
-// an HdrHistogram from 1 µs to 1 minute with 3 significant digits.
+// The load is closed loop: each connection keeps Depth requests in
+// flight and sends the next when one is answered. A request registers one
+// task (RegisterTask), or with Config.Batch above 1 that many tasks
+// (RegisterTasks); throughput counts tasks, and latency is the time from
+// sending a request to its answer, whatever its size. Latency is recorded
+// in an HdrHistogram from 1 µs to 1 minute with 3 significant digits.
 package boomload

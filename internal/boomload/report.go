@@ -13,6 +13,7 @@ import (
 type Report struct {
 	Conns          int              `json:"conns"`
 	Depth          int              `json:"depth"`
+	Batch          int              `json:"batch"` // tasks per request
 	PayloadBytes   int              `json:"payload_bytes"`
 	Acked          int64            `json:"acked"`
 	Errors         map[string]int64 `json:"errors,omitempty"` // by status, or "connection" / "canceled"
@@ -28,7 +29,7 @@ type Report struct {
 // report merges the connections' tallies; their workers have finished.
 func (r *run) report(tallies []*tally, elapsed time.Duration) *Report {
 	latency := newHistogram()
-	rep := &Report{Conns: r.cfg.Conns, Depth: r.cfg.Depth, PayloadBytes: len(r.payload), ElapsedS: elapsed.Seconds()}
+	rep := &Report{Conns: r.cfg.Conns, Depth: r.cfg.Depth, Batch: r.cfg.Batch, PayloadBytes: len(r.payload), ElapsedS: elapsed.Seconds()}
 	for _, t := range tallies {
 		latency.Merge(t.latency)
 		rep.Acked += t.acked
@@ -70,11 +71,15 @@ func (r *Report) WriteJSON(w io.Writer) error {
 
 // WriteText writes the report for people.
 func (r *Report) WriteText(w io.Writer) error {
-	_, err := fmt.Fprintf(w, `connections      %d × %d in flight, %d-byte payloads
+	requests := "registrations"
+	if r.Batch > 1 {
+		requests = fmt.Sprintf("batches of %d", r.Batch)
+	}
+	_, err := fmt.Fprintf(w, `connections      %d × %d %s in flight, %d-byte payloads
 acknowledged     %d in %.2fs
 throughput       %.0f registrations/s
 ack latency      p50 %s  p99 %s  p99.9 %s  max %s
-`, r.Conns, r.Depth, r.PayloadBytes, r.Acked, r.ElapsedS, r.ThroughputPerS,
+`, r.Conns, r.Depth, requests, r.PayloadBytes, r.Acked, r.ElapsedS, r.ThroughputPerS,
 		us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs))
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package boomload
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,11 +24,10 @@ type run struct {
 	payload []byte
 	groups  []string
 
-	claimed  atomic.Int64 // registrations handed out, warmup included
-	limit    int64        // total to hand out; 0 = until stop
-	stop     chan struct{}
-	measured atomic.Bool // false during warmup
-
+	claimed atomic.Int64 // registrations handed out, warmup included
+	warmup  int64        // registrations not measured: Config.Warmup in whole requests
+	limit   int64        // total to hand out; 0 = until stop
+	stop    chan struct{}
 }
 
 // tally is one connection's results; its workers share it.
@@ -56,8 +56,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for i := range max(cfg.Groups, 0) {
 		r.groups = append(r.groups, cfg.GroupPrefix+strconv.Itoa(i))
 	}
+	r.warmup = int64((cfg.Warmup + cfg.Batch - 1) / cfg.Batch * cfg.Batch)
 	if cfg.Count > 0 {
-		r.limit = int64(cfg.Count + cfg.Warmup)
+		r.limit = int64(cfg.Count) + r.warmup
 	}
 	clients, err := r.dial(ctx)
 	if err != nil {
@@ -68,7 +69,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			c.Close()
 		}
 	}()
-	r.measured.Store(cfg.Warmup == 0)
 	// Workers run on their own context, given up Grace after the run
 	// ends: a server that stops answering cannot hold the run open.
 	ctx, giveUp := context.WithCancel(ctx)
@@ -141,11 +141,14 @@ func (r *run) stopAfter(ctx context.Context, giveUp func()) func() {
 	}
 }
 
-// worker keeps one registration in flight until the run ends.
+// worker keeps one request in flight until the run ends.
 func (r *run) worker(ctx context.Context, c *client.Client, tl *tally, startMeasured *atomic.Int64) {
-	req := &boomerangv1.RegisterTaskRequest{
-		Payload: r.payload,
-		When:    &boomerangv1.RegisterTaskRequest_DelayMs{DelayMs: r.cfg.Delay.Milliseconds()},
+	tasks := make([]*boomerangv1.RegisterTaskRequest, r.cfg.Batch)
+	for i := range tasks {
+		tasks[i] = &boomerangv1.RegisterTaskRequest{
+			Payload: r.payload,
+			When:    &boomerangv1.RegisterTaskRequest_DelayMs{DelayMs: r.cfg.Delay.Milliseconds()},
+		}
 	}
 	for {
 		select {
@@ -153,41 +156,84 @@ func (r *run) worker(ctx context.Context, c *client.Client, tl *tally, startMeas
 			return
 		default:
 		}
-		n := r.claimed.Add(1)
-		if r.limit > 0 && n > r.limit {
+		first, n := r.claim()
+		if n == 0 {
 			return
 		}
-		if len(r.groups) > 0 {
-			req.Group = r.groups[int(n)%len(r.groups)]
+		for i, t := range tasks[:n] {
+			if len(r.groups) > 0 {
+				t.Group = r.groups[int(first+int64(i))%len(r.groups)]
+			}
 		}
-		if int(n) == r.cfg.Warmup+1 && r.cfg.Warmup > 0 {
+		// Requests start at whole batches, and so does the warmup: the
+		// request right after it starts the measurement.
+		measured := first > r.warmup
+		if r.warmup > 0 && first == r.warmup+1 {
 			startMeasured.Store(time.Now().UnixNano())
-			r.measured.Store(true)
 		}
-		measured := r.measured.Load()
 		t0 := time.Now()
-		_, err := c.RegisterTask(ctx, req)
-		tl.record(time.Since(t0), err, measured)
+		outcomes := r.send(ctx, c, tasks[:n])
+		tl.record(time.Since(t0), outcomes, measured)
 		if ctx.Err() != nil {
 			return
 		}
 	}
 }
 
-func (t *tally) record(d time.Duration, err error, measured bool) {
+// claim hands out the next request's tasks: the 1-based number of its
+// first task and how many, 0 once the count is reached.
+func (r *run) claim() (first int64, n int) {
+	end := r.claimed.Add(int64(r.cfg.Batch))
+	first = end - int64(r.cfg.Batch) + 1
+	if r.limit > 0 {
+		end = min(end, r.limit)
+	}
+	return first, int(max(end-first+1, 0))
+}
+
+// send makes one request and returns each task's error, nil for those
+// registered.
+func (r *run) send(ctx context.Context, c *client.Client, tasks []*boomerangv1.RegisterTaskRequest) []error {
+	errs := make([]error, len(tasks))
+	if r.cfg.Batch == 1 {
+		_, errs[0] = c.RegisterTask(ctx, tasks[0])
+		return errs
+	}
+	resp, err := c.RegisterTasks(ctx, &boomerangv1.RegisterTasksRequest{Tasks: tasks})
+	if err == nil && len(resp.GetResults()) != len(tasks) {
+		err = fmt.Errorf("%d results for %d tasks", len(resp.GetResults()), len(tasks))
+	}
+	for i := range errs {
+		switch {
+		case err != nil:
+			errs[i] = err
+		case resp.GetResults()[i].GetError() != nil:
+			e := resp.GetResults()[i].GetError()
+			errs[i] = &client.Error{Status: e.GetStatus(), Message: e.GetMessage(), Field: e.GetField()}
+		}
+	}
+	return errs
+}
+
+// record counts a request's tasks: during warmup only their errors.
+func (t *tally) record(d time.Duration, errs []error, measured bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err != nil {
+	acked := 0
+	for _, err := range errs {
+		if err == nil {
+			acked++
+			continue
+		}
 		t.errs[errorKind(err)]++
 		if t.first == nil {
 			t.first = err
 		}
+	}
+	if !measured || acked == 0 {
 		return
 	}
-	if !measured {
-		return
-	}
-	t.acked++
+	t.acked += int64(acked)
 	_ = t.latency.RecordValue(max(1, d.Microseconds()))
 }
 

@@ -16,60 +16,44 @@ import (
 
 func (a *app) setCommand() *cobra.Command {
 	var (
-		delay, repeat, cbTimeout durationFlag
-		at                       timeFlag
-		file, group, key, mode   string
-		callback, pool           string
-		maxAttempts              uint32
-		empty                    bool
+		spec        taskSpec
+		payloadFile string
+		tasksFile   string
 	)
 	cmd := &cobra.Command{
 		Use:   "set [PAYLOAD]",
-		Short: "Schedule a task",
+		Short: "Schedule a task, or every task of a file",
 		Long: `Schedule a task: its payload is delivered to the client's callback when due.
 Without --delay or --at it is due now; --every repeats it. A task needs a
-payload, unless --empty says an empty one is meant.`,
+payload, unless --empty says an empty one is meant.
+
+With --file, schedule every task of a file (- for standard input) instead:
+one JSON object per line, with the fields of the flags (see docs/cli.md).`,
 		Example: `  boomtool set 'invoice 42' --delay 90s
   boomtool set 'report' --at 2026-12-01T10:00:00Z --every 24h --group reports
   boomtool set --payload-file order.bin --group customer-7 --key order-1001
-  boomtool set --empty --every 1m --group heartbeat`,
+  boomtool set --empty --every 1m --group heartbeat
+  boomtool set --file tasks.jsonl`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			payload, given, err := readPayload(args, file, a.env.Stdin)
+			if tasksFile != "" {
+				if err := onlyFlag(cmd, "file", args); err != nil {
+					return err
+				}
+				return a.setFromFile(cmd, tasksFile)
+			}
+			payload, given, err := readPayload(args, payloadFile, a.env.Stdin)
 			if err != nil {
 				return err
 			}
-			switch {
-			case empty && len(payload) > 0:
-				return usagef("--empty with a payload: give one or the other")
-			case !empty && !given:
-				return usagef("no payload: give it as an argument or with --payload-file, or pass --empty for an empty task")
-			case !empty && len(payload) == 0:
-				return usagef("the payload is empty: pass --empty if an empty task is meant")
-			}
-			m, err := parseMode(mode)
+			spec.payload, spec.given = payload, given
+			opts, err := spec.options()
 			if err != nil {
 				return err
 			}
-			cb, err := parseCallback(callback, cbTimeout.d, pool)
-			if err != nil {
-				return err
-			}
-			if delay.set && at.set {
-				return usagef("give --delay or --at, not both")
-			}
-			req := &boomerangv1.RegisterTaskRequest{
-				Payload: payload, RepeatIntervalMs: repeat.d.Milliseconds(), Group: group,
-				Mode: m, Callback: cb, IdempotencyKey: key,
-			}
-			switch {
-			case delay.set:
-				req.When = &boomerangv1.RegisterTaskRequest_DelayMs{DelayMs: delay.d.Milliseconds()}
-			case at.set:
-				req.When = &boomerangv1.RegisterTaskRequest_FireAtMs{FireAtMs: at.t.UnixMilli()}
-			}
-			if maxAttempts > 0 {
-				req.Retry = &boomerangv1.RetryPolicy{MaxAttempts: maxAttempts}
+			req := &boomerangv1.RegisterTaskRequest{Payload: payload}
+			for _, opt := range opts {
+				opt(req)
 			}
 			return a.run(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := c.RegisterTask(ctx, req)
@@ -79,31 +63,99 @@ payload, unless --empty says an empty one is meant.`,
 				if a.output == "json" {
 					return writeJSON(a.env.Stdout, resp)
 				}
-				t := resp.GetTask()
-				if !resp.GetCreated() {
-					fmt.Fprintf(a.env.Stdout, "Task %d already exists with idempotency key %q; due %s.\n", t.GetId(), key, when(t.GetFireAtMs(), a.env.Now()))
-					return nil
-				}
-				fmt.Fprintf(a.env.Stdout, "Scheduled task %d, due %s.\n", t.GetId(), when(t.GetFireAtMs(), a.env.Now()))
+				fmt.Fprintln(a.env.Stdout, a.scheduled(resp.GetTask(), resp.GetCreated())+".")
 				return nil
 			})
 		},
 	}
 	f := cmd.Flags()
-	f.Var(&delay, "delay", "due after this long, e.g. 90s, 5m, 1h30m, 2d")
-	f.Var(&at, "at", "due at this time (RFC 3339), e.g. 2026-12-01T10:00:00Z")
-	f.Var(&repeat, "every", "repeat at this interval after each due time, e.g. 5m")
-	f.StringVar(&file, "payload-file", "", "read the payload from this file (- for standard input)")
-	f.StringVar(&group, "group", "", "group key: a group's tasks are delivered in order, one at a time")
-	f.StringVar(&key, "key", "", "idempotency key: a repeat with the same key returns the existing task")
-	f.StringVar(&mode, "mode", "", "dispatch mode: next-on-error, block-on-error or immediate (default: the client's)")
-	f.StringVar(&callback, "callback", "", "deliver to this callback instead of the client's: http(s)://…, grpc://, tcp:// or udp://host:port")
-	f.Var(&cbTimeout, "callback-timeout", "per-attempt timeout of --callback")
-	f.StringVar(&pool, "pool", "", "dispatch pool of --callback")
-	f.Uint32Var(&maxAttempts, "max-attempts", 0, "delivery attempts before the task goes to the dead letter queue (default: the client's)")
-	f.BoolVar(&empty, "empty", false, "schedule the task with an empty payload")
+	f.Var(&spec.delay, "delay", "due after this long, e.g. 90s, 5m, 1h30m, 2d")
+	f.Var(&spec.at, "at", "due at this time (RFC 3339), e.g. 2026-12-01T10:00:00Z")
+	f.Var(&spec.every, "every", "repeat at this interval after each due time, e.g. 5m")
+	f.StringVar(&payloadFile, "payload-file", "", "read the payload from this file (- for standard input)")
+	f.StringVar(&spec.group, "group", "", "group key: a group's tasks are delivered in order, one at a time")
+	f.StringVar(&spec.key, "key", "", "idempotency key: a repeat with the same key returns the existing task")
+	f.StringVar(&spec.mode, "mode", "", "dispatch mode: next-on-error, block-on-error or immediate (default: the client's)")
+	f.StringVar(&spec.callback, "callback", "", "deliver to this callback instead of the client's: http(s)://…, grpc://, tcp:// or udp://host:port")
+	f.Var(&spec.cbTimeout, "callback-timeout", "per-attempt timeout of --callback")
+	f.StringVar(&spec.pool, "pool", "", "dispatch pool of --callback")
+	f.Uint32Var(&spec.maxAttempts, "max-attempts", 0, "delivery attempts before the task goes to the dead letter queue (default: the client's)")
+	f.BoolVar(&spec.empty, "empty", false, "schedule the task with an empty payload")
+	f.StringVar(&tasksFile, "file", "", "schedule every task of this file of JSON lines (- for standard input)")
 	_ = cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions(modeNames, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// scheduled says what a registration did: "Scheduled task 42, due …".
+func (a *app) scheduled(t *boomerangv1.Task, created bool) string {
+	if !created {
+		return fmt.Sprintf("Task %d already exists with idempotency key %q; due %s", t.GetId(), t.GetIdempotencyKey(), when(t.GetFireAtMs(), a.env.Now()))
+	}
+	return fmt.Sprintf("Scheduled task %d, due %s", t.GetId(), when(t.GetFireAtMs(), a.env.Now()))
+}
+
+// taskSpec is one task as set takes it: from its flags, or from a line
+// of --file.
+type taskSpec struct {
+	payload                 []byte
+	given, empty            bool
+	delay, every, cbTimeout durationFlag
+	at                      timeFlag
+	group, key, mode        string
+	callback, pool          string
+	maxAttempts             uint32
+	inFile                  bool // from --file: errors name JSON fields, not flags
+}
+
+// name is how an error names one of the spec's fields: as a flag, or as
+// a JSON field of --file.
+func (s *taskSpec) name(flag string) string {
+	if s.inFile {
+		return strconv.Quote(flag)
+	}
+	return "--" + flag
+}
+
+// options checks the spec and returns the Schedule options it means.
+func (s *taskSpec) options() ([]client.ScheduleOption, error) {
+	empty, given := "--empty", "as an argument or with --payload-file"
+	if s.inFile {
+		empty, given = `"empty": true`, `as "payload" or "payload-base64"`
+	}
+	switch {
+	case s.empty && len(s.payload) > 0:
+		return nil, usagef("%s with a payload: give one or the other", empty)
+	case !s.empty && !s.given:
+		return nil, usagef("no payload: give it %s, or pass %s for an empty task", given, empty)
+	case !s.empty && len(s.payload) == 0:
+		return nil, usagef("the payload is empty: pass %s if an empty task is meant", empty)
+	case s.delay.set && s.at.set:
+		return nil, usagef("give %s or %s, not both", s.name("delay"), s.name("at"))
+	}
+	m, err := parseMode(s.mode)
+	if err != nil {
+		return nil, err
+	}
+	cb, err := parseCallback(s.callback, s.cbTimeout.d, s.pool)
+	if err != nil {
+		return nil, err
+	}
+	opts := []client.ScheduleOption{
+		client.Every(s.every.d), client.InGroup(s.group), client.WithIdempotencyKey(s.key), client.WithMode(m),
+	}
+	switch {
+	case s.delay.set:
+		opts = append(opts, client.After(s.delay.d))
+	case s.at.set:
+		opts = append(opts, client.At(s.at.t))
+	}
+	if cb != nil {
+		opts = append(opts, client.WithCallback(cb))
+	}
+	if s.maxAttempts > 0 {
+		opts = append(opts, client.WithRetry(&boomerangv1.RetryPolicy{MaxAttempts: s.maxAttempts}))
+	}
+	return opts, nil
 }
 
 func (a *app) updateCommand() *cobra.Command {

@@ -196,6 +196,20 @@ func operations() []op {
 			&boomerangv1.Response{RequestId: 46, Body: &boomerangv1.Response_RotateSigningSecret{RotateSigningSecret: &boomerangv1.RotateSigningSecretResponse{
 				Client: fullClientConfig(), SigningSecret: secretBytes(),
 			}}}},
+		{"register_tasks",
+			&boomerangv1.Request{RequestId: 50, SessionId: session, Body: &boomerangv1.Request_RegisterTasks{RegisterTasks: &boomerangv1.RegisterTasksRequest{
+				Client: "billing",
+				Tasks: []*boomerangv1.RegisterTaskRequest{
+					{Payload: payload, When: &boomerangv1.RegisterTaskRequest_DelayMs{DelayMs: 90000}, Group: group, IdempotencyKey: "invoice-42"},
+					{Payload: []byte("x"), When: &boomerangv1.RegisterTaskRequest_DelayMs{DelayMs: -1}},
+					{},
+				},
+			}}},
+			&boomerangv1.Response{RequestId: 50, Body: &boomerangv1.Response_RegisterTasks{RegisterTasks: &boomerangv1.RegisterTasksResponse{Results: []*boomerangv1.RegisterTaskResult{
+				{Result: &boomerangv1.RegisterTaskResult_Registered{Registered: &boomerangv1.RegisterTaskResponse{Task: batchTask(taskID, group, "invoice-42"), Created: false}}},
+				{Result: &boomerangv1.RegisterTaskResult_Error{Error: server.ErrorOf(&scheduler.FieldError{Field: "delay", Rule: "must be between 0 and 315360000000 (87600h0m0s), got -1"})}},
+				{Result: &boomerangv1.RegisterTaskResult_Registered{Registered: &boomerangv1.RegisterTaskResponse{Task: plainTask(maxID), Created: true}}},
+			}}}}},
 	}
 	return append(ops, panelOperations()...)
 }
@@ -271,6 +285,14 @@ func panelOperations() []op {
 				{Name: "webhooks", MaxConcurrent: 16, InUse: 16, Queued: 40, MaxPerSecond: 50.5, Rejected: 2},
 			}}}}},
 	}
+}
+
+// batchTask is a task as a RegisterTasks result gives it: without its
+// payload.
+func batchTask(id uint64, group, key string) *boomerangv1.Task {
+	t := plainTask(id)
+	t.Group, t.IdempotencyKey, t.Seq = group, key, id
+	return t
 }
 
 // fullClientConfig has the fields clientConfig leaves out set too.

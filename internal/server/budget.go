@@ -95,11 +95,14 @@ func (h hold) plus(o hold) hold {
 
 // responseBound is the most a request's response may take: a frame for
 // operations that return tasks or lists, the request again for a
-// registration (its response holds the payload), little otherwise.
+// registration (its response holds the payload), about the request
+// again for a batch of them, little otherwise.
 func responseBound(req *boomerangv1.Request, requestSize, maxFrame int) int {
-	switch req.Body.(type) {
+	switch b := req.Body.(type) {
 	case *boomerangv1.Request_RegisterTask:
 		return requestSize + smallResponse
+	case *boomerangv1.Request_RegisterTasks:
+		return batchResponseBound(b.RegisterTasks, requestSize)
 	case *boomerangv1.Request_GetTask, *boomerangv1.Request_UpdateTask, *boomerangv1.Request_ListTasks,
 		*boomerangv1.Request_ListDeadLetters, *boomerangv1.Request_GetDeadLetter, *boomerangv1.Request_ReplayDeadLetter,
 		*boomerangv1.Request_UnblockGroup, *boomerangv1.Request_ListClients, *boomerangv1.Request_ListSessions:

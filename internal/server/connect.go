@@ -97,6 +97,14 @@ func (h *connectHandler) RegisterTask(ctx context.Context, req *connect.Request[
 	return serve(ctx, h, "RegisterTask", req, h.svc.RegisterTask)
 }
 
+func (h *connectHandler) RegisterTasks(ctx context.Context, req *connect.Request[boomerangv1.RegisterTasksRequest]) (*connect.Response[boomerangv1.RegisterTasksResponse], error) {
+	resp, err := serve(ctx, h, "RegisterTasks", req, h.svc.RegisterTasks)
+	if err == nil {
+		h.m.observeBatch(resp.Msg)
+	}
+	return resp, err
+}
+
 func (h *connectHandler) UpdateTask(ctx context.Context, req *connect.Request[boomerangv1.UpdateTaskRequest]) (*connect.Response[boomerangv1.UpdateTaskResponse], error) {
 	return serve(ctx, h, "UpdateTask", req, h.svc.UpdateTask)
 }

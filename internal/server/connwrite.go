@@ -55,6 +55,7 @@ func (c *conn) settle(batch []outbound) {
 			continue
 		}
 		c.t.m.observe(o.op, responseStatus(o.resp), now.Sub(o.received))
+		c.t.m.observeBatch(o.resp.GetRegisterTasks())
 		<-c.slots
 	}
 }

@@ -135,6 +135,10 @@ func (s *Service) handleData(ctx context.Context, p auth.Principal, req *boomera
 		return run(ctx, p, b.RegisterTask, s.RegisterTask, func(r *boomerangv1.RegisterTaskResponse) {
 			resp.Body = &boomerangv1.Response_RegisterTask{RegisterTask: r}
 		})
+	case *boomerangv1.Request_RegisterTasks:
+		return run(ctx, p, b.RegisterTasks, s.RegisterTasks, func(r *boomerangv1.RegisterTasksResponse) {
+			resp.Body = &boomerangv1.Response_RegisterTasks{RegisterTasks: r}
+		})
 	case *boomerangv1.Request_UpdateTask:
 		return run(ctx, p, b.UpdateTask, s.UpdateTask, func(r *boomerangv1.UpdateTaskResponse) {
 			resp.Body = &boomerangv1.Response_UpdateTask{UpdateTask: r}

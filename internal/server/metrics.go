@@ -19,6 +19,7 @@ type metrics struct {
 	latency      *prometheus.HistogramVec // by operation
 	connections  prometheus.Gauge
 	brokenFrames prometheus.Counter
+	batchTasks   *prometheus.CounterVec // RegisterTasks results, by status
 }
 
 // latencyBuckets span 100 µs to about 13 s.
@@ -43,8 +44,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "boomerang_tcp_broken_frames_total",
 			Help: "Raw TCP connections closed because of a broken frame.",
 		}),
+		batchTasks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boomerang_batch_tasks_total",
+			Help: "Tasks answered in RegisterTasks requests, by each task's own status (the request counts once in boomerang_requests_total).",
+		}, []string{"status"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.connections, m.brokenFrames} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.connections, m.brokenFrames, m.batchTasks} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -59,6 +64,23 @@ func (m *metrics) observe(op string, status boomerangv1.Status, elapsed time.Dur
 	}
 	m.requests.WithLabelValues(op, statusLabel(status)).Inc()
 	m.latency.WithLabelValues(op).Observe(elapsed.Seconds())
+}
+
+// observeBatch counts the results of a RegisterTasks response, if r is
+// one.
+func (m *metrics) observeBatch(r *boomerangv1.RegisterTasksResponse) {
+	if r == nil {
+		return
+	}
+	ok := 0
+	for _, res := range r.Results {
+		if e := res.GetError(); e != nil {
+			m.batchTasks.WithLabelValues(statusLabel(e.Status)).Inc()
+			continue
+		}
+		ok++
+	}
+	m.batchTasks.WithLabelValues(statusLabel(boomerangv1.Status_STATUS_OK)).Add(float64(ok))
 }
 
 // stateCollector reads the scheduler's, the store's and the sessions'

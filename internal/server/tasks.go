@@ -18,13 +18,43 @@ func (s *Service) RegisterTask(ctx context.Context, p auth.Principal, req *boome
 	if err := writable(p); err != nil {
 		return nil, err
 	}
-	clientCallback, clientMode, err := s.auth.Defaults(p.Client)
+	o, err := s.registrant(p.Client)
 	if err != nil {
-		return nil, about(err, "client %q", p.Client)
+		return nil, err
 	}
-	now := s.clock.Now()
+	r, err := o.registration(req, s.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	view, created, err := s.sched.Register(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return &boomerangv1.RegisterTaskResponse{Task: taskToWire(view), Created: created}, nil
+}
+
+// registrant is what registering tasks for one client needs to know of
+// it, looked up once per request.
+type registrant struct {
+	s        *Service
+	client   string
+	callback *storepb.Callback // the client's default callback
+	mode     storepb.DispatchMode
+}
+
+func (s *Service) registrant(client string) (registrant, error) {
+	cb, mode, err := s.auth.Defaults(client)
+	if err != nil {
+		return registrant{}, about(err, "client %q", client)
+	}
+	return registrant{s: s, client: client, callback: cb, mode: mode}, nil
+}
+
+// registration checks a registration and turns it into the scheduler's,
+// with the due time decided from now and the client's defaults applied.
+func (o registrant) registration(req *boomerangv1.RegisterTaskRequest, now time.Time) (scheduler.RegisterRequest, error) {
 	r := scheduler.RegisterRequest{
-		Client:         p.Client,
+		Client:         o.client,
 		Group:          req.Group,
 		Payload:        req.Payload,
 		Interval:       time.Duration(req.RepeatIntervalMs) * time.Millisecond,
@@ -33,8 +63,8 @@ func (s *Service) RegisterTask(ctx context.Context, p auth.Principal, req *boome
 		Callback:       callbackFromWire(req.Callback),
 		IdempotencyKey: req.IdempotencyKey,
 	}
-	err = firstError(
-		checkPayload(req.Payload, s.maxPayload),
+	err := firstError(
+		checkPayload(req.Payload, o.s.maxPayload),
 		checkInterval("repeat_interval_ms", req.RepeatIntervalMs),
 		checkName("group", req.Group, scheduler.MaxGroupLen),
 		checkName("idempotency_key", req.IdempotencyKey, scheduler.MaxIdempotencyKeyLen),
@@ -43,43 +73,39 @@ func (s *Service) RegisterTask(ctx context.Context, p auth.Principal, req *boome
 		checkCallbackOverride(req.Callback),
 	)
 	if err != nil {
-		return nil, err
+		return r, err
 	}
 	switch w := req.When.(type) {
 	case *boomerangv1.RegisterTaskRequest_DelayMs:
 		if err := checkDelay("delay_ms", w.DelayMs); err != nil {
-			return nil, err
+			return r, err
 		}
 		// The due time is decided here, from the same clock as the
 		// checks, rather than by the scheduler after queueing.
 		r.At = now.Add(time.Duration(w.DelayMs) * time.Millisecond)
 	case *boomerangv1.RegisterTaskRequest_FireAtMs:
 		if err := checkFireAt("fire_at_ms", w.FireAtMs, now); err != nil {
-			return nil, err
+			return r, err
 		}
 		r.At = time.UnixMilli(w.FireAtMs)
 	}
 	if r.Mode == storepb.DispatchMode_DISPATCH_MODE_UNSPECIFIED {
-		r.Mode = clientMode
+		r.Mode = o.mode
 	}
 	if r.Mode == storepb.DispatchMode_DISPATCH_MODE_UNSPECIFIED {
 		r.Mode = storepb.DispatchMode_DISPATCH_MODE_NEXT_ON_ERROR
 	}
-	effective := delivery.Effective(r.Callback, clientCallback)
+	effective := delivery.Effective(r.Callback, o.callback)
 	if err := delivery.ValidateCallback(effective, len(req.Payload)); err != nil {
-		return nil, err
+		return r, err
 	}
 	if r.Callback != nil {
 		// The client's own callback passed when it was set.
-		if err := checkCallbackPolicy(s.egress.Narrow(s.auth.CallbackRules(p.Client)), effective); err != nil {
-			return nil, err
+		if err := checkCallbackPolicy(o.s.egress.Narrow(o.s.auth.CallbackRules(o.client)), effective); err != nil {
+			return r, err
 		}
 	}
-	view, created, err := s.sched.Register(ctx, r)
-	if err != nil {
-		return nil, err
-	}
-	return &boomerangv1.RegisterTaskResponse{Task: taskToWire(view), Created: created}, nil
+	return r, nil
 }
 
 // UpdateTask changes a task's payload, due time or interval. A new due

@@ -2838,6 +2838,208 @@ func (x *RegisterTaskResponse) GetCreated() bool {
 	return false
 }
 
+// RegisterTasksRequest registers many tasks in one request. Each task is
+// checked and registered on its own, exactly as RegisterTask would: one
+// that fails (a field breaking a rule, a full group) fails alone, and the
+// others are registered all the same. The tasks of one shard become
+// durable together, so a batch costs the server far less than as many
+// RegisterTask requests.
+//
+// Limits: at most 1000 tasks; a request with more fails as a whole with
+// INVALID_REQUEST on "tasks", and none of its tasks is registered. The
+// encoded request must also fit one frame of the server's
+// max_frame_bytes (GetServerInfo): a larger raw TCP frame closes the
+// connection, a larger Connect body fails with INVALID_REQUEST. To size
+// batches, add tasks while the encoded request (each task costs its
+// encoded RegisterTaskRequest plus 2 to 5 bytes of field tag and length)
+// stays within max_frame_bytes less a few hundred bytes for the envelope
+// (request id, session id), and at 1000 tasks start the next request.
+type RegisterTasksRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tasks         []*RegisterTaskRequest `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	Client        string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"` // admin only: register the tasks as this client; "" = the caller
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterTasksRequest) Reset() {
+	*x = RegisterTasksRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterTasksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterTasksRequest) ProtoMessage() {}
+
+func (x *RegisterTasksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterTasksRequest.ProtoReflect.Descriptor instead.
+func (*RegisterTasksRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *RegisterTasksRequest) GetTasks() []*RegisterTaskRequest {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+func (x *RegisterTasksRequest) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+// RegisterTasksResponse answers a RegisterTasksRequest: one result per
+// task, in the order of the request.
+type RegisterTasksResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Results       []*RegisterTaskResult  `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterTasksResponse) Reset() {
+	*x = RegisterTasksResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterTasksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterTasksResponse) ProtoMessage() {}
+
+func (x *RegisterTasksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterTasksResponse.ProtoReflect.Descriptor instead.
+func (*RegisterTasksResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *RegisterTasksResponse) GetResults() []*RegisterTaskResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// RegisterTaskResult is one task's answer in a RegisterTasksResponse: what
+// RegisterTask would have answered, or the Error it would have failed
+// with. The task comes without its payload, which the caller sent: the
+// answer to a batch stays about as small as the batch without its
+// payloads. (When created is false, the payload is the earlier
+// registration's; GetTask returns it while the task lives.)
+type RegisterTaskResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Result:
+	//
+	//	*RegisterTaskResult_Registered
+	//	*RegisterTaskResult_Error
+	Result        isRegisterTaskResult_Result `protobuf_oneof:"result"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegisterTaskResult) Reset() {
+	*x = RegisterTaskResult{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegisterTaskResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegisterTaskResult) ProtoMessage() {}
+
+func (x *RegisterTaskResult) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegisterTaskResult.ProtoReflect.Descriptor instead.
+func (*RegisterTaskResult) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *RegisterTaskResult) GetResult() isRegisterTaskResult_Result {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *RegisterTaskResult) GetRegistered() *RegisterTaskResponse {
+	if x != nil {
+		if x, ok := x.Result.(*RegisterTaskResult_Registered); ok {
+			return x.Registered
+		}
+	}
+	return nil
+}
+
+func (x *RegisterTaskResult) GetError() *Error {
+	if x != nil {
+		if x, ok := x.Result.(*RegisterTaskResult_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isRegisterTaskResult_Result interface {
+	isRegisterTaskResult_Result()
+}
+
+type RegisterTaskResult_Registered struct {
+	Registered *RegisterTaskResponse `protobuf:"bytes,1,opt,name=registered,proto3,oneof"`
+}
+
+type RegisterTaskResult_Error struct {
+	Error *Error `protobuf:"bytes,2,opt,name=error,proto3,oneof"`
+}
+
+func (*RegisterTaskResult_Registered) isRegisterTaskResult_Result() {}
+
+func (*RegisterTaskResult_Error) isRegisterTaskResult_Result() {}
+
 type UpdateTaskRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Id      uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2854,7 +3056,7 @@ type UpdateTaskRequest struct {
 
 func (x *UpdateTaskRequest) Reset() {
 	*x = UpdateTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2866,7 +3068,7 @@ func (x *UpdateTaskRequest) String() string {
 func (*UpdateTaskRequest) ProtoMessage() {}
 
 func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2879,7 +3081,7 @@ func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{36}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *UpdateTaskRequest) GetId() uint64 {
@@ -2953,7 +3155,7 @@ type UpdateTaskResponse struct {
 
 func (x *UpdateTaskResponse) Reset() {
 	*x = UpdateTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2965,7 +3167,7 @@ func (x *UpdateTaskResponse) String() string {
 func (*UpdateTaskResponse) ProtoMessage() {}
 
 func (x *UpdateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2978,7 +3180,7 @@ func (x *UpdateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{37}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *UpdateTaskResponse) GetTask() *Task {
@@ -2997,7 +3199,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3009,7 +3211,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3022,7 +3224,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{38}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CancelTaskRequest) GetId() uint64 {
@@ -3040,7 +3242,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3052,7 +3254,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3065,7 +3267,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{39}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{42}
 }
 
 type GetTaskRequest struct {
@@ -3077,7 +3279,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3089,7 +3291,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3102,7 +3304,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{40}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetTaskRequest) GetId() uint64 {
@@ -3121,7 +3323,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3133,7 +3335,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3146,7 +3348,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{41}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -3178,7 +3380,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3190,7 +3392,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3203,7 +3405,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{42}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListTasksRequest) GetClient() string {
@@ -3301,7 +3503,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3313,7 +3515,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3326,7 +3528,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{43}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -3365,7 +3567,7 @@ type ListDeadLettersRequest struct {
 
 func (x *ListDeadLettersRequest) Reset() {
 	*x = ListDeadLettersRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3377,7 +3579,7 @@ func (x *ListDeadLettersRequest) String() string {
 func (*ListDeadLettersRequest) ProtoMessage() {}
 
 func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3390,7 +3592,7 @@ func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{44}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListDeadLettersRequest) GetClient() string {
@@ -3452,7 +3654,7 @@ type ListDeadLettersResponse struct {
 
 func (x *ListDeadLettersResponse) Reset() {
 	*x = ListDeadLettersResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3464,7 +3666,7 @@ func (x *ListDeadLettersResponse) String() string {
 func (*ListDeadLettersResponse) ProtoMessage() {}
 
 func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3477,7 +3679,7 @@ func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{45}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
@@ -3503,7 +3705,7 @@ type GetDeadLetterRequest struct {
 
 func (x *GetDeadLetterRequest) Reset() {
 	*x = GetDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3515,7 +3717,7 @@ func (x *GetDeadLetterRequest) String() string {
 func (*GetDeadLetterRequest) ProtoMessage() {}
 
 func (x *GetDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3528,7 +3730,7 @@ func (x *GetDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*GetDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{46}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetDeadLetterRequest) GetId() uint64 {
@@ -3547,7 +3749,7 @@ type GetDeadLetterResponse struct {
 
 func (x *GetDeadLetterResponse) Reset() {
 	*x = GetDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3559,7 +3761,7 @@ func (x *GetDeadLetterResponse) String() string {
 func (*GetDeadLetterResponse) ProtoMessage() {}
 
 func (x *GetDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3572,7 +3774,7 @@ func (x *GetDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*GetDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{47}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetDeadLetterResponse) GetDeadLetter() *DeadLetter {
@@ -3591,7 +3793,7 @@ type ReplayDeadLetterRequest struct {
 
 func (x *ReplayDeadLetterRequest) Reset() {
 	*x = ReplayDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3603,7 +3805,7 @@ func (x *ReplayDeadLetterRequest) String() string {
 func (*ReplayDeadLetterRequest) ProtoMessage() {}
 
 func (x *ReplayDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3616,7 +3818,7 @@ func (x *ReplayDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*ReplayDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{48}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReplayDeadLetterRequest) GetId() uint64 {
@@ -3635,7 +3837,7 @@ type ReplayDeadLetterResponse struct {
 
 func (x *ReplayDeadLetterResponse) Reset() {
 	*x = ReplayDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3647,7 +3849,7 @@ func (x *ReplayDeadLetterResponse) String() string {
 func (*ReplayDeadLetterResponse) ProtoMessage() {}
 
 func (x *ReplayDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3660,7 +3862,7 @@ func (x *ReplayDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*ReplayDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{49}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReplayDeadLetterResponse) GetTask() *Task {
@@ -3679,7 +3881,7 @@ type DeleteDeadLetterRequest struct {
 
 func (x *DeleteDeadLetterRequest) Reset() {
 	*x = DeleteDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3691,7 +3893,7 @@ func (x *DeleteDeadLetterRequest) String() string {
 func (*DeleteDeadLetterRequest) ProtoMessage() {}
 
 func (x *DeleteDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3704,7 +3906,7 @@ func (x *DeleteDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{50}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *DeleteDeadLetterRequest) GetId() uint64 {
@@ -3722,7 +3924,7 @@ type DeleteDeadLetterResponse struct {
 
 func (x *DeleteDeadLetterResponse) Reset() {
 	*x = DeleteDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3734,7 +3936,7 @@ func (x *DeleteDeadLetterResponse) String() string {
 func (*DeleteDeadLetterResponse) ProtoMessage() {}
 
 func (x *DeleteDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3747,7 +3949,7 @@ func (x *DeleteDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*DeleteDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{51}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{54}
 }
 
 type GetGroupRequest struct {
@@ -3760,7 +3962,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3772,7 +3974,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3785,7 +3987,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{52}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GetGroupRequest) GetClient() string {
@@ -3811,7 +4013,7 @@ type GetGroupResponse struct {
 
 func (x *GetGroupResponse) Reset() {
 	*x = GetGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3823,7 +4025,7 @@ func (x *GetGroupResponse) String() string {
 func (*GetGroupResponse) ProtoMessage() {}
 
 func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3836,7 +4038,7 @@ func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupResponse.ProtoReflect.Descriptor instead.
 func (*GetGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{53}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *GetGroupResponse) GetGroup() *Group {
@@ -3856,7 +4058,7 @@ type UnblockGroupRequest struct {
 
 func (x *UnblockGroupRequest) Reset() {
 	*x = UnblockGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3868,7 +4070,7 @@ func (x *UnblockGroupRequest) String() string {
 func (*UnblockGroupRequest) ProtoMessage() {}
 
 func (x *UnblockGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3881,7 +4083,7 @@ func (x *UnblockGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnblockGroupRequest.ProtoReflect.Descriptor instead.
 func (*UnblockGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{54}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *UnblockGroupRequest) GetClient() string {
@@ -3907,7 +4109,7 @@ type UnblockGroupResponse struct {
 
 func (x *UnblockGroupResponse) Reset() {
 	*x = UnblockGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3919,7 +4121,7 @@ func (x *UnblockGroupResponse) String() string {
 func (*UnblockGroupResponse) ProtoMessage() {}
 
 func (x *UnblockGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3932,7 +4134,7 @@ func (x *UnblockGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnblockGroupResponse.ProtoReflect.Descriptor instead.
 func (*UnblockGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{55}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *UnblockGroupResponse) GetTask() *Task {
@@ -3952,7 +4154,7 @@ type SkipGroupRequest struct {
 
 func (x *SkipGroupRequest) Reset() {
 	*x = SkipGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3964,7 +4166,7 @@ func (x *SkipGroupRequest) String() string {
 func (*SkipGroupRequest) ProtoMessage() {}
 
 func (x *SkipGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3977,7 +4179,7 @@ func (x *SkipGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkipGroupRequest.ProtoReflect.Descriptor instead.
 func (*SkipGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{56}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SkipGroupRequest) GetClient() string {
@@ -4002,7 +4204,7 @@ type SkipGroupResponse struct {
 
 func (x *SkipGroupResponse) Reset() {
 	*x = SkipGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4014,7 +4216,7 @@ func (x *SkipGroupResponse) String() string {
 func (*SkipGroupResponse) ProtoMessage() {}
 
 func (x *SkipGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4027,7 +4229,7 @@ func (x *SkipGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkipGroupResponse.ProtoReflect.Descriptor instead.
 func (*SkipGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{57}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{60}
 }
 
 // CancelTasksRequest cancels every task of a client, or of one of its
@@ -4043,7 +4245,7 @@ type CancelTasksRequest struct {
 
 func (x *CancelTasksRequest) Reset() {
 	*x = CancelTasksRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4055,7 +4257,7 @@ func (x *CancelTasksRequest) String() string {
 func (*CancelTasksRequest) ProtoMessage() {}
 
 func (x *CancelTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4068,7 +4270,7 @@ func (x *CancelTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTasksRequest.ProtoReflect.Descriptor instead.
 func (*CancelTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{58}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *CancelTasksRequest) GetClient() string {
@@ -4103,7 +4305,7 @@ type CancelTasksResponse struct {
 
 func (x *CancelTasksResponse) Reset() {
 	*x = CancelTasksResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4115,7 +4317,7 @@ func (x *CancelTasksResponse) String() string {
 func (*CancelTasksResponse) ProtoMessage() {}
 
 func (x *CancelTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4128,7 +4330,7 @@ func (x *CancelTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTasksResponse.ProtoReflect.Descriptor instead.
 func (*CancelTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{59}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *CancelTasksResponse) GetMatched() uint64 {
@@ -4167,7 +4369,7 @@ type PurgeDeadLettersRequest struct {
 
 func (x *PurgeDeadLettersRequest) Reset() {
 	*x = PurgeDeadLettersRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4179,7 +4381,7 @@ func (x *PurgeDeadLettersRequest) String() string {
 func (*PurgeDeadLettersRequest) ProtoMessage() {}
 
 func (x *PurgeDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4192,7 +4394,7 @@ func (x *PurgeDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*PurgeDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{60}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *PurgeDeadLettersRequest) GetClient() string {
@@ -4241,7 +4443,7 @@ type PurgeDeadLettersResponse struct {
 
 func (x *PurgeDeadLettersResponse) Reset() {
 	*x = PurgeDeadLettersResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4253,7 +4455,7 @@ func (x *PurgeDeadLettersResponse) String() string {
 func (*PurgeDeadLettersResponse) ProtoMessage() {}
 
 func (x *PurgeDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4266,7 +4468,7 @@ func (x *PurgeDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*PurgeDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{61}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *PurgeDeadLettersResponse) GetMatched() uint64 {
@@ -4298,7 +4500,7 @@ type GetServerInfoRequest struct {
 
 func (x *GetServerInfoRequest) Reset() {
 	*x = GetServerInfoRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4310,7 +4512,7 @@ func (x *GetServerInfoRequest) String() string {
 func (*GetServerInfoRequest) ProtoMessage() {}
 
 func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4323,7 +4525,7 @@ func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetServerInfoRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{62}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{65}
 }
 
 type GetServerInfoResponse struct {
@@ -4345,7 +4547,7 @@ type GetServerInfoResponse struct {
 
 func (x *GetServerInfoResponse) Reset() {
 	*x = GetServerInfoResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4357,7 +4559,7 @@ func (x *GetServerInfoResponse) String() string {
 func (*GetServerInfoResponse) ProtoMessage() {}
 
 func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4370,7 +4572,7 @@ func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetServerInfoResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{63}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GetServerInfoResponse) GetVersion() string {
@@ -4463,7 +4665,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4475,7 +4677,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4488,7 +4690,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{64}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListGroupsRequest) GetClient() string {
@@ -4529,7 +4731,7 @@ type GroupSummary struct {
 
 func (x *GroupSummary) Reset() {
 	*x = GroupSummary{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4541,7 +4743,7 @@ func (x *GroupSummary) String() string {
 func (*GroupSummary) ProtoMessage() {}
 
 func (x *GroupSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4554,7 +4756,7 @@ func (x *GroupSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupSummary.ProtoReflect.Descriptor instead.
 func (*GroupSummary) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{65}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *GroupSummary) GetGroup() *Group {
@@ -4581,7 +4783,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4593,7 +4795,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4606,7 +4808,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{66}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupSummary {
@@ -4648,7 +4850,7 @@ type StatsSample struct {
 
 func (x *StatsSample) Reset() {
 	*x = StatsSample{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4660,7 +4862,7 @@ func (x *StatsSample) String() string {
 func (*StatsSample) ProtoMessage() {}
 
 func (x *StatsSample) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4673,7 +4875,7 @@ func (x *StatsSample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsSample.ProtoReflect.Descriptor instead.
 func (*StatsSample) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{67}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *StatsSample) GetAtMs() int64 {
@@ -4785,7 +4987,7 @@ type ProtocolCount struct {
 
 func (x *ProtocolCount) Reset() {
 	*x = ProtocolCount{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4797,7 +4999,7 @@ func (x *ProtocolCount) String() string {
 func (*ProtocolCount) ProtoMessage() {}
 
 func (x *ProtocolCount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4810,7 +5012,7 @@ func (x *ProtocolCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProtocolCount.ProtoReflect.Descriptor instead.
 func (*ProtocolCount) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{68}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ProtocolCount) GetProtocol() Protocol {
@@ -4847,7 +5049,7 @@ type Percentiles struct {
 
 func (x *Percentiles) Reset() {
 	*x = Percentiles{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4859,7 +5061,7 @@ func (x *Percentiles) String() string {
 func (*Percentiles) ProtoMessage() {}
 
 func (x *Percentiles) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4872,7 +5074,7 @@ func (x *Percentiles) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Percentiles.ProtoReflect.Descriptor instead.
 func (*Percentiles) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{69}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *Percentiles) GetCount() uint64 {
@@ -4920,7 +5122,7 @@ type GetStatsRequest struct {
 
 func (x *GetStatsRequest) Reset() {
 	*x = GetStatsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4932,7 +5134,7 @@ func (x *GetStatsRequest) String() string {
 func (*GetStatsRequest) ProtoMessage() {}
 
 func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4945,7 +5147,7 @@ func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetStatsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{70}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *GetStatsRequest) GetSinceMs() int64 {
@@ -4965,7 +5167,7 @@ type GetStatsResponse struct {
 
 func (x *GetStatsResponse) Reset() {
 	*x = GetStatsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4977,7 +5179,7 @@ func (x *GetStatsResponse) String() string {
 func (*GetStatsResponse) ProtoMessage() {}
 
 func (x *GetStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4990,7 +5192,7 @@ func (x *GetStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatsResponse.ProtoReflect.Descriptor instead.
 func (*GetStatsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{71}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *GetStatsResponse) GetSamples() []*StatsSample {
@@ -5020,7 +5222,7 @@ type GetDueHistogramRequest struct {
 
 func (x *GetDueHistogramRequest) Reset() {
 	*x = GetDueHistogramRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5032,7 +5234,7 @@ func (x *GetDueHistogramRequest) String() string {
 func (*GetDueHistogramRequest) ProtoMessage() {}
 
 func (x *GetDueHistogramRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5045,7 +5247,7 @@ func (x *GetDueHistogramRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDueHistogramRequest.ProtoReflect.Descriptor instead.
 func (*GetDueHistogramRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{72}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *GetDueHistogramRequest) GetFromMs() int64 {
@@ -5084,7 +5286,7 @@ type GetDueHistogramResponse struct {
 
 func (x *GetDueHistogramResponse) Reset() {
 	*x = GetDueHistogramResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5096,7 +5298,7 @@ func (x *GetDueHistogramResponse) String() string {
 func (*GetDueHistogramResponse) ProtoMessage() {}
 
 func (x *GetDueHistogramResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5109,7 +5311,7 @@ func (x *GetDueHistogramResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDueHistogramResponse.ProtoReflect.Descriptor instead.
 func (*GetDueHistogramResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{73}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *GetDueHistogramResponse) GetFromMs() int64 {
@@ -5178,7 +5380,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5190,7 +5392,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5203,7 +5405,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{74}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *Attempt) GetAttempt() uint32 {
@@ -5271,7 +5473,7 @@ type GetTaskAttemptsRequest struct {
 
 func (x *GetTaskAttemptsRequest) Reset() {
 	*x = GetTaskAttemptsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5283,7 +5485,7 @@ func (x *GetTaskAttemptsRequest) String() string {
 func (*GetTaskAttemptsRequest) ProtoMessage() {}
 
 func (x *GetTaskAttemptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5296,7 +5498,7 @@ func (x *GetTaskAttemptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskAttemptsRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskAttemptsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{75}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *GetTaskAttemptsRequest) GetId() uint64 {
@@ -5315,7 +5517,7 @@ type GetTaskAttemptsResponse struct {
 
 func (x *GetTaskAttemptsResponse) Reset() {
 	*x = GetTaskAttemptsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5327,7 +5529,7 @@ func (x *GetTaskAttemptsResponse) String() string {
 func (*GetTaskAttemptsResponse) ProtoMessage() {}
 
 func (x *GetTaskAttemptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5340,7 +5542,7 @@ func (x *GetTaskAttemptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskAttemptsResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskAttemptsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{76}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *GetTaskAttemptsResponse) GetAttempts() []*Attempt {
@@ -5366,7 +5568,7 @@ type CompletedTask struct {
 
 func (x *CompletedTask) Reset() {
 	*x = CompletedTask{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5378,7 +5580,7 @@ func (x *CompletedTask) String() string {
 func (*CompletedTask) ProtoMessage() {}
 
 func (x *CompletedTask) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5391,7 +5593,7 @@ func (x *CompletedTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompletedTask.ProtoReflect.Descriptor instead.
 func (*CompletedTask) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{77}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *CompletedTask) GetTask() *Task {
@@ -5457,7 +5659,7 @@ type ListCompletedRequest struct {
 
 func (x *ListCompletedRequest) Reset() {
 	*x = ListCompletedRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5469,7 +5671,7 @@ func (x *ListCompletedRequest) String() string {
 func (*ListCompletedRequest) ProtoMessage() {}
 
 func (x *ListCompletedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5482,7 +5684,7 @@ func (x *ListCompletedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCompletedRequest.ProtoReflect.Descriptor instead.
 func (*ListCompletedRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{78}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ListCompletedRequest) GetClient() string {
@@ -5537,7 +5739,7 @@ type ListCompletedResponse struct {
 
 func (x *ListCompletedResponse) Reset() {
 	*x = ListCompletedResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5549,7 +5751,7 @@ func (x *ListCompletedResponse) String() string {
 func (*ListCompletedResponse) ProtoMessage() {}
 
 func (x *ListCompletedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5562,7 +5764,7 @@ func (x *ListCompletedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCompletedResponse.ProtoReflect.Descriptor instead.
 func (*ListCompletedResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{79}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ListCompletedResponse) GetTasks() []*CompletedTask {
@@ -5596,7 +5798,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[80]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5608,7 +5810,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[80]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5621,7 +5823,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{80}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *AuditEntry) GetId() uint64 {
@@ -5690,7 +5892,7 @@ type ListAuditLogRequest struct {
 
 func (x *ListAuditLogRequest) Reset() {
 	*x = ListAuditLogRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[81]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5702,7 +5904,7 @@ func (x *ListAuditLogRequest) String() string {
 func (*ListAuditLogRequest) ProtoMessage() {}
 
 func (x *ListAuditLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[81]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5715,7 +5917,7 @@ func (x *ListAuditLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditLogRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditLogRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{81}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ListAuditLogRequest) GetLimit() uint32 {
@@ -5741,7 +5943,7 @@ type ListAuditLogResponse struct {
 
 func (x *ListAuditLogResponse) Reset() {
 	*x = ListAuditLogResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[82]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5753,7 +5955,7 @@ func (x *ListAuditLogResponse) String() string {
 func (*ListAuditLogResponse) ProtoMessage() {}
 
 func (x *ListAuditLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[82]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5766,7 +5968,7 @@ func (x *ListAuditLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditLogResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditLogResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{82}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ListAuditLogResponse) GetEntries() []*AuditEntry {
@@ -5796,7 +5998,7 @@ type BulkDeadLettersRequest struct {
 
 func (x *BulkDeadLettersRequest) Reset() {
 	*x = BulkDeadLettersRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[83]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5808,7 +6010,7 @@ func (x *BulkDeadLettersRequest) String() string {
 func (*BulkDeadLettersRequest) ProtoMessage() {}
 
 func (x *BulkDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[83]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5821,7 +6023,7 @@ func (x *BulkDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*BulkDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{83}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *BulkDeadLettersRequest) GetAction() BulkAction {
@@ -5901,7 +6103,7 @@ type BulkDeadLettersResponse struct {
 
 func (x *BulkDeadLettersResponse) Reset() {
 	*x = BulkDeadLettersResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[84]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5913,7 +6115,7 @@ func (x *BulkDeadLettersResponse) String() string {
 func (*BulkDeadLettersResponse) ProtoMessage() {}
 
 func (x *BulkDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[84]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5926,7 +6128,7 @@ func (x *BulkDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*BulkDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{84}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *BulkDeadLettersResponse) GetMatched() uint64 {
@@ -5980,7 +6182,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[85]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5992,7 +6194,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[85]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6005,7 +6207,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{85}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{88}
 }
 
 type ClusterNode struct {
@@ -6023,7 +6225,7 @@ type ClusterNode struct {
 
 func (x *ClusterNode) Reset() {
 	*x = ClusterNode{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[86]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6035,7 +6237,7 @@ func (x *ClusterNode) String() string {
 func (*ClusterNode) ProtoMessage() {}
 
 func (x *ClusterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[86]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6048,7 +6250,7 @@ func (x *ClusterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterNode.ProtoReflect.Descriptor instead.
 func (*ClusterNode) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{86}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ClusterNode) GetId() string {
@@ -6112,7 +6314,7 @@ type ClusterShard struct {
 
 func (x *ClusterShard) Reset() {
 	*x = ClusterShard{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[87]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6124,7 +6326,7 @@ func (x *ClusterShard) String() string {
 func (*ClusterShard) ProtoMessage() {}
 
 func (x *ClusterShard) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[87]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6137,7 +6339,7 @@ func (x *ClusterShard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterShard.ProtoReflect.Descriptor instead.
 func (*ClusterShard) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{87}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ClusterShard) GetShard() uint32 {
@@ -6179,7 +6381,7 @@ type GetClusterResponse struct {
 
 func (x *GetClusterResponse) Reset() {
 	*x = GetClusterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[88]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6191,7 +6393,7 @@ func (x *GetClusterResponse) String() string {
 func (*GetClusterResponse) ProtoMessage() {}
 
 func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[88]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6204,7 +6406,7 @@ func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{88}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *GetClusterResponse) GetStandalone() bool {
@@ -6236,7 +6438,7 @@ type ListPoolsRequest struct {
 
 func (x *ListPoolsRequest) Reset() {
 	*x = ListPoolsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[89]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6248,7 +6450,7 @@ func (x *ListPoolsRequest) String() string {
 func (*ListPoolsRequest) ProtoMessage() {}
 
 func (x *ListPoolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[89]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6261,7 +6463,7 @@ func (x *ListPoolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoolsRequest.ProtoReflect.Descriptor instead.
 func (*ListPoolsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{89}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{92}
 }
 
 type PoolInfo struct {
@@ -6278,7 +6480,7 @@ type PoolInfo struct {
 
 func (x *PoolInfo) Reset() {
 	*x = PoolInfo{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[90]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6290,7 +6492,7 @@ func (x *PoolInfo) String() string {
 func (*PoolInfo) ProtoMessage() {}
 
 func (x *PoolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[90]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6303,7 +6505,7 @@ func (x *PoolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolInfo.ProtoReflect.Descriptor instead.
 func (*PoolInfo) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{90}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *PoolInfo) GetName() string {
@@ -6357,7 +6559,7 @@ type ListPoolsResponse struct {
 
 func (x *ListPoolsResponse) Reset() {
 	*x = ListPoolsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[91]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6369,7 +6571,7 @@ func (x *ListPoolsResponse) String() string {
 func (*ListPoolsResponse) ProtoMessage() {}
 
 func (x *ListPoolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[91]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6382,7 +6584,7 @@ func (x *ListPoolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoolsResponse.ProtoReflect.Descriptor instead.
 func (*ListPoolsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{91}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ListPoolsResponse) GetPools() []*PoolInfo {
@@ -6435,6 +6637,7 @@ type Request struct {
 	//	*Request_BulkDeadLetters
 	//	*Request_GetCluster
 	//	*Request_ListPools
+	//	*Request_RegisterTasks
 	Body          isRequest_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -6442,7 +6645,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6454,7 +6657,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6467,7 +6670,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{92}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *Request) GetRequestId() uint64 {
@@ -6815,6 +7018,15 @@ func (x *Request) GetListPools() *ListPoolsRequest {
 	return nil
 }
 
+func (x *Request) GetRegisterTasks() *RegisterTasksRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_RegisterTasks); ok {
+			return x.RegisterTasks
+		}
+	}
+	return nil
+}
+
 type isRequest_Body interface {
 	isRequest_Body()
 }
@@ -6963,6 +7175,10 @@ type Request_ListPools struct {
 	ListPools *ListPoolsRequest `protobuf:"bytes,68,opt,name=list_pools,json=listPools,proto3,oneof"`
 }
 
+type Request_RegisterTasks struct {
+	RegisterTasks *RegisterTasksRequest `protobuf:"bytes,50,opt,name=register_tasks,json=registerTasks,proto3,oneof"`
+}
+
 func (*Request_Login) isRequest_Body() {}
 
 func (*Request_RefreshSession) isRequest_Body() {}
@@ -7035,6 +7251,8 @@ func (*Request_GetCluster) isRequest_Body() {}
 
 func (*Request_ListPools) isRequest_Body() {}
 
+func (*Request_RegisterTasks) isRequest_Body() {}
+
 // Response is one server frame on the raw TCP transport: the answer to the
 // request with the same request_id, or, with request_id 0, a connection
 // error sent just before the server closes the connection (a broken frame,
@@ -7081,6 +7299,7 @@ type Response struct {
 	//	*Response_BulkDeadLetters
 	//	*Response_GetCluster
 	//	*Response_ListPools
+	//	*Response_RegisterTasks
 	Body          isResponse_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -7088,7 +7307,7 @@ type Response struct {
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7100,7 +7319,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7113,7 +7332,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{93}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *Response) GetRequestId() uint64 {
@@ -7461,6 +7680,15 @@ func (x *Response) GetListPools() *ListPoolsResponse {
 	return nil
 }
 
+func (x *Response) GetRegisterTasks() *RegisterTasksResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_RegisterTasks); ok {
+			return x.RegisterTasks
+		}
+	}
+	return nil
+}
+
 type isResponse_Body interface {
 	isResponse_Body()
 }
@@ -7609,6 +7837,10 @@ type Response_ListPools struct {
 	ListPools *ListPoolsResponse `protobuf:"bytes,68,opt,name=list_pools,json=listPools,proto3,oneof"`
 }
 
+type Response_RegisterTasks struct {
+	RegisterTasks *RegisterTasksResponse `protobuf:"bytes,50,opt,name=register_tasks,json=registerTasks,proto3,oneof"`
+}
+
 func (*Response_Login) isResponse_Body() {}
 
 func (*Response_RefreshSession) isResponse_Body() {}
@@ -7681,6 +7913,8 @@ func (*Response_GetCluster) isResponse_Body() {}
 
 func (*Response_ListPools) isResponse_Body() {}
 
+func (*Response_RegisterTasks) isResponse_Body() {}
+
 // Delivery is one attempt to deliver a task occurrence. Receivers should
 // deduplicate by (task_id, fire_at_ms): delivery is at least once.
 type Delivery struct {
@@ -7705,7 +7939,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7717,7 +7951,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7730,7 +7964,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{94}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *Delivery) GetDeliveryId() uint64 {
@@ -7808,7 +8042,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7820,7 +8054,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7833,7 +8067,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{95}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *Ack) GetDeliveryId() uint64 {
@@ -8051,7 +8285,18 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x04when\"X\n" +
 	"\x14RegisterTaskResponse\x12&\n" +
 	"\x04task\x18\x01 \x01(\v2\x12.boomerang.v1.TaskR\x04task\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"\xdd\x01\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"g\n" +
+	"\x14RegisterTasksRequest\x127\n" +
+	"\x05tasks\x18\x01 \x03(\v2!.boomerang.v1.RegisterTaskRequestR\x05tasks\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\"S\n" +
+	"\x15RegisterTasksResponse\x12:\n" +
+	"\aresults\x18\x01 \x03(\v2 .boomerang.v1.RegisterTaskResultR\aresults\"\x91\x01\n" +
+	"\x12RegisterTaskResult\x12D\n" +
+	"\n" +
+	"registered\x18\x01 \x01(\v2\".boomerang.v1.RegisterTaskResponseH\x00R\n" +
+	"registered\x12+\n" +
+	"\x05error\x18\x02 \x01(\v2\x13.boomerang.v1.ErrorH\x00R\x05errorB\b\n" +
+	"\x06result\"\xdd\x01\n" +
 	"\x11UpdateTaskRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\apayload\x18\x02 \x01(\fH\x01R\apayload\x88\x01\x01\x12\x1b\n" +
@@ -8327,7 +8572,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x0emax_per_second\x18\x05 \x01(\x01R\fmaxPerSecond\x12\x1a\n" +
 	"\brejected\x18\x06 \x01(\x04R\brejected\"A\n" +
 	"\x11ListPoolsResponse\x12,\n" +
-	"\x05pools\x18\x01 \x03(\v2\x16.boomerang.v1.PoolInfoR\x05pools\"\xba\x15\n" +
+	"\x05pools\x18\x01 \x03(\v2\x16.boomerang.v1.PoolInfoR\x05pools\"\x87\x16\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x1d\n" +
@@ -8377,8 +8622,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\vget_cluster\x18C \x01(\v2\x1f.boomerang.v1.GetClusterRequestH\x00R\n" +
 	"getCluster\x12?\n" +
 	"\n" +
-	"list_pools\x18D \x01(\v2\x1e.boomerang.v1.ListPoolsRequestH\x00R\tlistPoolsB\x06\n" +
-	"\x04body\"\xeb\x15\n" +
+	"list_pools\x18D \x01(\v2\x1e.boomerang.v1.ListPoolsRequestH\x00R\tlistPools\x12K\n" +
+	"\x0eregister_tasks\x182 \x01(\v2\".boomerang.v1.RegisterTasksRequestH\x00R\rregisterTasksB\x06\n" +
+	"\x04body\"\xb9\x16\n" +
 	"\bResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12)\n" +
@@ -8427,7 +8673,8 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\vget_cluster\x18C \x01(\v2 .boomerang.v1.GetClusterResponseH\x00R\n" +
 	"getCluster\x12@\n" +
 	"\n" +
-	"list_pools\x18D \x01(\v2\x1f.boomerang.v1.ListPoolsResponseH\x00R\tlistPoolsB\x06\n" +
+	"list_pools\x18D \x01(\v2\x1f.boomerang.v1.ListPoolsResponseH\x00R\tlistPools\x12L\n" +
+	"\x0eregister_tasks\x182 \x01(\v2#.boomerang.v1.RegisterTasksResponseH\x00R\rregisterTasksB\x06\n" +
 	"\x04body\"\xf1\x01\n" +
 	"\bDelivery\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\x04R\n" +
@@ -8497,7 +8744,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"BulkAction\x12\x1b\n" +
 	"\x17BULK_ACTION_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12BULK_ACTION_REPLAY\x10\x01\x12\x16\n" +
-	"\x12BULK_ACTION_DELETE\x10\x022\xc8\x18\n" +
+	"\x12BULK_ACTION_DELETE\x10\x022\xa2\x19\n" +
 	"\x10BoomerangService\x12@\n" +
 	"\x05Login\x12\x1a.boomerang.v1.LoginRequest\x1a\x1b.boomerang.v1.LoginResponse\x12[\n" +
 	"\x0eRefreshSession\x12#.boomerang.v1.RefreshSessionRequest\x1a$.boomerang.v1.RefreshSessionResponse\x12[\n" +
@@ -8538,7 +8785,8 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x0fBulkDeadLetters\x12$.boomerang.v1.BulkDeadLettersRequest\x1a%.boomerang.v1.BulkDeadLettersResponse\x12O\n" +
 	"\n" +
 	"GetCluster\x12\x1f.boomerang.v1.GetClusterRequest\x1a .boomerang.v1.GetClusterResponse\x12L\n" +
-	"\tListPools\x12\x1e.boomerang.v1.ListPoolsRequest\x1a\x1f.boomerang.v1.ListPoolsResponse2G\n" +
+	"\tListPools\x12\x1e.boomerang.v1.ListPoolsRequest\x1a\x1f.boomerang.v1.ListPoolsResponse\x12X\n" +
+	"\rRegisterTasks\x12\".boomerang.v1.RegisterTasksRequest\x1a#.boomerang.v1.RegisterTasksResponse2G\n" +
 	"\x0fCallbackService\x124\n" +
 	"\aDeliver\x12\x16.boomerang.v1.Delivery\x1a\x11.boomerang.v1.AckB>Z<github.com/boomerangd/boomerang/api/boomerang/v1;boomerangv1b\x06proto3"
 
@@ -8555,7 +8803,7 @@ func file_api_boomerang_v1_boomerang_proto_rawDescGZIP() []byte {
 }
 
 var file_api_boomerang_v1_boomerang_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 96)
+var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
 var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(Status)(0),                         // 0: boomerang.v1.Status
 	(DispatchMode)(0),                   // 1: boomerang.v1.DispatchMode
@@ -8601,66 +8849,69 @@ var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(*RevokeSessionsResponse)(nil),      // 41: boomerang.v1.RevokeSessionsResponse
 	(*RegisterTaskRequest)(nil),         // 42: boomerang.v1.RegisterTaskRequest
 	(*RegisterTaskResponse)(nil),        // 43: boomerang.v1.RegisterTaskResponse
-	(*UpdateTaskRequest)(nil),           // 44: boomerang.v1.UpdateTaskRequest
-	(*UpdateTaskResponse)(nil),          // 45: boomerang.v1.UpdateTaskResponse
-	(*CancelTaskRequest)(nil),           // 46: boomerang.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),          // 47: boomerang.v1.CancelTaskResponse
-	(*GetTaskRequest)(nil),              // 48: boomerang.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),             // 49: boomerang.v1.GetTaskResponse
-	(*ListTasksRequest)(nil),            // 50: boomerang.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),           // 51: boomerang.v1.ListTasksResponse
-	(*ListDeadLettersRequest)(nil),      // 52: boomerang.v1.ListDeadLettersRequest
-	(*ListDeadLettersResponse)(nil),     // 53: boomerang.v1.ListDeadLettersResponse
-	(*GetDeadLetterRequest)(nil),        // 54: boomerang.v1.GetDeadLetterRequest
-	(*GetDeadLetterResponse)(nil),       // 55: boomerang.v1.GetDeadLetterResponse
-	(*ReplayDeadLetterRequest)(nil),     // 56: boomerang.v1.ReplayDeadLetterRequest
-	(*ReplayDeadLetterResponse)(nil),    // 57: boomerang.v1.ReplayDeadLetterResponse
-	(*DeleteDeadLetterRequest)(nil),     // 58: boomerang.v1.DeleteDeadLetterRequest
-	(*DeleteDeadLetterResponse)(nil),    // 59: boomerang.v1.DeleteDeadLetterResponse
-	(*GetGroupRequest)(nil),             // 60: boomerang.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),            // 61: boomerang.v1.GetGroupResponse
-	(*UnblockGroupRequest)(nil),         // 62: boomerang.v1.UnblockGroupRequest
-	(*UnblockGroupResponse)(nil),        // 63: boomerang.v1.UnblockGroupResponse
-	(*SkipGroupRequest)(nil),            // 64: boomerang.v1.SkipGroupRequest
-	(*SkipGroupResponse)(nil),           // 65: boomerang.v1.SkipGroupResponse
-	(*CancelTasksRequest)(nil),          // 66: boomerang.v1.CancelTasksRequest
-	(*CancelTasksResponse)(nil),         // 67: boomerang.v1.CancelTasksResponse
-	(*PurgeDeadLettersRequest)(nil),     // 68: boomerang.v1.PurgeDeadLettersRequest
-	(*PurgeDeadLettersResponse)(nil),    // 69: boomerang.v1.PurgeDeadLettersResponse
-	(*GetServerInfoRequest)(nil),        // 70: boomerang.v1.GetServerInfoRequest
-	(*GetServerInfoResponse)(nil),       // 71: boomerang.v1.GetServerInfoResponse
-	(*ListGroupsRequest)(nil),           // 72: boomerang.v1.ListGroupsRequest
-	(*GroupSummary)(nil),                // 73: boomerang.v1.GroupSummary
-	(*ListGroupsResponse)(nil),          // 74: boomerang.v1.ListGroupsResponse
-	(*StatsSample)(nil),                 // 75: boomerang.v1.StatsSample
-	(*ProtocolCount)(nil),               // 76: boomerang.v1.ProtocolCount
-	(*Percentiles)(nil),                 // 77: boomerang.v1.Percentiles
-	(*GetStatsRequest)(nil),             // 78: boomerang.v1.GetStatsRequest
-	(*GetStatsResponse)(nil),            // 79: boomerang.v1.GetStatsResponse
-	(*GetDueHistogramRequest)(nil),      // 80: boomerang.v1.GetDueHistogramRequest
-	(*GetDueHistogramResponse)(nil),     // 81: boomerang.v1.GetDueHistogramResponse
-	(*Attempt)(nil),                     // 82: boomerang.v1.Attempt
-	(*GetTaskAttemptsRequest)(nil),      // 83: boomerang.v1.GetTaskAttemptsRequest
-	(*GetTaskAttemptsResponse)(nil),     // 84: boomerang.v1.GetTaskAttemptsResponse
-	(*CompletedTask)(nil),               // 85: boomerang.v1.CompletedTask
-	(*ListCompletedRequest)(nil),        // 86: boomerang.v1.ListCompletedRequest
-	(*ListCompletedResponse)(nil),       // 87: boomerang.v1.ListCompletedResponse
-	(*AuditEntry)(nil),                  // 88: boomerang.v1.AuditEntry
-	(*ListAuditLogRequest)(nil),         // 89: boomerang.v1.ListAuditLogRequest
-	(*ListAuditLogResponse)(nil),        // 90: boomerang.v1.ListAuditLogResponse
-	(*BulkDeadLettersRequest)(nil),      // 91: boomerang.v1.BulkDeadLettersRequest
-	(*BulkDeadLettersResponse)(nil),     // 92: boomerang.v1.BulkDeadLettersResponse
-	(*GetClusterRequest)(nil),           // 93: boomerang.v1.GetClusterRequest
-	(*ClusterNode)(nil),                 // 94: boomerang.v1.ClusterNode
-	(*ClusterShard)(nil),                // 95: boomerang.v1.ClusterShard
-	(*GetClusterResponse)(nil),          // 96: boomerang.v1.GetClusterResponse
-	(*ListPoolsRequest)(nil),            // 97: boomerang.v1.ListPoolsRequest
-	(*PoolInfo)(nil),                    // 98: boomerang.v1.PoolInfo
-	(*ListPoolsResponse)(nil),           // 99: boomerang.v1.ListPoolsResponse
-	(*Request)(nil),                     // 100: boomerang.v1.Request
-	(*Response)(nil),                    // 101: boomerang.v1.Response
-	(*Delivery)(nil),                    // 102: boomerang.v1.Delivery
-	(*Ack)(nil),                         // 103: boomerang.v1.Ack
+	(*RegisterTasksRequest)(nil),        // 44: boomerang.v1.RegisterTasksRequest
+	(*RegisterTasksResponse)(nil),       // 45: boomerang.v1.RegisterTasksResponse
+	(*RegisterTaskResult)(nil),          // 46: boomerang.v1.RegisterTaskResult
+	(*UpdateTaskRequest)(nil),           // 47: boomerang.v1.UpdateTaskRequest
+	(*UpdateTaskResponse)(nil),          // 48: boomerang.v1.UpdateTaskResponse
+	(*CancelTaskRequest)(nil),           // 49: boomerang.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),          // 50: boomerang.v1.CancelTaskResponse
+	(*GetTaskRequest)(nil),              // 51: boomerang.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),             // 52: boomerang.v1.GetTaskResponse
+	(*ListTasksRequest)(nil),            // 53: boomerang.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),           // 54: boomerang.v1.ListTasksResponse
+	(*ListDeadLettersRequest)(nil),      // 55: boomerang.v1.ListDeadLettersRequest
+	(*ListDeadLettersResponse)(nil),     // 56: boomerang.v1.ListDeadLettersResponse
+	(*GetDeadLetterRequest)(nil),        // 57: boomerang.v1.GetDeadLetterRequest
+	(*GetDeadLetterResponse)(nil),       // 58: boomerang.v1.GetDeadLetterResponse
+	(*ReplayDeadLetterRequest)(nil),     // 59: boomerang.v1.ReplayDeadLetterRequest
+	(*ReplayDeadLetterResponse)(nil),    // 60: boomerang.v1.ReplayDeadLetterResponse
+	(*DeleteDeadLetterRequest)(nil),     // 61: boomerang.v1.DeleteDeadLetterRequest
+	(*DeleteDeadLetterResponse)(nil),    // 62: boomerang.v1.DeleteDeadLetterResponse
+	(*GetGroupRequest)(nil),             // 63: boomerang.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),            // 64: boomerang.v1.GetGroupResponse
+	(*UnblockGroupRequest)(nil),         // 65: boomerang.v1.UnblockGroupRequest
+	(*UnblockGroupResponse)(nil),        // 66: boomerang.v1.UnblockGroupResponse
+	(*SkipGroupRequest)(nil),            // 67: boomerang.v1.SkipGroupRequest
+	(*SkipGroupResponse)(nil),           // 68: boomerang.v1.SkipGroupResponse
+	(*CancelTasksRequest)(nil),          // 69: boomerang.v1.CancelTasksRequest
+	(*CancelTasksResponse)(nil),         // 70: boomerang.v1.CancelTasksResponse
+	(*PurgeDeadLettersRequest)(nil),     // 71: boomerang.v1.PurgeDeadLettersRequest
+	(*PurgeDeadLettersResponse)(nil),    // 72: boomerang.v1.PurgeDeadLettersResponse
+	(*GetServerInfoRequest)(nil),        // 73: boomerang.v1.GetServerInfoRequest
+	(*GetServerInfoResponse)(nil),       // 74: boomerang.v1.GetServerInfoResponse
+	(*ListGroupsRequest)(nil),           // 75: boomerang.v1.ListGroupsRequest
+	(*GroupSummary)(nil),                // 76: boomerang.v1.GroupSummary
+	(*ListGroupsResponse)(nil),          // 77: boomerang.v1.ListGroupsResponse
+	(*StatsSample)(nil),                 // 78: boomerang.v1.StatsSample
+	(*ProtocolCount)(nil),               // 79: boomerang.v1.ProtocolCount
+	(*Percentiles)(nil),                 // 80: boomerang.v1.Percentiles
+	(*GetStatsRequest)(nil),             // 81: boomerang.v1.GetStatsRequest
+	(*GetStatsResponse)(nil),            // 82: boomerang.v1.GetStatsResponse
+	(*GetDueHistogramRequest)(nil),      // 83: boomerang.v1.GetDueHistogramRequest
+	(*GetDueHistogramResponse)(nil),     // 84: boomerang.v1.GetDueHistogramResponse
+	(*Attempt)(nil),                     // 85: boomerang.v1.Attempt
+	(*GetTaskAttemptsRequest)(nil),      // 86: boomerang.v1.GetTaskAttemptsRequest
+	(*GetTaskAttemptsResponse)(nil),     // 87: boomerang.v1.GetTaskAttemptsResponse
+	(*CompletedTask)(nil),               // 88: boomerang.v1.CompletedTask
+	(*ListCompletedRequest)(nil),        // 89: boomerang.v1.ListCompletedRequest
+	(*ListCompletedResponse)(nil),       // 90: boomerang.v1.ListCompletedResponse
+	(*AuditEntry)(nil),                  // 91: boomerang.v1.AuditEntry
+	(*ListAuditLogRequest)(nil),         // 92: boomerang.v1.ListAuditLogRequest
+	(*ListAuditLogResponse)(nil),        // 93: boomerang.v1.ListAuditLogResponse
+	(*BulkDeadLettersRequest)(nil),      // 94: boomerang.v1.BulkDeadLettersRequest
+	(*BulkDeadLettersResponse)(nil),     // 95: boomerang.v1.BulkDeadLettersResponse
+	(*GetClusterRequest)(nil),           // 96: boomerang.v1.GetClusterRequest
+	(*ClusterNode)(nil),                 // 97: boomerang.v1.ClusterNode
+	(*ClusterShard)(nil),                // 98: boomerang.v1.ClusterShard
+	(*GetClusterResponse)(nil),          // 99: boomerang.v1.GetClusterResponse
+	(*ListPoolsRequest)(nil),            // 100: boomerang.v1.ListPoolsRequest
+	(*PoolInfo)(nil),                    // 101: boomerang.v1.PoolInfo
+	(*ListPoolsResponse)(nil),           // 102: boomerang.v1.ListPoolsResponse
+	(*Request)(nil),                     // 103: boomerang.v1.Request
+	(*Response)(nil),                    // 104: boomerang.v1.Response
+	(*Delivery)(nil),                    // 105: boomerang.v1.Delivery
+	(*Ack)(nil),                         // 106: boomerang.v1.Ack
 }
 var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	0,   // 0: boomerang.v1.Error.status:type_name -> boomerang.v1.Status
@@ -8701,187 +8952,195 @@ var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	9,   // 35: boomerang.v1.RegisterTaskRequest.callback:type_name -> boomerang.v1.Callback
 	10,  // 36: boomerang.v1.RegisterTaskRequest.retry:type_name -> boomerang.v1.RetryPolicy
 	13,  // 37: boomerang.v1.RegisterTaskResponse.task:type_name -> boomerang.v1.Task
-	13,  // 38: boomerang.v1.UpdateTaskResponse.task:type_name -> boomerang.v1.Task
-	13,  // 39: boomerang.v1.GetTaskResponse.task:type_name -> boomerang.v1.Task
-	4,   // 40: boomerang.v1.ListTasksRequest.status:type_name -> boomerang.v1.TaskStatus
-	6,   // 41: boomerang.v1.ListTasksRequest.order:type_name -> boomerang.v1.TaskOrder
-	13,  // 42: boomerang.v1.ListTasksResponse.tasks:type_name -> boomerang.v1.Task
-	14,  // 43: boomerang.v1.ListDeadLettersResponse.dead_letters:type_name -> boomerang.v1.DeadLetter
-	14,  // 44: boomerang.v1.GetDeadLetterResponse.dead_letter:type_name -> boomerang.v1.DeadLetter
-	13,  // 45: boomerang.v1.ReplayDeadLetterResponse.task:type_name -> boomerang.v1.Task
-	15,  // 46: boomerang.v1.GetGroupResponse.group:type_name -> boomerang.v1.Group
-	13,  // 47: boomerang.v1.UnblockGroupResponse.task:type_name -> boomerang.v1.Task
-	15,  // 48: boomerang.v1.GroupSummary.group:type_name -> boomerang.v1.Group
-	14,  // 49: boomerang.v1.GroupSummary.blocking:type_name -> boomerang.v1.DeadLetter
-	73,  // 50: boomerang.v1.ListGroupsResponse.groups:type_name -> boomerang.v1.GroupSummary
-	76,  // 51: boomerang.v1.StatsSample.by_protocol:type_name -> boomerang.v1.ProtocolCount
-	77,  // 52: boomerang.v1.StatsSample.fire_lag:type_name -> boomerang.v1.Percentiles
-	77,  // 53: boomerang.v1.StatsSample.attempt_duration:type_name -> boomerang.v1.Percentiles
-	2,   // 54: boomerang.v1.ProtocolCount.protocol:type_name -> boomerang.v1.Protocol
-	75,  // 55: boomerang.v1.GetStatsResponse.samples:type_name -> boomerang.v1.StatsSample
-	2,   // 56: boomerang.v1.Attempt.protocol:type_name -> boomerang.v1.Protocol
-	82,  // 57: boomerang.v1.GetTaskAttemptsResponse.attempts:type_name -> boomerang.v1.Attempt
-	13,  // 58: boomerang.v1.CompletedTask.task:type_name -> boomerang.v1.Task
-	82,  // 59: boomerang.v1.CompletedTask.attempts:type_name -> boomerang.v1.Attempt
-	85,  // 60: boomerang.v1.ListCompletedResponse.tasks:type_name -> boomerang.v1.CompletedTask
-	0,   // 61: boomerang.v1.AuditEntry.status:type_name -> boomerang.v1.Status
-	88,  // 62: boomerang.v1.ListAuditLogResponse.entries:type_name -> boomerang.v1.AuditEntry
-	7,   // 63: boomerang.v1.BulkDeadLettersRequest.action:type_name -> boomerang.v1.BulkAction
-	94,  // 64: boomerang.v1.GetClusterResponse.nodes:type_name -> boomerang.v1.ClusterNode
-	95,  // 65: boomerang.v1.GetClusterResponse.shards:type_name -> boomerang.v1.ClusterShard
-	98,  // 66: boomerang.v1.ListPoolsResponse.pools:type_name -> boomerang.v1.PoolInfo
-	17,  // 67: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
-	19,  // 68: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
-	21,  // 69: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
-	23,  // 70: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
-	25,  // 71: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
-	42,  // 72: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
-	44,  // 73: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
-	46,  // 74: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
-	48,  // 75: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
-	50,  // 76: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
-	52,  // 77: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
-	54,  // 78: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
-	56,  // 79: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
-	58,  // 80: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
-	60,  // 81: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
-	62,  // 82: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
-	64,  // 83: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
-	70,  // 84: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
-	66,  // 85: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
-	68,  // 86: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
-	36,  // 87: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
-	38,  // 88: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
-	40,  // 89: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
-	27,  // 90: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
-	29,  // 91: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
-	31,  // 92: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
-	33,  // 93: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
-	72,  // 94: boomerang.v1.Request.list_groups:type_name -> boomerang.v1.ListGroupsRequest
-	78,  // 95: boomerang.v1.Request.get_stats:type_name -> boomerang.v1.GetStatsRequest
-	80,  // 96: boomerang.v1.Request.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramRequest
-	83,  // 97: boomerang.v1.Request.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsRequest
-	86,  // 98: boomerang.v1.Request.list_completed:type_name -> boomerang.v1.ListCompletedRequest
-	89,  // 99: boomerang.v1.Request.list_audit_log:type_name -> boomerang.v1.ListAuditLogRequest
-	91,  // 100: boomerang.v1.Request.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersRequest
-	93,  // 101: boomerang.v1.Request.get_cluster:type_name -> boomerang.v1.GetClusterRequest
-	97,  // 102: boomerang.v1.Request.list_pools:type_name -> boomerang.v1.ListPoolsRequest
-	8,   // 103: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
-	18,  // 104: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
-	20,  // 105: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
-	22,  // 106: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
-	24,  // 107: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
-	26,  // 108: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
-	43,  // 109: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
-	45,  // 110: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
-	47,  // 111: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
-	49,  // 112: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
-	51,  // 113: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
-	53,  // 114: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
-	55,  // 115: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
-	57,  // 116: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
-	59,  // 117: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
-	61,  // 118: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
-	63,  // 119: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
-	65,  // 120: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
-	71,  // 121: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
-	67,  // 122: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
-	69,  // 123: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
-	37,  // 124: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
-	39,  // 125: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
-	41,  // 126: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
-	28,  // 127: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
-	30,  // 128: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
-	32,  // 129: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
-	34,  // 130: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
-	74,  // 131: boomerang.v1.Response.list_groups:type_name -> boomerang.v1.ListGroupsResponse
-	79,  // 132: boomerang.v1.Response.get_stats:type_name -> boomerang.v1.GetStatsResponse
-	81,  // 133: boomerang.v1.Response.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramResponse
-	84,  // 134: boomerang.v1.Response.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsResponse
-	87,  // 135: boomerang.v1.Response.list_completed:type_name -> boomerang.v1.ListCompletedResponse
-	90,  // 136: boomerang.v1.Response.list_audit_log:type_name -> boomerang.v1.ListAuditLogResponse
-	92,  // 137: boomerang.v1.Response.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersResponse
-	96,  // 138: boomerang.v1.Response.get_cluster:type_name -> boomerang.v1.GetClusterResponse
-	99,  // 139: boomerang.v1.Response.list_pools:type_name -> boomerang.v1.ListPoolsResponse
-	17,  // 140: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
-	19,  // 141: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
-	21,  // 142: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
-	23,  // 143: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
-	25,  // 144: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
-	42,  // 145: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
-	44,  // 146: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
-	46,  // 147: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
-	48,  // 148: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
-	50,  // 149: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
-	52,  // 150: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
-	54,  // 151: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
-	56,  // 152: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
-	58,  // 153: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
-	60,  // 154: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
-	62,  // 155: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
-	64,  // 156: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
-	70,  // 157: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
-	66,  // 158: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
-	68,  // 159: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
-	36,  // 160: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
-	38,  // 161: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
-	40,  // 162: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
-	27,  // 163: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
-	29,  // 164: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
-	31,  // 165: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
-	33,  // 166: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
-	72,  // 167: boomerang.v1.BoomerangService.ListGroups:input_type -> boomerang.v1.ListGroupsRequest
-	78,  // 168: boomerang.v1.BoomerangService.GetStats:input_type -> boomerang.v1.GetStatsRequest
-	80,  // 169: boomerang.v1.BoomerangService.GetDueHistogram:input_type -> boomerang.v1.GetDueHistogramRequest
-	83,  // 170: boomerang.v1.BoomerangService.GetTaskAttempts:input_type -> boomerang.v1.GetTaskAttemptsRequest
-	86,  // 171: boomerang.v1.BoomerangService.ListCompleted:input_type -> boomerang.v1.ListCompletedRequest
-	89,  // 172: boomerang.v1.BoomerangService.ListAuditLog:input_type -> boomerang.v1.ListAuditLogRequest
-	91,  // 173: boomerang.v1.BoomerangService.BulkDeadLetters:input_type -> boomerang.v1.BulkDeadLettersRequest
-	93,  // 174: boomerang.v1.BoomerangService.GetCluster:input_type -> boomerang.v1.GetClusterRequest
-	97,  // 175: boomerang.v1.BoomerangService.ListPools:input_type -> boomerang.v1.ListPoolsRequest
-	102, // 176: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
-	18,  // 177: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
-	20,  // 178: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
-	22,  // 179: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
-	24,  // 180: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
-	26,  // 181: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
-	43,  // 182: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
-	45,  // 183: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
-	47,  // 184: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
-	49,  // 185: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
-	51,  // 186: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
-	53,  // 187: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
-	55,  // 188: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
-	57,  // 189: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
-	59,  // 190: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
-	61,  // 191: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
-	63,  // 192: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
-	65,  // 193: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
-	71,  // 194: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
-	67,  // 195: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
-	69,  // 196: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
-	37,  // 197: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
-	39,  // 198: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
-	41,  // 199: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
-	28,  // 200: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
-	30,  // 201: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
-	32,  // 202: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
-	34,  // 203: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
-	74,  // 204: boomerang.v1.BoomerangService.ListGroups:output_type -> boomerang.v1.ListGroupsResponse
-	79,  // 205: boomerang.v1.BoomerangService.GetStats:output_type -> boomerang.v1.GetStatsResponse
-	81,  // 206: boomerang.v1.BoomerangService.GetDueHistogram:output_type -> boomerang.v1.GetDueHistogramResponse
-	84,  // 207: boomerang.v1.BoomerangService.GetTaskAttempts:output_type -> boomerang.v1.GetTaskAttemptsResponse
-	87,  // 208: boomerang.v1.BoomerangService.ListCompleted:output_type -> boomerang.v1.ListCompletedResponse
-	90,  // 209: boomerang.v1.BoomerangService.ListAuditLog:output_type -> boomerang.v1.ListAuditLogResponse
-	92,  // 210: boomerang.v1.BoomerangService.BulkDeadLetters:output_type -> boomerang.v1.BulkDeadLettersResponse
-	96,  // 211: boomerang.v1.BoomerangService.GetCluster:output_type -> boomerang.v1.GetClusterResponse
-	99,  // 212: boomerang.v1.BoomerangService.ListPools:output_type -> boomerang.v1.ListPoolsResponse
-	103, // 213: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
-	177, // [177:214] is the sub-list for method output_type
-	140, // [140:177] is the sub-list for method input_type
-	140, // [140:140] is the sub-list for extension type_name
-	140, // [140:140] is the sub-list for extension extendee
-	0,   // [0:140] is the sub-list for field type_name
+	42,  // 38: boomerang.v1.RegisterTasksRequest.tasks:type_name -> boomerang.v1.RegisterTaskRequest
+	46,  // 39: boomerang.v1.RegisterTasksResponse.results:type_name -> boomerang.v1.RegisterTaskResult
+	43,  // 40: boomerang.v1.RegisterTaskResult.registered:type_name -> boomerang.v1.RegisterTaskResponse
+	8,   // 41: boomerang.v1.RegisterTaskResult.error:type_name -> boomerang.v1.Error
+	13,  // 42: boomerang.v1.UpdateTaskResponse.task:type_name -> boomerang.v1.Task
+	13,  // 43: boomerang.v1.GetTaskResponse.task:type_name -> boomerang.v1.Task
+	4,   // 44: boomerang.v1.ListTasksRequest.status:type_name -> boomerang.v1.TaskStatus
+	6,   // 45: boomerang.v1.ListTasksRequest.order:type_name -> boomerang.v1.TaskOrder
+	13,  // 46: boomerang.v1.ListTasksResponse.tasks:type_name -> boomerang.v1.Task
+	14,  // 47: boomerang.v1.ListDeadLettersResponse.dead_letters:type_name -> boomerang.v1.DeadLetter
+	14,  // 48: boomerang.v1.GetDeadLetterResponse.dead_letter:type_name -> boomerang.v1.DeadLetter
+	13,  // 49: boomerang.v1.ReplayDeadLetterResponse.task:type_name -> boomerang.v1.Task
+	15,  // 50: boomerang.v1.GetGroupResponse.group:type_name -> boomerang.v1.Group
+	13,  // 51: boomerang.v1.UnblockGroupResponse.task:type_name -> boomerang.v1.Task
+	15,  // 52: boomerang.v1.GroupSummary.group:type_name -> boomerang.v1.Group
+	14,  // 53: boomerang.v1.GroupSummary.blocking:type_name -> boomerang.v1.DeadLetter
+	76,  // 54: boomerang.v1.ListGroupsResponse.groups:type_name -> boomerang.v1.GroupSummary
+	79,  // 55: boomerang.v1.StatsSample.by_protocol:type_name -> boomerang.v1.ProtocolCount
+	80,  // 56: boomerang.v1.StatsSample.fire_lag:type_name -> boomerang.v1.Percentiles
+	80,  // 57: boomerang.v1.StatsSample.attempt_duration:type_name -> boomerang.v1.Percentiles
+	2,   // 58: boomerang.v1.ProtocolCount.protocol:type_name -> boomerang.v1.Protocol
+	78,  // 59: boomerang.v1.GetStatsResponse.samples:type_name -> boomerang.v1.StatsSample
+	2,   // 60: boomerang.v1.Attempt.protocol:type_name -> boomerang.v1.Protocol
+	85,  // 61: boomerang.v1.GetTaskAttemptsResponse.attempts:type_name -> boomerang.v1.Attempt
+	13,  // 62: boomerang.v1.CompletedTask.task:type_name -> boomerang.v1.Task
+	85,  // 63: boomerang.v1.CompletedTask.attempts:type_name -> boomerang.v1.Attempt
+	88,  // 64: boomerang.v1.ListCompletedResponse.tasks:type_name -> boomerang.v1.CompletedTask
+	0,   // 65: boomerang.v1.AuditEntry.status:type_name -> boomerang.v1.Status
+	91,  // 66: boomerang.v1.ListAuditLogResponse.entries:type_name -> boomerang.v1.AuditEntry
+	7,   // 67: boomerang.v1.BulkDeadLettersRequest.action:type_name -> boomerang.v1.BulkAction
+	97,  // 68: boomerang.v1.GetClusterResponse.nodes:type_name -> boomerang.v1.ClusterNode
+	98,  // 69: boomerang.v1.GetClusterResponse.shards:type_name -> boomerang.v1.ClusterShard
+	101, // 70: boomerang.v1.ListPoolsResponse.pools:type_name -> boomerang.v1.PoolInfo
+	17,  // 71: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
+	19,  // 72: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
+	21,  // 73: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
+	23,  // 74: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
+	25,  // 75: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
+	42,  // 76: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
+	47,  // 77: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
+	49,  // 78: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
+	51,  // 79: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
+	53,  // 80: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
+	55,  // 81: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
+	57,  // 82: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
+	59,  // 83: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
+	61,  // 84: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
+	63,  // 85: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
+	65,  // 86: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
+	67,  // 87: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
+	73,  // 88: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
+	69,  // 89: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
+	71,  // 90: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
+	36,  // 91: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
+	38,  // 92: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
+	40,  // 93: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
+	27,  // 94: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
+	29,  // 95: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
+	31,  // 96: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
+	33,  // 97: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
+	75,  // 98: boomerang.v1.Request.list_groups:type_name -> boomerang.v1.ListGroupsRequest
+	81,  // 99: boomerang.v1.Request.get_stats:type_name -> boomerang.v1.GetStatsRequest
+	83,  // 100: boomerang.v1.Request.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramRequest
+	86,  // 101: boomerang.v1.Request.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsRequest
+	89,  // 102: boomerang.v1.Request.list_completed:type_name -> boomerang.v1.ListCompletedRequest
+	92,  // 103: boomerang.v1.Request.list_audit_log:type_name -> boomerang.v1.ListAuditLogRequest
+	94,  // 104: boomerang.v1.Request.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersRequest
+	96,  // 105: boomerang.v1.Request.get_cluster:type_name -> boomerang.v1.GetClusterRequest
+	100, // 106: boomerang.v1.Request.list_pools:type_name -> boomerang.v1.ListPoolsRequest
+	44,  // 107: boomerang.v1.Request.register_tasks:type_name -> boomerang.v1.RegisterTasksRequest
+	8,   // 108: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
+	18,  // 109: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
+	20,  // 110: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
+	22,  // 111: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
+	24,  // 112: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
+	26,  // 113: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
+	43,  // 114: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
+	48,  // 115: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
+	50,  // 116: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
+	52,  // 117: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
+	54,  // 118: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
+	56,  // 119: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
+	58,  // 120: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
+	60,  // 121: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
+	62,  // 122: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
+	64,  // 123: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
+	66,  // 124: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
+	68,  // 125: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
+	74,  // 126: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
+	70,  // 127: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
+	72,  // 128: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
+	37,  // 129: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
+	39,  // 130: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
+	41,  // 131: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
+	28,  // 132: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
+	30,  // 133: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
+	32,  // 134: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
+	34,  // 135: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
+	77,  // 136: boomerang.v1.Response.list_groups:type_name -> boomerang.v1.ListGroupsResponse
+	82,  // 137: boomerang.v1.Response.get_stats:type_name -> boomerang.v1.GetStatsResponse
+	84,  // 138: boomerang.v1.Response.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramResponse
+	87,  // 139: boomerang.v1.Response.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsResponse
+	90,  // 140: boomerang.v1.Response.list_completed:type_name -> boomerang.v1.ListCompletedResponse
+	93,  // 141: boomerang.v1.Response.list_audit_log:type_name -> boomerang.v1.ListAuditLogResponse
+	95,  // 142: boomerang.v1.Response.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersResponse
+	99,  // 143: boomerang.v1.Response.get_cluster:type_name -> boomerang.v1.GetClusterResponse
+	102, // 144: boomerang.v1.Response.list_pools:type_name -> boomerang.v1.ListPoolsResponse
+	45,  // 145: boomerang.v1.Response.register_tasks:type_name -> boomerang.v1.RegisterTasksResponse
+	17,  // 146: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
+	19,  // 147: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
+	21,  // 148: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
+	23,  // 149: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
+	25,  // 150: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
+	42,  // 151: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
+	47,  // 152: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
+	49,  // 153: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
+	51,  // 154: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
+	53,  // 155: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
+	55,  // 156: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
+	57,  // 157: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
+	59,  // 158: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
+	61,  // 159: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
+	63,  // 160: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
+	65,  // 161: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
+	67,  // 162: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
+	73,  // 163: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
+	69,  // 164: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
+	71,  // 165: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
+	36,  // 166: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
+	38,  // 167: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
+	40,  // 168: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
+	27,  // 169: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
+	29,  // 170: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
+	31,  // 171: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
+	33,  // 172: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
+	75,  // 173: boomerang.v1.BoomerangService.ListGroups:input_type -> boomerang.v1.ListGroupsRequest
+	81,  // 174: boomerang.v1.BoomerangService.GetStats:input_type -> boomerang.v1.GetStatsRequest
+	83,  // 175: boomerang.v1.BoomerangService.GetDueHistogram:input_type -> boomerang.v1.GetDueHistogramRequest
+	86,  // 176: boomerang.v1.BoomerangService.GetTaskAttempts:input_type -> boomerang.v1.GetTaskAttemptsRequest
+	89,  // 177: boomerang.v1.BoomerangService.ListCompleted:input_type -> boomerang.v1.ListCompletedRequest
+	92,  // 178: boomerang.v1.BoomerangService.ListAuditLog:input_type -> boomerang.v1.ListAuditLogRequest
+	94,  // 179: boomerang.v1.BoomerangService.BulkDeadLetters:input_type -> boomerang.v1.BulkDeadLettersRequest
+	96,  // 180: boomerang.v1.BoomerangService.GetCluster:input_type -> boomerang.v1.GetClusterRequest
+	100, // 181: boomerang.v1.BoomerangService.ListPools:input_type -> boomerang.v1.ListPoolsRequest
+	44,  // 182: boomerang.v1.BoomerangService.RegisterTasks:input_type -> boomerang.v1.RegisterTasksRequest
+	105, // 183: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
+	18,  // 184: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
+	20,  // 185: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
+	22,  // 186: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
+	24,  // 187: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
+	26,  // 188: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
+	43,  // 189: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
+	48,  // 190: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
+	50,  // 191: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
+	52,  // 192: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
+	54,  // 193: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
+	56,  // 194: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
+	58,  // 195: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
+	60,  // 196: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
+	62,  // 197: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
+	64,  // 198: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
+	66,  // 199: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
+	68,  // 200: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
+	74,  // 201: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
+	70,  // 202: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
+	72,  // 203: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
+	37,  // 204: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
+	39,  // 205: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
+	41,  // 206: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
+	28,  // 207: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
+	30,  // 208: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
+	32,  // 209: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
+	34,  // 210: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
+	77,  // 211: boomerang.v1.BoomerangService.ListGroups:output_type -> boomerang.v1.ListGroupsResponse
+	82,  // 212: boomerang.v1.BoomerangService.GetStats:output_type -> boomerang.v1.GetStatsResponse
+	84,  // 213: boomerang.v1.BoomerangService.GetDueHistogram:output_type -> boomerang.v1.GetDueHistogramResponse
+	87,  // 214: boomerang.v1.BoomerangService.GetTaskAttempts:output_type -> boomerang.v1.GetTaskAttemptsResponse
+	90,  // 215: boomerang.v1.BoomerangService.ListCompleted:output_type -> boomerang.v1.ListCompletedResponse
+	93,  // 216: boomerang.v1.BoomerangService.ListAuditLog:output_type -> boomerang.v1.ListAuditLogResponse
+	95,  // 217: boomerang.v1.BoomerangService.BulkDeadLetters:output_type -> boomerang.v1.BulkDeadLettersResponse
+	99,  // 218: boomerang.v1.BoomerangService.GetCluster:output_type -> boomerang.v1.GetClusterResponse
+	102, // 219: boomerang.v1.BoomerangService.ListPools:output_type -> boomerang.v1.ListPoolsResponse
+	45,  // 220: boomerang.v1.BoomerangService.RegisterTasks:output_type -> boomerang.v1.RegisterTasksResponse
+	106, // 221: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
+	184, // [184:222] is the sub-list for method output_type
+	146, // [146:184] is the sub-list for method input_type
+	146, // [146:146] is the sub-list for extension type_name
+	146, // [146:146] is the sub-list for extension extendee
+	0,   // [0:146] is the sub-list for field type_name
 }
 
 func init() { file_api_boomerang_v1_boomerang_proto_init() }
@@ -8895,12 +9154,16 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*RegisterTaskRequest_DelayMs)(nil),
 		(*RegisterTaskRequest_FireAtMs)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[36].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[38].OneofWrappers = []any{
+		(*RegisterTaskResult_Registered)(nil),
+		(*RegisterTaskResult_Error)(nil),
+	}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[39].OneofWrappers = []any{
 		(*UpdateTaskRequest_DelayMs)(nil),
 		(*UpdateTaskRequest_FireAtMs)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[42].OneofWrappers = []any{}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[92].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[45].OneofWrappers = []any{}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[95].OneofWrappers = []any{
 		(*Request_Login)(nil),
 		(*Request_RefreshSession)(nil),
 		(*Request_RegisterClient)(nil),
@@ -8937,8 +9200,9 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Request_BulkDeadLetters)(nil),
 		(*Request_GetCluster)(nil),
 		(*Request_ListPools)(nil),
+		(*Request_RegisterTasks)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[93].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[96].OneofWrappers = []any{
 		(*Response_Login)(nil),
 		(*Response_RefreshSession)(nil),
 		(*Response_RegisterClient)(nil),
@@ -8975,6 +9239,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Response_BulkDeadLetters)(nil),
 		(*Response_GetCluster)(nil),
 		(*Response_ListPools)(nil),
+		(*Response_RegisterTasks)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -8982,7 +9247,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_boomerang_v1_boomerang_proto_rawDesc), len(file_api_boomerang_v1_boomerang_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   96,
+			NumMessages:   99,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

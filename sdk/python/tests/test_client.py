@@ -59,6 +59,19 @@ class EveryOperationTest(unittest.TestCase):
         got = inbox.next("hello", lambda d: d.task_id == now.id)
         self.assertEqual((got.payload, got.client, got.attempt), (b"hello", "alice", 1))
 
+        # Many tasks at once: each answered on its own, in order, without payloads.
+        batch = alice.register_tasks(
+            tasks=[
+                pb.RegisterTaskRequest(payload=b"\x01", delay_ms=3_600_000, group="batch"),
+                pb.RegisterTaskRequest(payload=b"\x02", delay_ms=-1),
+            ]
+        )
+        self.assertEqual([r.WhichOneof("result") for r in batch.results], ["registered", "error"])
+        self.assertEqual(batch.results[0].registered.task.group, "batch")
+        self.assertEqual(batch.results[0].registered.task.payload, b"")
+        self.assertEqual(batch.results[1].error.field, "delay_ms")
+        alice.cancel_tasks(group="batch")
+
         # A task's life: register, get, update, list, cancel.
         reg = alice.register_task(payload=b"\x00\xff\x01", delay_ms=3_600_000, group="g/1", idempotency_key="k1")
         self.assertTrue(reg.created)
@@ -225,6 +238,43 @@ class ClientTest(unittest.TestCase):
         c.close()
         with self.assertRaises(boomerang.ClientClosedError):
             c.get_server_info()
+
+    def test_schedule_batch_cuts_tasks_into_requests_within_the_limits(self) -> None:
+        s = start_server(self, args=("--max-payload-bytes", "1024", "--max-frame-bytes", "8192"))
+        c = admin(self, s)
+        tasks = [boomerang.BatchTask(f"task {i}", after=3600, group=f"g{i % 5}") for i in range(1500)]
+        # Tasks of 1000 bytes: a few per frame; one over the payload limit
+        # (refused by the server), one over the frame limit (refused here).
+        tasks += [boomerang.BatchTask(bytes(1000), after=3600, group="big") for _ in range(30)]
+        tasks += [boomerang.BatchTask(bytes(2000), group="big"), boomerang.BatchTask(bytes(9000), group="big")]
+        tasks.append(boomerang.BatchTask("bad", every=-1))
+        results = c.schedule_batch(tasks, timeout=WAIT_LIMIT)
+        self.assertEqual(len(results), len(tasks))
+        last_seq: dict[str, int] = {}
+        for i, r in enumerate(results[:1530]):
+            self.assertIsNone(r.error, f"task {i}")
+            assert r.task is not None
+            self.assertTrue(r.created)
+            self.assertEqual(r.task.payload, b"", "results carry no payload")
+            self.assertGreater(r.task.seq, last_seq.get(r.task.group, 0), "a group's tasks keep their order")
+            last_seq[r.task.group] = r.task.seq
+        over_payload, over_frame, bad = results[1530:]
+        self.assertIsInstance(over_payload.error, boomerang.InvalidRequestError)
+        self.assertIn("1024", str(over_payload.error))
+        self.assertIsInstance(over_frame.error, boomerang.InvalidRequestError)
+        self.assertIn("8192", str(over_frame.error))
+        self.assertIsInstance(bad.error, boomerang.InvalidRequestError)
+        self.assertEqual(getattr(bad.error, "field", ""), "repeat_interval_ms")
+        self.assertEqual(sum(1 for t in c.tasks(group="big") if len(t.payload) == 1000), 30)
+
+        # The operation itself: over the batch limit fails as a whole.
+        with self.assertRaises(boomerang.InvalidRequestError) as cm:
+            c.register_tasks(tasks=[pb.RegisterTaskRequest(payload=b"x")] * 1001)
+        self.assertEqual(cm.exception.field, "tasks")
+        # A whole request's error is each task's.
+        c.close()
+        closed = c.schedule_batch([boomerang.BatchTask("x"), boomerang.BatchTask("y")])
+        self.assertTrue(all(isinstance(r.error, boomerang.ClientClosedError) for r in closed))
 
     def test_a_call_times_out_while_the_server_is_unreachable(self) -> None:
         s = start_server(self)

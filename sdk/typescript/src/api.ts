@@ -1,7 +1,9 @@
 import { create, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { sizeDelimitedEncode } from "@bufbuild/protobuf/wire";
 import {
   BoomerangService,
   LoginRequestSchema,
+  RegisterTaskRequestSchema,
   Status,
   type DeadLetter,
   type DispatchMode,
@@ -9,7 +11,7 @@ import {
   type RetryPolicySchema,
   type Task,
 } from "./gen/api/boomerang/v1/boomerang_pb.js";
-import { BoomerangError, messageOf } from "./errors.js";
+import { BoomerangError, InvalidRequestError, errorFromWire, messageOf } from "./errors.js";
 
 type Methods = typeof BoomerangService.method;
 
@@ -75,6 +77,32 @@ export interface ScheduleOptions {
   retry?: MessageInitShape<typeof RetryPolicySchema>;
 }
 
+/** The most tasks the server takes in one registerTasks request. */
+export const maxBatch = 1000;
+
+/** Room a registerTasks request needs beyond its tasks: request id, session id, framing. */
+const envelopeRoom = 512;
+
+/** One task of scheduleBatch: a payload and its schedule. */
+export interface BatchTask {
+  payload: Uint8Array | string;
+  schedule?: ScheduleOptions;
+}
+
+/** One task's outcome in scheduleBatch. */
+export interface ScheduleResult {
+  /** The registered task, without its payload (the caller has it); undefined when error is set. */
+  task?: Task;
+  /** False when an idempotency key matched an earlier registration, whose task task is. */
+  created: boolean;
+  /**
+   * Why the task was not registered: a BoomerangError the server gave for
+   * this task or for its whole request, or a lost connection, an abort, a
+   * closed client.
+   */
+  error?: unknown;
+}
+
 /** Refresh timing, as in the Go SDK. */
 const refreshShare = 2 / 3;
 
@@ -89,6 +117,7 @@ export abstract class BoomerangApi {
   #session: Session | undefined;
   #obtained = 0;
   #lock: Promise<void> = Promise.resolve();
+  #frameLimit: Promise<number> | undefined;
 
   protected constructor(credentials: Credentials | undefined, session: Session | undefined, logger: Logger | undefined) {
     this.credentials = credentials;
@@ -268,6 +297,16 @@ export abstract class BoomerangApi {
     return this.call("registerTask", request, options);
   }
 
+  /**
+   * Schedules up to maxBatch tasks in one request; each succeeds or fails on
+   * its own, and the results come in the order of the tasks, without
+   * payloads. The request must fit the server's frame limit. See
+   * scheduleBatch, which splits any number of tasks into such requests.
+   */
+  registerTasks(request: InputOf<"registerTasks">, options?: CallOptions): Promise<ResponseOf<"registerTasks">> {
+    return this.call("registerTasks", request, options);
+  }
+
   /** Changes a task's payload, due time or repeat interval. */
   updateTask(request: InputOf<"updateTask">, options?: CallOptions): Promise<ResponseOf<"updateTask">> {
     return this.call("updateTask", request, options);
@@ -345,31 +384,66 @@ export abstract class BoomerangApi {
    * now unless after or at says otherwise, and returns it once durable.
    */
   async schedule(payload: Uint8Array | string, schedule: ScheduleOptions = {}, options?: CallOptions): Promise<Task> {
-    const req: InputOf<"registerTask"> = {
-      payload: typeof payload === "string" ? new TextEncoder().encode(payload) : payload,
-      repeatIntervalMs: BigInt(Math.round(schedule.every ?? 0)),
-      group: schedule.group ?? "",
-      idempotencyKey: schedule.idempotencyKey ?? "",
-    };
-    if (schedule.after !== undefined) {
-      req.when = { case: "delayMs", value: BigInt(Math.round(schedule.after)) };
-    } else if (schedule.at !== undefined) {
-      req.when = { case: "fireAtMs", value: BigInt(typeof schedule.at === "number" ? Math.round(schedule.at) : schedule.at.getTime()) };
-    }
-    if (schedule.mode !== undefined) {
-      req.mode = schedule.mode;
-    }
-    if (schedule.callback !== undefined) {
-      req.callback = schedule.callback;
-    }
-    if (schedule.retry !== undefined) {
-      req.retry = schedule.retry;
-    }
-    const resp = await this.registerTask(req, options);
+    const resp = await this.registerTask(registration(payload, schedule), options);
     if (resp.task === undefined) {
       throw new BoomerangError(Status.INTERNAL, "the registration returned no task");
     }
     return resp.task;
+  }
+
+  /**
+   * Registers tasks and resolves to one result per task, in order; each
+   * succeeds or fails on its own, as with schedule. The tasks go in
+   * registerTasks requests of at most maxBatch tasks and the server's frame
+   * limit, one after another, so a group's tasks keep their order; a task
+   * too large for a frame alone fails with InvalidRequestError without
+   * being sent. An error that fails a whole request is the error of each
+   * of its tasks and of the later requests' tasks, which are not sent:
+   * this never rejects.
+   */
+  async scheduleBatch(tasks: BatchTask[], options?: CallOptions): Promise<ScheduleResult[]> {
+    const results: ScheduleResult[] = tasks.map(() => ({ created: false }));
+    let frame = 0;
+    try {
+      frame = await this.frameLimit(callSignal(options));
+    } catch (error) {
+      return results.map(() => ({ created: false, error }));
+    }
+    const requests = tasks.map((t) => create(RegisterTaskRequestSchema, registration(t.payload, t.schedule)));
+    const parts = split(requests, frame > envelopeRoom ? frame - envelopeRoom : 0, (i, size) => {
+      results[i] = { created: false, error: new InvalidRequestError(Status.INVALID_REQUEST, `the request is ${size} bytes; the server takes frames of at most ${frame} bytes`, "payload") };
+    });
+    let failed: { error: unknown } | undefined;
+    for (const part of parts) {
+      try {
+        if (failed !== undefined) {
+          throw failed.error;
+        }
+        const resp = await this.registerTasks({ tasks: part.map((i) => requests[i]!) }, options);
+        if (resp.results.length !== part.length) {
+          throw new BoomerangError(Status.INTERNAL, `${resp.results.length} results for ${part.length} tasks`);
+        }
+        part.forEach((i, j) => (results[i] = resultOf(resp.results[j]!)));
+      } catch (error) {
+        failed ??= { error };
+        part.forEach((i) => (results[i] = { created: false, error }));
+      }
+    }
+    return results;
+  }
+
+  /**
+   * The server's frame limit in bytes, for scheduleBatch; 0 when unknown.
+   * Asked of the server once.
+   */
+  protected async frameLimit(signal: AbortSignal | undefined): Promise<number> {
+    this.#frameLimit ??= this.getServerInfo({}, signal && { signal }).then((info) => Number(info.maxFrameBytes));
+    try {
+      return await this.#frameLimit;
+    } catch (err) {
+      this.#frameLimit = undefined;
+      throw err;
+    }
   }
 
   /** Deletes the task with id. */
@@ -402,6 +476,74 @@ export abstract class BoomerangApi {
       page.pageToken = resp.nextPageToken;
     }
   }
+}
+
+/** The registration schedule sends for payload and its schedule. */
+function registration(payload: Uint8Array | string, schedule: ScheduleOptions = {}): InputOf<"registerTask"> {
+  const req: InputOf<"registerTask"> = {
+    payload: typeof payload === "string" ? new TextEncoder().encode(payload) : payload,
+    repeatIntervalMs: BigInt(Math.round(schedule.every ?? 0)),
+    group: schedule.group ?? "",
+    idempotencyKey: schedule.idempotencyKey ?? "",
+  };
+  if (schedule.after !== undefined) {
+    req.when = { case: "delayMs", value: BigInt(Math.round(schedule.after)) };
+  } else if (schedule.at !== undefined) {
+    req.when = { case: "fireAtMs", value: BigInt(typeof schedule.at === "number" ? Math.round(schedule.at) : schedule.at.getTime()) };
+  }
+  if (schedule.mode !== undefined) {
+    req.mode = schedule.mode;
+  }
+  if (schedule.callback !== undefined) {
+    req.callback = schedule.callback;
+  }
+  if (schedule.retry !== undefined) {
+    req.retry = schedule.retry;
+  }
+  return req;
+}
+
+/**
+ * Cuts requests into lists of indexes of at most maxBatch requests and
+ * limit bytes (0: no byte limit). A request too large alone is reported
+ * to tooLarge, with the size its own request would have, and left out.
+ */
+function split(requests: RequestOf<"registerTask">[], limit: number, tooLarge: (i: number, size: number) => void): number[][] {
+  const parts: number[][] = [];
+  let cur: number[] = [];
+  let size = 0;
+  requests.forEach((r, i) => {
+    // Field 1 of RegisterTasksRequest: its tag, its length, the task.
+    const n = sizeDelimitedEncode(RegisterTaskRequestSchema, r).length + 1;
+    if (limit > 0 && n > limit) {
+      tooLarge(i, n + envelopeRoom);
+      return;
+    }
+    if (cur.length === maxBatch || (limit > 0 && size + n > limit)) {
+      parts.push(cur);
+      cur = [];
+      size = 0;
+    }
+    cur.push(i);
+    size += n;
+  });
+  if (cur.length > 0) {
+    parts.push(cur);
+  }
+  return parts;
+}
+
+/** One task's result of a registerTasks response. */
+function resultOf(r: MessageShape<typeof BoomerangService.method.registerTasks.output>["results"][number]): ScheduleResult {
+  switch (r.result.case) {
+    case "error":
+      return { created: false, error: errorFromWire(r.result.value) };
+    case "registered":
+      if (r.result.value.task !== undefined) {
+        return { task: r.result.value.task, created: r.result.value.created };
+      }
+  }
+  return { created: false, error: new BoomerangError(Status.INTERNAL, "a task's result has neither a task nor an error") };
 }
 
 function sessionRefused(err: unknown): boolean {

@@ -53,7 +53,7 @@ export interface ClientOptions {
 /** Operations whose response may legitimately have no fields, which a server may leave out altogether. */
 const mayBeEmpty = new Set<Operation>([
   "deregisterClient", "listClients", "cancelTask", "listTasks", "listDeadLetters", "deleteDeadLetter", "unblockGroup", "skipGroup",
-  "cancelTasks", "purgeDeadLetters",
+  "cancelTasks", "purgeDeadLetters", "registerTasks",
 ]);
 
 /**
@@ -148,6 +148,11 @@ export class Client extends BoomerangApi {
     this.#current = undefined;
     this.#ready.reject(new ClientClosedError());
     cur?.fail(new ClientClosedError());
+  }
+
+  /** The frame limit the server gave at start; 0 when it has not been asked. */
+  protected override async frameLimit(): Promise<number> {
+    return this.#maxFrame;
   }
 
   protected override async send<K extends Operation>(op: K, request: RequestOf<K>, sessionId: string, signal: AbortSignal | undefined): Promise<ResponseOf<K>> {

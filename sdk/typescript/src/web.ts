@@ -4,8 +4,8 @@
 // raw TCP client and the Node.js receivers.
 
 export * from "./gen/api/boomerang/v1/boomerang_pb.js";
-export { BoomerangApi } from "./api.js";
-export type { CallOptions, Credentials, Logger, Operation, InputOf, RequestOf, ResponseOf, ScheduleOptions, Session } from "./api.js";
+export { BoomerangApi, maxBatch } from "./api.js";
+export type { BatchTask, CallOptions, Credentials, Logger, Operation, InputOf, RequestOf, ResponseOf, ScheduleOptions, ScheduleResult, Session } from "./api.js";
 export {
   BoomerangError,
   BusyError,

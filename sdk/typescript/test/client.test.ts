@@ -67,6 +67,37 @@ test("errors carry the server's status, message and field", async (t) => {
   await assert.rejects(c.getServerInfo(), ClientClosedError);
 });
 
+test("scheduleBatch cuts tasks into requests within the frame and batch limits", async (t) => {
+  const s = await startServer(t, { args: ["--max-payload-bytes", "1024", "--max-frame-bytes", "8192"] });
+  const c = await admin(t, s);
+  const tasks = Array.from({ length: 1500 }, (_, i) => ({ payload: `task ${i}`, schedule: { after: 3_600_000, group: `g${i % 5}` } }));
+  // Many tasks of 1000 bytes: a few per frame; one over the payload limit
+  // (refused by the server), one over the frame limit (refused here).
+  for (let i = 0; i < 30; i++) tasks.push({ payload: "p".repeat(1000), schedule: { after: 3_600_000, group: "big" } });
+  tasks.push({ payload: "p".repeat(2000), schedule: { after: 3_600_000, group: "big" } });
+  tasks.push({ payload: "p".repeat(9000), schedule: { after: 3_600_000, group: "big" } });
+  const results = await c.scheduleBatch(tasks);
+  assert.equal(results.length, tasks.length);
+  results.slice(0, 1530).forEach((r, i) => assert.ok(r.task !== undefined && r.created && r.error === undefined, `task ${i}: ${String(r.error)}`));
+  assert.ok(results[1500]!.task!.seq < results[1529]!.task!.seq, "a group's tasks keep their order");
+  const [overPayload, overFrame] = results.slice(1530);
+  assert.ok(overPayload!.error instanceof InvalidRequestError && /1024/.test(overPayload!.error.serverMessage));
+  assert.ok(overFrame!.error instanceof InvalidRequestError && /8192/.test(overFrame!.error.serverMessage));
+  let big = 0;
+  for await (const task of c.tasks({ group: "big" })) {
+    assert.equal(task.payload.length, 1000);
+    big++;
+  }
+  assert.equal(big, 30);
+
+  // A request over the batch limit fails as a whole.
+  await assert.rejects(c.registerTasks({ tasks: Array.from({ length: 1001 }, () => ({ payload: new Uint8Array([1]) })) }), (err: unknown) => err instanceof InvalidRequestError && err.field === "tasks");
+  // The whole request's error is each task's.
+  c.close();
+  const closed = await c.scheduleBatch([{ payload: "x" }, { payload: "y" }]);
+  assert.ok(closed.every((r) => r.error instanceof ClientClosedError));
+});
+
 test("the session is refreshed before it expires, and renewed when refused", async (t) => {
   const s = await startServer(t, { args: ["--session-ttl", "2s"] });
   const c = await admin(t, s);

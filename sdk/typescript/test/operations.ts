@@ -75,6 +75,26 @@ export async function everyOperation(t: TestContext, open: Open): Promise<void> 
   await alice.cancel(id);
   await assert.rejects(alice.getTask({ id }), NotFoundError);
 
+  // Many tasks at once: each answered on its own, in order, without payloads.
+  const batch = await alice.registerTasks({ tasks: [
+    { payload: new Uint8Array([1]), when: { case: "delayMs", value: 3_600_000n }, group: "batch" },
+    { payload: new Uint8Array([2]), when: { case: "delayMs", value: -1n } },
+  ] });
+  assert.equal(batch.results.length, 2);
+  const first = batch.results[0]!.result;
+  assert.ok(first.case === "registered" && first.value.created && first.value.task?.group === "batch" && first.value.task.payload.length === 0);
+  const second = batch.results[1]!.result;
+  assert.ok(second.case === "error" && second.value.field === "delay_ms", "an invalid task fails alone");
+  const scheduled = await alice.scheduleBatch([
+    { payload: "one", schedule: { after: 3_600_000, group: "batch" } },
+    { payload: "two", schedule: { every: -1 } },
+    { payload: "three", schedule: { after: 3_600_000, group: "batch" } },
+  ]);
+  assert.ok(scheduled[0]!.task !== undefined && scheduled[2]!.task !== undefined && scheduled[0]!.task.seq < scheduled[2]!.task.seq);
+  assert.ok(scheduled[1]!.error instanceof InvalidRequestError && scheduled[1]!.error.field === "repeat_interval_ms");
+  assert.equal(text((await alice.getTask({ id: scheduled[2]!.task.id })).task!.payload), "three");
+  await alice.cancelTasks({ group: "batch" });
+
   // Dead letters: bob's "fail:" tasks are refused and have one attempt.
   const failing = await bob.schedule("fail:one");
   await waitFor("the dead letter", async () => (await bob.listDeadLetters()).deadLetters.some((d) => d.task?.id === failing.id));

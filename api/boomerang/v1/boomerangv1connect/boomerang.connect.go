@@ -152,6 +152,9 @@ const (
 	// BoomerangServiceListPoolsProcedure is the fully-qualified name of the BoomerangService's
 	// ListPools RPC.
 	BoomerangServiceListPoolsProcedure = "/boomerang.v1.BoomerangService/ListPools"
+	// BoomerangServiceRegisterTasksProcedure is the fully-qualified name of the BoomerangService's
+	// RegisterTasks RPC.
+	BoomerangServiceRegisterTasksProcedure = "/boomerang.v1.BoomerangService/RegisterTasks"
 	// CallbackServiceDeliverProcedure is the fully-qualified name of the CallbackService's Deliver RPC.
 	CallbackServiceDeliverProcedure = "/boomerang.v1.CallbackService/Deliver"
 )
@@ -194,6 +197,7 @@ type BoomerangServiceClient interface {
 	BulkDeadLetters(context.Context, *connect.Request[v1.BulkDeadLettersRequest]) (*connect.Response[v1.BulkDeadLettersResponse], error)
 	GetCluster(context.Context, *connect.Request[v1.GetClusterRequest]) (*connect.Response[v1.GetClusterResponse], error)
 	ListPools(context.Context, *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error)
+	RegisterTasks(context.Context, *connect.Request[v1.RegisterTasksRequest]) (*connect.Response[v1.RegisterTasksResponse], error)
 }
 
 // NewBoomerangServiceClient constructs a client for the boomerang.v1.BoomerangService service. By
@@ -423,6 +427,12 @@ func NewBoomerangServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(boomerangServiceMethods.ByName("ListPools")),
 			connect.WithClientOptions(opts...),
 		),
+		registerTasks: connect.NewClient[v1.RegisterTasksRequest, v1.RegisterTasksResponse](
+			httpClient,
+			baseURL+BoomerangServiceRegisterTasksProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("RegisterTasks")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -464,6 +474,7 @@ type boomerangServiceClient struct {
 	bulkDeadLetters     *connect.Client[v1.BulkDeadLettersRequest, v1.BulkDeadLettersResponse]
 	getCluster          *connect.Client[v1.GetClusterRequest, v1.GetClusterResponse]
 	listPools           *connect.Client[v1.ListPoolsRequest, v1.ListPoolsResponse]
+	registerTasks       *connect.Client[v1.RegisterTasksRequest, v1.RegisterTasksResponse]
 }
 
 // Login calls boomerang.v1.BoomerangService.Login.
@@ -646,6 +657,11 @@ func (c *boomerangServiceClient) ListPools(ctx context.Context, req *connect.Req
 	return c.listPools.CallUnary(ctx, req)
 }
 
+// RegisterTasks calls boomerang.v1.BoomerangService.RegisterTasks.
+func (c *boomerangServiceClient) RegisterTasks(ctx context.Context, req *connect.Request[v1.RegisterTasksRequest]) (*connect.Response[v1.RegisterTasksResponse], error) {
+	return c.registerTasks.CallUnary(ctx, req)
+}
+
 // BoomerangServiceHandler is an implementation of the boomerang.v1.BoomerangService service.
 type BoomerangServiceHandler interface {
 	Login(context.Context, *connect.Request[v1.LoginRequest]) (*connect.Response[v1.LoginResponse], error)
@@ -684,6 +700,7 @@ type BoomerangServiceHandler interface {
 	BulkDeadLetters(context.Context, *connect.Request[v1.BulkDeadLettersRequest]) (*connect.Response[v1.BulkDeadLettersResponse], error)
 	GetCluster(context.Context, *connect.Request[v1.GetClusterRequest]) (*connect.Response[v1.GetClusterResponse], error)
 	ListPools(context.Context, *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error)
+	RegisterTasks(context.Context, *connect.Request[v1.RegisterTasksRequest]) (*connect.Response[v1.RegisterTasksResponse], error)
 }
 
 // NewBoomerangServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -909,6 +926,12 @@ func NewBoomerangServiceHandler(svc BoomerangServiceHandler, opts ...connect.Han
 		connect.WithSchema(boomerangServiceMethods.ByName("ListPools")),
 		connect.WithHandlerOptions(opts...),
 	)
+	boomerangServiceRegisterTasksHandler := connect.NewUnaryHandler(
+		BoomerangServiceRegisterTasksProcedure,
+		svc.RegisterTasks,
+		connect.WithSchema(boomerangServiceMethods.ByName("RegisterTasks")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/boomerang.v1.BoomerangService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case BoomerangServiceLoginProcedure:
@@ -983,6 +1006,8 @@ func NewBoomerangServiceHandler(svc BoomerangServiceHandler, opts ...connect.Han
 			boomerangServiceGetClusterHandler.ServeHTTP(w, r)
 		case BoomerangServiceListPoolsProcedure:
 			boomerangServiceListPoolsHandler.ServeHTTP(w, r)
+		case BoomerangServiceRegisterTasksProcedure:
+			boomerangServiceRegisterTasksHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1134,6 +1159,10 @@ func (UnimplementedBoomerangServiceHandler) GetCluster(context.Context, *connect
 
 func (UnimplementedBoomerangServiceHandler) ListPools(context.Context, *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.ListPools is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) RegisterTasks(context.Context, *connect.Request[v1.RegisterTasksRequest]) (*connect.Response[v1.RegisterTasksResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.RegisterTasks is not implemented"))
 }
 
 // CallbackServiceClient is a client for the boomerang.v1.CallbackService service.

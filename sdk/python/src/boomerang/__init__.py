@@ -14,6 +14,7 @@ The API messages are in boomerang.v1.boomerang_pb2, re-exported here as
 `pb`. See README.md.
 """
 
+from ._api import MAX_BATCH, BatchTask, ScheduleResult
 from .client import (
     DEFAULT_DIAL_TIMEOUT,
     DEFAULT_MAX_IN_FLIGHT,
@@ -75,8 +76,10 @@ __all__ = [
     "DEFAULT_RECONNECT_MIN",
     "DEFAULT_START_TIMEOUT",
     "DEFAULT_TOLERANCE",
+    "MAX_BATCH",
     "BadHeaderError",
     "BadSignatureError",
+    "BatchTask",
     "BoomerangError",
     "BusyError",
     "Client",
@@ -94,6 +97,7 @@ __all__ = [
     "NoSignatureError",
     "NotFoundError",
     "ProtocolError",
+    "ScheduleResult",
     "Session",
     "SessionExpiredError",
     "StaleSignatureError",

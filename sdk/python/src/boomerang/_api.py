@@ -4,15 +4,51 @@ the common ones, over a call method that a client supplies."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from google.protobuf.message import Message
 
 from ._operations import OPERATIONS
-from .errors import ProtocolError
+from .errors import InvalidRequestError, ProtocolError, error_from_wire
+from .frames import encode_varint
 from .v1 import boomerang_pb2 as pb
+
+#: The most tasks the server takes in one register_tasks request.
+MAX_BATCH = 1000
+
+# Room a register_tasks request needs beyond its tasks: request id, session
+# id, framing.
+_ENVELOPE_ROOM = 512
+
+
+@dataclass(frozen=True)
+class BatchTask:
+    """One task of schedule_batch: a payload and what schedule takes for
+    it."""
+
+    payload: bytes | str
+    after: float | timedelta | None = None
+    at: datetime | float | None = None
+    every: float | timedelta | None = None
+    group: str = ""
+    idempotency_key: str = ""
+    mode: pb.DispatchMode | None = None
+    callback: pb.Callback | None = None
+    retry: pb.RetryPolicy | None = None
+
+
+class ScheduleResult(NamedTuple):
+    """One task's outcome in schedule_batch: the registered task, without
+    its payload (the caller has it), or the error that kept it from being
+    registered: a BoomerangError the server gave for this task or for its
+    whole request, a lost connection, a timeout, a closed client."""
+
+    task: pb.Task | None
+    created: bool  # False when an idempotency key matched an earlier registration
+    error: BaseException | None
 
 
 class Api(ABC):
@@ -68,6 +104,16 @@ class Api(ABC):
         """Schedules a task; answered once the task is durable. See
         schedule for a shorter form."""
         return self._op("register_task", request, fields, timeout)
+
+    def register_tasks(
+        self, request: pb.RegisterTasksRequest | None = None, /, *, timeout: float | None = None, **fields: Any
+    ) -> pb.RegisterTasksResponse:
+        """Schedules up to MAX_BATCH tasks in one request; each succeeds
+        or fails on its own, and the results come in the order of the
+        tasks, without payloads. The request must fit the server's frame
+        limit. See schedule_batch, which splits any number of tasks into
+        such requests."""
+        return self._op("register_tasks", request, fields, timeout)
 
     def update_task(
         self, request: pb.UpdateTaskRequest | None = None, /, *, timeout: float | None = None, **fields: Any
@@ -177,27 +223,44 @@ class Api(ABC):
         due now unless after (seconds or a timedelta from now) or at (a
         datetime or Unix seconds) says otherwise, repeating every (seconds
         or a timedelta) if given, and returns it once durable."""
-        req = pb.RegisterTaskRequest(
-            payload=payload.encode() if isinstance(payload, str) else payload,
-            group=group,
-            idempotency_key=idempotency_key,
-        )
-        if after is not None:
-            req.delay_ms = _millis(after)
-        elif at is not None:
-            req.fire_at_ms = round(at.timestamp() * 1000) if isinstance(at, datetime) else round(at * 1000)
-        if every is not None:
-            req.repeat_interval_ms = _millis(every)
-        if mode is not None:
-            req.mode = mode
-        if callback is not None:
-            req.callback.CopyFrom(callback)
-        if retry is not None:
-            req.retry.CopyFrom(retry)
+        req = _registration(BatchTask(payload, after, at, every, group, idempotency_key, mode, callback, retry))
         resp = self.register_task(req, timeout=timeout)
         if not resp.HasField("task"):
             raise ProtocolError("the registration returned no task")
         return resp.task
+
+    def schedule_batch(self, tasks: Iterable[BatchTask], *, timeout: float | None = None) -> list[ScheduleResult]:
+        """Registers tasks and returns one result per task, in order; each
+        succeeds or fails on its own, as with schedule. The tasks go in
+        register_tasks requests of at most MAX_BATCH tasks and the server's
+        frame limit, one after another (each within timeout), so a group's
+        tasks keep their order; a task too large for a frame alone fails
+        with InvalidRequestError without being sent. An error that fails a
+        whole request is the error of each of its tasks and of the later
+        requests' tasks, which are not sent: this never raises for them."""
+        reqs = [_registration(t) for t in tasks]
+        results: list[ScheduleResult] = [ScheduleResult(None, False, None)] * len(reqs)
+        frame = self._frame_limit()
+        failed: BaseException | None = None
+        for part in _split(reqs, frame - _ENVELOPE_ROOM if frame > _ENVELOPE_ROOM else 0, results, frame):
+            try:
+                if failed is not None:
+                    raise failed
+                resp = self.register_tasks(pb.RegisterTasksRequest(tasks=[reqs[i] for i in part]), timeout=timeout)
+                if len(resp.results) != len(part):
+                    raise ProtocolError(f"{len(resp.results)} results for {len(part)} tasks")
+                for i, r in zip(part, resp.results):
+                    results[i] = _result_of(r)
+            except Exception as err:  # noqa: BLE001 - every failure of a request is its tasks' result
+                failed = failed or err
+                for i in part:
+                    results[i] = ScheduleResult(None, False, err)
+        return results
+
+    def _frame_limit(self) -> int:
+        """The server's frame limit in bytes, for schedule_batch; 0 when
+        unknown."""
+        return 0
 
     def cancel(self, task_id: int, *, timeout: float | None = None) -> None:
         """Deletes the task with task_id."""
@@ -224,6 +287,65 @@ class Api(ABC):
             if resp.next_page_token == 0:
                 return
             page.page_token = resp.next_page_token
+
+
+def _registration(t: BatchTask) -> pb.RegisterTaskRequest:
+    """The request schedule sends for a task."""
+    req = pb.RegisterTaskRequest(
+        payload=t.payload.encode() if isinstance(t.payload, str) else t.payload,
+        group=t.group,
+        idempotency_key=t.idempotency_key,
+    )
+    if t.after is not None:
+        req.delay_ms = _millis(t.after)
+    elif t.at is not None:
+        req.fire_at_ms = round(t.at.timestamp() * 1000) if isinstance(t.at, datetime) else round(t.at * 1000)
+    if t.every is not None:
+        req.repeat_interval_ms = _millis(t.every)
+    if t.mode is not None:
+        req.mode = t.mode
+    if t.callback is not None:
+        req.callback.CopyFrom(t.callback)
+    if t.retry is not None:
+        req.retry.CopyFrom(t.retry)
+    return req
+
+
+def _split(
+    reqs: list[pb.RegisterTaskRequest], limit: int, results: list[ScheduleResult], frame: int
+) -> Iterator[list[int]]:
+    """Yields lists of indexes of reqs: at most MAX_BATCH and limit bytes
+    (0: no byte limit) each. A request too large alone gets its error in
+    results and is left out."""
+    part: list[int] = []
+    size = 0
+    for i, r in enumerate(reqs):
+        n = r.ByteSize()
+        n += 1 + len(encode_varint(n))  # field 1 of RegisterTasksRequest: tag, length
+        if limit and n > limit:
+            err = InvalidRequestError(
+                pb.STATUS_INVALID_REQUEST,
+                f"the request is {n + _ENVELOPE_ROOM} bytes; the server takes frames of at most {frame} bytes",
+                "payload",
+            )
+            results[i] = ScheduleResult(None, False, err)
+            continue
+        if len(part) == MAX_BATCH or (limit and size + n > limit):
+            yield part
+            part, size = [], 0
+        part.append(i)
+        size += n
+    if part:
+        yield part
+
+
+def _result_of(r: pb.RegisterTaskResult) -> ScheduleResult:
+    which = r.WhichOneof("result")
+    if which == "error":
+        return ScheduleResult(None, False, error_from_wire(r.error))
+    if which == "registered" and r.registered.HasField("task"):
+        return ScheduleResult(r.registered.task, r.registered.created, None)
+    return ScheduleResult(None, False, ProtocolError("a task's result has neither a task nor an error"))
 
 
 def _millis(value: float | timedelta) -> int:

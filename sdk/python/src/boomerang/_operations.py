@@ -33,5 +33,6 @@ MAY_BE_EMPTY = frozenset(
         "skip_group",
         "cancel_tasks",
         "purge_dead_letters",
+        "register_tasks",
     }
 )

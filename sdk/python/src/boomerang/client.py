@@ -191,6 +191,9 @@ class Client(Api):
         info = self.get_server_info(timeout=_left(deadline))
         self._max_frame = info.max_frame_bytes
 
+    def _frame_limit(self) -> int:
+        return self._max_frame
+
     def close(self) -> None:
         """Closes the connection. Calls in flight fail with
         ConnectionLostError (caused by ClientClosedError); later calls fail

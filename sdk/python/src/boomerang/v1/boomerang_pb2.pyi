@@ -843,6 +843,28 @@ class RegisterTaskResponse(_message.Message):
     task: Task
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., created: bool = ...) -> None: ...
 
+class RegisterTaskResult(_message.Message):
+    __slots__ = ["error", "registered"]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    REGISTERED_FIELD_NUMBER: _ClassVar[int]
+    error: Error
+    registered: RegisterTaskResponse
+    def __init__(self, registered: _Optional[_Union[RegisterTaskResponse, _Mapping]] = ..., error: _Optional[_Union[Error, _Mapping]] = ...) -> None: ...
+
+class RegisterTasksRequest(_message.Message):
+    __slots__ = ["client", "tasks"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    tasks: _containers.RepeatedCompositeFieldContainer[RegisterTaskRequest]
+    def __init__(self, tasks: _Optional[_Iterable[_Union[RegisterTaskRequest, _Mapping]]] = ..., client: _Optional[str] = ...) -> None: ...
+
+class RegisterTasksResponse(_message.Message):
+    __slots__ = ["results"]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[RegisterTaskResult]
+    def __init__(self, results: _Optional[_Iterable[_Union[RegisterTaskResult, _Mapping]]] = ...) -> None: ...
+
 class ReplayDeadLetterRequest(_message.Message):
     __slots__ = ["id"]
     ID_FIELD_NUMBER: _ClassVar[int]
@@ -856,7 +878,7 @@ class ReplayDeadLetterResponse(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
 
 class Request(_message.Message):
-    __slots__ = ["bulk_dead_letters", "cancel_task", "cancel_tasks", "change_password", "delete_dead_letter", "deregister_client", "get_client", "get_cluster", "get_dead_letter", "get_due_histogram", "get_group", "get_server_info", "get_stats", "get_task", "get_task_attempts", "list_audit_log", "list_clients", "list_completed", "list_dead_letters", "list_groups", "list_pools", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "session_id", "skip_group", "unblock_group", "update_client", "update_task"]
+    __slots__ = ["bulk_dead_letters", "cancel_task", "cancel_tasks", "change_password", "delete_dead_letter", "deregister_client", "get_client", "get_cluster", "get_dead_letter", "get_due_histogram", "get_group", "get_server_info", "get_stats", "get_task", "get_task_attempts", "list_audit_log", "list_clients", "list_completed", "list_dead_letters", "list_groups", "list_pools", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "register_tasks", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "session_id", "skip_group", "unblock_group", "update_client", "update_task"]
     BULK_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASKS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASK_FIELD_NUMBER: _ClassVar[int]
@@ -885,6 +907,7 @@ class Request(_message.Message):
     PURGE_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     REFRESH_SESSION_FIELD_NUMBER: _ClassVar[int]
     REGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
+    REGISTER_TASKS_FIELD_NUMBER: _ClassVar[int]
     REGISTER_TASK_FIELD_NUMBER: _ClassVar[int]
     REPLAY_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
@@ -924,6 +947,7 @@ class Request(_message.Message):
     refresh_session: RefreshSessionRequest
     register_client: RegisterClientRequest
     register_task: RegisterTaskRequest
+    register_tasks: RegisterTasksRequest
     replay_dead_letter: ReplayDeadLetterRequest
     request_id: int
     revoke_sessions: RevokeSessionsRequest
@@ -933,10 +957,10 @@ class Request(_message.Message):
     unblock_group: UnblockGroupRequest
     update_client: UpdateClientRequest
     update_task: UpdateTaskRequest
-    def __init__(self, request_id: _Optional[int] = ..., session_id: _Optional[str] = ..., login: _Optional[_Union[LoginRequest, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionRequest, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientRequest, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientRequest, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsRequest, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskRequest, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskRequest, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskRequest, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskRequest, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksRequest, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersRequest, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterRequest, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterRequest, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterRequest, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupRequest, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupRequest, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupRequest, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoRequest, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksRequest, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersRequest, _Mapping]] = ..., logout: _Optional[_Union[LogoutRequest, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsRequest, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsRequest, _Mapping]] = ..., get_client: _Optional[_Union[GetClientRequest, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientRequest, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordRequest, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretRequest, _Mapping]] = ..., list_groups: _Optional[_Union[ListGroupsRequest, _Mapping]] = ..., get_stats: _Optional[_Union[GetStatsRequest, _Mapping]] = ..., get_due_histogram: _Optional[_Union[GetDueHistogramRequest, _Mapping]] = ..., get_task_attempts: _Optional[_Union[GetTaskAttemptsRequest, _Mapping]] = ..., list_completed: _Optional[_Union[ListCompletedRequest, _Mapping]] = ..., list_audit_log: _Optional[_Union[ListAuditLogRequest, _Mapping]] = ..., bulk_dead_letters: _Optional[_Union[BulkDeadLettersRequest, _Mapping]] = ..., get_cluster: _Optional[_Union[GetClusterRequest, _Mapping]] = ..., list_pools: _Optional[_Union[ListPoolsRequest, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[int] = ..., session_id: _Optional[str] = ..., login: _Optional[_Union[LoginRequest, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionRequest, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientRequest, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientRequest, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsRequest, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskRequest, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskRequest, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskRequest, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskRequest, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksRequest, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersRequest, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterRequest, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterRequest, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterRequest, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupRequest, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupRequest, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupRequest, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoRequest, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksRequest, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersRequest, _Mapping]] = ..., logout: _Optional[_Union[LogoutRequest, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsRequest, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsRequest, _Mapping]] = ..., get_client: _Optional[_Union[GetClientRequest, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientRequest, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordRequest, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretRequest, _Mapping]] = ..., list_groups: _Optional[_Union[ListGroupsRequest, _Mapping]] = ..., get_stats: _Optional[_Union[GetStatsRequest, _Mapping]] = ..., get_due_histogram: _Optional[_Union[GetDueHistogramRequest, _Mapping]] = ..., get_task_attempts: _Optional[_Union[GetTaskAttemptsRequest, _Mapping]] = ..., list_completed: _Optional[_Union[ListCompletedRequest, _Mapping]] = ..., list_audit_log: _Optional[_Union[ListAuditLogRequest, _Mapping]] = ..., bulk_dead_letters: _Optional[_Union[BulkDeadLettersRequest, _Mapping]] = ..., get_cluster: _Optional[_Union[GetClusterRequest, _Mapping]] = ..., list_pools: _Optional[_Union[ListPoolsRequest, _Mapping]] = ..., register_tasks: _Optional[_Union[RegisterTasksRequest, _Mapping]] = ...) -> None: ...
 
 class Response(_message.Message):
-    __slots__ = ["bulk_dead_letters", "cancel_task", "cancel_tasks", "change_password", "delete_dead_letter", "deregister_client", "error", "get_client", "get_cluster", "get_dead_letter", "get_due_histogram", "get_group", "get_server_info", "get_stats", "get_task", "get_task_attempts", "list_audit_log", "list_clients", "list_completed", "list_dead_letters", "list_groups", "list_pools", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "skip_group", "unblock_group", "update_client", "update_task"]
+    __slots__ = ["bulk_dead_letters", "cancel_task", "cancel_tasks", "change_password", "delete_dead_letter", "deregister_client", "error", "get_client", "get_cluster", "get_dead_letter", "get_due_histogram", "get_group", "get_server_info", "get_stats", "get_task", "get_task_attempts", "list_audit_log", "list_clients", "list_completed", "list_dead_letters", "list_groups", "list_pools", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "register_tasks", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "skip_group", "unblock_group", "update_client", "update_task"]
     BULK_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASKS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASK_FIELD_NUMBER: _ClassVar[int]
@@ -966,6 +990,7 @@ class Response(_message.Message):
     PURGE_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     REFRESH_SESSION_FIELD_NUMBER: _ClassVar[int]
     REGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
+    REGISTER_TASKS_FIELD_NUMBER: _ClassVar[int]
     REGISTER_TASK_FIELD_NUMBER: _ClassVar[int]
     REPLAY_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
@@ -1005,6 +1030,7 @@ class Response(_message.Message):
     refresh_session: RefreshSessionResponse
     register_client: RegisterClientResponse
     register_task: RegisterTaskResponse
+    register_tasks: RegisterTasksResponse
     replay_dead_letter: ReplayDeadLetterResponse
     request_id: int
     revoke_sessions: RevokeSessionsResponse
@@ -1013,7 +1039,7 @@ class Response(_message.Message):
     unblock_group: UnblockGroupResponse
     update_client: UpdateClientResponse
     update_task: UpdateTaskResponse
-    def __init__(self, request_id: _Optional[int] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., login: _Optional[_Union[LoginResponse, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionResponse, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientResponse, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientResponse, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsResponse, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskResponse, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskResponse, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskResponse, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskResponse, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksResponse, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersResponse, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterResponse, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterResponse, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterResponse, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupResponse, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupResponse, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupResponse, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoResponse, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksResponse, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersResponse, _Mapping]] = ..., logout: _Optional[_Union[LogoutResponse, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsResponse, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsResponse, _Mapping]] = ..., get_client: _Optional[_Union[GetClientResponse, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientResponse, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordResponse, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretResponse, _Mapping]] = ..., list_groups: _Optional[_Union[ListGroupsResponse, _Mapping]] = ..., get_stats: _Optional[_Union[GetStatsResponse, _Mapping]] = ..., get_due_histogram: _Optional[_Union[GetDueHistogramResponse, _Mapping]] = ..., get_task_attempts: _Optional[_Union[GetTaskAttemptsResponse, _Mapping]] = ..., list_completed: _Optional[_Union[ListCompletedResponse, _Mapping]] = ..., list_audit_log: _Optional[_Union[ListAuditLogResponse, _Mapping]] = ..., bulk_dead_letters: _Optional[_Union[BulkDeadLettersResponse, _Mapping]] = ..., get_cluster: _Optional[_Union[GetClusterResponse, _Mapping]] = ..., list_pools: _Optional[_Union[ListPoolsResponse, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[int] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., login: _Optional[_Union[LoginResponse, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionResponse, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientResponse, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientResponse, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsResponse, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskResponse, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskResponse, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskResponse, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskResponse, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksResponse, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersResponse, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterResponse, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterResponse, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterResponse, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupResponse, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupResponse, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupResponse, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoResponse, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksResponse, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersResponse, _Mapping]] = ..., logout: _Optional[_Union[LogoutResponse, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsResponse, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsResponse, _Mapping]] = ..., get_client: _Optional[_Union[GetClientResponse, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientResponse, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordResponse, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretResponse, _Mapping]] = ..., list_groups: _Optional[_Union[ListGroupsResponse, _Mapping]] = ..., get_stats: _Optional[_Union[GetStatsResponse, _Mapping]] = ..., get_due_histogram: _Optional[_Union[GetDueHistogramResponse, _Mapping]] = ..., get_task_attempts: _Optional[_Union[GetTaskAttemptsResponse, _Mapping]] = ..., list_completed: _Optional[_Union[ListCompletedResponse, _Mapping]] = ..., list_audit_log: _Optional[_Union[ListAuditLogResponse, _Mapping]] = ..., bulk_dead_letters: _Optional[_Union[BulkDeadLettersResponse, _Mapping]] = ..., get_cluster: _Optional[_Union[GetClusterResponse, _Mapping]] = ..., list_pools: _Optional[_Union[ListPoolsResponse, _Mapping]] = ..., register_tasks: _Optional[_Union[RegisterTasksResponse, _Mapping]] = ...) -> None: ...
 
 class RetryPolicy(_message.Message):
     __slots__ = ["backoff", "initial_interval_ms", "jitter", "max_attempts", "max_interval_ms", "multiplier"]
