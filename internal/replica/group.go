@@ -29,6 +29,7 @@ type group struct {
 	reported    bool           // Lead was called for term
 	lease       atomic.Int64   // Unix ns (node clock) until which it holds the lease
 	snapSent    map[uint64]int // followers sent a snapshot: ticks since
+	leaseFloor  time.Time      // confirmations asked before it extend no lease
 }
 
 // initialIndex is where a new group's log starts: an initial snapshot
@@ -36,26 +37,30 @@ type group struct {
 const initialIndex, initialTerm = 1, 1
 
 // load restores a group from the store, or creates it, writing its
-// initial state into b.
-func (n *Node) load(shard uint16, b *store.Batch) (*group, error) {
+// initial state into b: with voters, the group's first configuration (all
+// its first replicas start alike), or, with none, empty, as a replica that
+// joins an existing group and waits for its leader's snapshot.
+func (n *Node) load(shard uint16, voters []uint64, b *store.Batch) (*group, error) {
 	l, err := n.cfg.Store.RaftLog(shard)
 	if err != nil {
 		return nil, err
 	}
 	g := &group{shard: shard, storage: newLogStorage(n, shard), snapSent: make(map[uint64]int)}
-	if l.Truncated.GetIndex() == 0 {
+	if l.Truncated.GetIndex() == 0 && len(voters) > 0 {
 		l.Truncated = &raftpb.SnapshotMetadata{
 			Index:     proto.Uint64(initialIndex),
 			Term:      proto.Uint64(initialTerm),
-			ConfState: &raftpb.ConfState{Voters: n.cfg.Peers},
+			ConfState: &raftpb.ConfState{Voters: voters},
 		}
 		l.HardState = &raftpb.HardState{Term: proto.Uint64(initialTerm), Commit: proto.Uint64(initialIndex)}
 		if err := firstErr(b.TruncateRaftLog(shard, l.Truncated), b.SetRaftHardState(shard, l.HardState)); err != nil {
 			return nil, err
 		}
 	}
-	if err := g.storage.ApplySnapshot(&raftpb.Snapshot{Metadata: l.Truncated}); err != nil {
-		return nil, err
+	if l.Truncated.GetIndex() > 0 {
+		if err := g.storage.ApplySnapshot(&raftpb.Snapshot{Metadata: l.Truncated}); err != nil {
+			return nil, err
+		}
 	}
 	if err := firstErr(g.storage.SetHardState(l.HardState), g.storage.Append(l.Entries)); err != nil {
 		return nil, err

@@ -32,11 +32,12 @@ type recorder struct {
 	index    map[uint16]uint64
 	lead     map[uint16]uint64 // term this node leads in; 0: not
 	restored map[uint16]uint64 // the index of the last snapshot restored
+	dropped  map[uint16]bool   // shards no longer hosted
 	changed  *sync.Cond
 }
 
 func newRecorder(st *store.Store) *recorder {
-	r := &recorder{st: st, applied: map[uint16][]string{}, index: map[uint16]uint64{}, lead: map[uint16]uint64{}, restored: map[uint16]uint64{}}
+	r := &recorder{st: st, applied: map[uint16][]string{}, index: map[uint16]uint64{}, lead: map[uint16]uint64{}, restored: map[uint16]uint64{}, dropped: map[uint16]bool{}}
 	r.changed = sync.NewCond(&r.mu)
 	return r
 }
@@ -103,6 +104,21 @@ func (r *recorder) Restore(shard uint16, write func() error) {
 	r.index[shard] = m.GetApplied()
 	r.applied[shard] = nil
 	r.restored[shard] = m.GetApplied()
+	r.changed.Broadcast()
+	r.mu.Unlock()
+}
+
+// Drop deletes the shard at once, as Restore writes: the recorder
+// applies on the node's loop.
+func (r *recorder) Drop(shard uint16, write func() error) {
+	if err := write(); err != nil {
+		return
+	}
+	r.mu.Lock()
+	delete(r.index, shard)
+	delete(r.applied, shard)
+	delete(r.lead, shard)
+	r.dropped[shard] = true
 	r.changed.Broadcast()
 	r.mu.Unlock()
 }

@@ -32,7 +32,7 @@ func (n *Node) leaseSpan() time.Duration {
 // Leased reports whether this node holds the lease of shard: it leads
 // it, and no other node can have been elected since.
 func (n *Node) Leased(shard uint16) bool {
-	g := n.groups[shard]
+	g := n.group(shard)
 	return g != nil && n.cfg.Clock.Now().UnixNano() < g.lease.Load()
 }
 
@@ -40,7 +40,7 @@ func (n *Node) Leased(shard uint16) bool {
 // clock: the zero time if it holds none, far in the future for a sole
 // voter.
 func (n *Node) LeaseExpiry(shard uint16) time.Time {
-	g := n.groups[shard]
+	g := n.group(shard)
 	if g == nil || g.lease.Load() == 0 {
 		return time.Time{}
 	}
@@ -74,6 +74,9 @@ func soleVoter(g *group) bool {
 // at sent gives, and tells the state machine when a lapsed lease is
 // regained.
 func (n *Node) extendLease(g *group, sent time.Time) {
+	if sent.Before(g.leaseFloor) {
+		return // asked before the lease was yielded
+	}
 	until := sent.Add(n.leaseSpan()).UnixNano()
 	old := g.lease.Load()
 	if until <= old {
@@ -91,10 +94,19 @@ func (n *Node) renewLeases() {
 	now := n.cfg.Clock.Now()
 	ctx := binary.BigEndian.AppendUint64(nil, uint64(now.UnixNano()))
 	for _, g := range n.groups {
-		if g.reported && g.lease.Load() != math.MaxInt64 {
+		if g.reported && g.lease.Load() != math.MaxInt64 && g.rn.BasicStatus().LeadTransferee == 0 {
 			g.rn.ReadIndex(ctx)
 		}
 	}
+}
+
+// yieldLease gives up g's lease before a leadership transfer: the
+// transferee campaigns at once, ignoring the followers' leases, so this
+// node must stop acting as leader now, and no confirmation of an earlier
+// round may extend the lease again.
+func (n *Node) yieldLease(g *group) {
+	g.lease.Store(0)
+	g.leaseFloor = n.cfg.Clock.Now()
 }
 
 // confirmed extends g's lease for each leadership confirmation in rd.

@@ -37,11 +37,14 @@ func (n *Node) run() {
 			}
 		}
 		n.mu.Lock()
-		props, msgs, lost := n.props, n.incoming, n.lost
-		n.props, n.incoming, n.lost = nil, nil, nil
+		props, msgs, lost, ctl := n.props, n.incoming, n.lost, n.ctl
+		n.props, n.incoming, n.lost, n.ctl = nil, nil, nil, nil
 		// State written before this turn's sync is durable after it.
 		written := maps.Clone(n.applied)
 		n.mu.Unlock()
+		for _, fn := range ctl {
+			fn()
+		}
 		n.step(props, msgs, tick)
 		for _, l := range lost {
 			if g := n.groups[l.shard]; g != nil {
@@ -78,7 +81,9 @@ func (n *Node) step(props []proposal, msgs []Envelope, tick bool) {
 	for _, p := range props {
 		// A proposal on a node that does not lead is dropped: the state
 		// machine finds out when its leadership ends.
-		_ = n.groups[p.shard].rn.Propose(p.data)
+		if g := n.groups[p.shard]; g != nil {
+			_ = g.rn.Propose(p.data)
+		}
 	}
 	if tick {
 		for _, g := range n.groups {
@@ -267,6 +272,7 @@ func (n *Node) leadership(g *group, leader bool) {
 	case !leader && g.leader:
 		g.leader = false
 		g.lease.Store(0)
+		n.failConfs(g.shard)
 		if g.reported {
 			g.reported = false
 			n.cfg.StateMachine.Lead(g.shard, 0)
@@ -297,6 +303,7 @@ func (n *Node) confChange(g *group, e *raftpb.Entry) error {
 	g.conf = g.rn.ApplyConfChange(cc)
 	g.storage.setConf(e.GetIndex(), g.conf)
 	n.recheckLease(g)
+	n.confApplied(cc)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -52,6 +53,10 @@ type StateMachine interface {
 	// machine calls write, which writes the snapshot to the store, then
 	// reads the shard's state from the store again.
 	Restore(shard uint16, write func() error)
+	// Drop forgets a shard this node no longer hosts: once every entry
+	// given to Apply before is applied, the state machine calls write,
+	// which deletes the shard's state and log from the store.
+	Drop(shard uint16, write func() error)
 }
 
 // Config configures a Node.
@@ -62,7 +67,8 @@ type Config struct {
 	// persisted state); every node must be given the same. Default: this
 	// node alone.
 	Peers []uint64
-	// Shards are the shards the node hosts. Required.
+	// Shards are the shards the node hosts from the start, besides those
+	// it has a log of; Host adds more.
 	Shards []uint16
 	// Store persists the logs. Required.
 	Store *store.Store
@@ -123,8 +129,6 @@ func (c *Config) validate() error {
 		return errors.New("replica: Config.ID must be above 0")
 	case c.Store == nil || c.StateMachine == nil:
 		return errors.New("replica: Config.Store and StateMachine are required")
-	case len(c.Shards) == 0:
-		return errors.New("replica: Config.Shards is required")
 	case !slices.Contains(c.Peers, c.ID):
 		return fmt.Errorf("replica: Config.Peers %v must include the node's own id %d", c.Peers, c.ID)
 	case len(c.Peers) > 1 && c.Transport == nil:
@@ -154,6 +158,11 @@ type Node struct {
 
 	turn    time.Time // when the loop's current turn began
 	syncDue bool      // a tick passed: sync if that lets a log be truncated
+
+	hosted   atomic.Pointer[map[uint16]*group] // groups, for other goroutines
+	ctl      []func()                          // work for the loop (under mu)
+	confs    map[string]confWait               // configuration changes awaited
+	nextConf atomic.Uint64                     // numbers them
 }
 
 // Committed is a shard's entries committed together.
@@ -183,6 +192,7 @@ func New(cfg Config) (*Node, error) {
 	return &Node{
 		cfg:     cfg,
 		groups:  make(map[uint16]*group, len(cfg.Shards)),
+		confs:   make(map[string]confWait),
 		applied: make(map[uint16]uint64),
 		notify:  make(chan struct{}, 1),
 		stop:    make(chan struct{}),
@@ -190,12 +200,21 @@ func New(cfg Config) (*Node, error) {
 	}, nil
 }
 
-// Start loads every group from the store, or creates it, and starts the
-// loop. A standalone node campaigns at once.
+// Start loads the groups of Config.Shards and of every shard the store
+// holds a log of, creating those it has none of with Config.Peers as
+// their voters, and starts the loop. A group whose only voter is this
+// node campaigns at once and leads when Start returns.
 func (n *Node) Start() error {
+	shards, err := n.cfg.Store.RaftShards()
+	if err != nil {
+		return err
+	}
 	b := n.cfg.Store.NewBatch()
-	for _, shard := range n.cfg.Shards {
-		g, err := n.load(shard, b)
+	for _, shard := range append(shards, n.cfg.Shards...) {
+		if n.groups[shard] != nil {
+			continue
+		}
+		g, err := n.load(shard, n.cfg.Peers, b)
 		if err != nil {
 			return fmt.Errorf("replica: shard %d: %w", shard, err)
 		}
@@ -204,21 +223,34 @@ func (n *Node) Start() error {
 	if err := n.cfg.Store.Commit(b); err != nil {
 		return err
 	}
-	if len(n.cfg.Peers) == 1 {
-		for _, g := range n.groups {
+	n.publish()
+	if err := n.campaignAlone(); err != nil {
+		return err
+	}
+	go n.run()
+	return nil
+}
+
+// campaignAlone makes every group whose sole voter is this node elect
+// itself, over the two Readys of its pre-vote and vote.
+func (n *Node) campaignAlone() error {
+	alone := false
+	for _, g := range n.groups {
+		if soleVoter(g) && !g.leader {
 			if err := g.rn.Campaign(); err != nil {
 				return err
 			}
-		}
-		// A group of one elects itself over two Readys (its pre-vote and
-		// its vote): settle them now, so that it leads when Start returns.
-		for range 2 {
-			if err := n.ready(nil); err != nil {
-				return err
-			}
+			alone = true
 		}
 	}
-	go n.run()
+	for range 2 {
+		if !alone {
+			break
+		}
+		if err := n.ready(nil); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -234,7 +266,7 @@ func (n *Node) Stop() {
 // error, if this node turns out not to lead the shard; the state machine
 // learns what was committed from Apply.
 func (n *Node) Propose(shard uint16, data []byte) error {
-	if _, ok := n.groups[shard]; !ok {
+	if n.group(shard) == nil {
 		return fmt.Errorf("%w: %d", ErrUnknownShard, shard)
 	}
 	n.mu.Lock()

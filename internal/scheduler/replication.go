@@ -82,6 +82,24 @@ func (s *Scheduler) Restore(shard uint16, write func() error) {
 	})
 }
 
+// Drop implements replica.StateMachine: the shard's partition deletes
+// its state once it has applied everything before, and forgets it.
+func (s *Scheduler) Drop(shard uint16, write func() error) {
+	p := s.partitionOf(shard)
+	p.inbox.post(func() {
+		if p.leads(shard) {
+			p.follow(shard)
+		}
+		if err := write(); err != nil {
+			p.s.fail(err)
+			return
+		}
+		if err := p.loadShard(shard); err != nil {
+			p.s.fail(err)
+		}
+	})
+}
+
 // leaderReady counts a shard led for the first time; Start of a
 // standalone node waits for all of them.
 func (s *Scheduler) leaderReady(*partition) {

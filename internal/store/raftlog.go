@@ -110,3 +110,31 @@ func (b *Batch) deleteRange(start, end []byte) {
 		b.err = b.pb.DeleteRange(start, end, nil)
 	}
 }
+
+// RaftShards returns the shards that have a replication log in the store.
+func (s *Store) RaftShards() ([]uint16, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.gate.Exit()
+	var shards []uint16
+	p := []byte{tagRaftHardState}
+	err := scan(s.db, p, prefixEnd(p), func(k, _ []byte) error {
+		if len(k) != 3 {
+			return corruptf("hard state key %x", k)
+		}
+		shards = append(shards, binary.BigEndian.Uint16(k[1:]))
+		return nil
+	})
+	return shards, err
+}
+
+// DropShard deletes a shard's replication log and replicated state: the
+// node no longer hosts it.
+func (b *Batch) DropShard(shard uint16) error {
+	for _, tag := range append([]byte{tagRaftEntry, tagRaftHardState, tagRaftTruncated}, stateTags...) {
+		p := shardPrefix(tag, shard)
+		b.deleteRange(p, prefixEnd(p))
+	}
+	return b.done()
+}

@@ -1,0 +1,104 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/boomerangd/boomerang/internal/store"
+)
+
+// A shard's replica moves from one node to another under writes: the new
+// node joins empty, catches up from a snapshot as a learner, becomes a
+// voter, takes over the leadership, and the old replica is removed and
+// its log and state deleted.
+func TestReplicaMoves(t *testing.T) {
+	for _, tn := range networks {
+		t.Run(tn.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			nw := tn.new(t)
+			defer nw.close()
+			c := startCluster(t, nw, shards[:1])
+			defer c.stop()
+			c.commit("before", 200) // past what a log keeps: the newcomer needs a snapshot
+			const sh = 0
+			fresh := startReplica(t, 4, []uint64{1, 2, 3, 4}, nil, store.NewMemFS(), nw)
+			if err := fresh.node.Host(ctx, sh, nil); err != nil {
+				t.Fatal(err)
+			}
+			l := c.leader(sh)
+			if err := l.node.ChangeConf(ctx, sh, AddLearner, 4); err != nil {
+				t.Fatalf("add learner: %v", err)
+			}
+			fresh.rec.await(t, "the learner's snapshot", func() bool { return fresh.rec.restored[sh] > 0 })
+			if err := l.node.ChangeConf(ctx, sh, Promote, 4); err != nil {
+				t.Fatalf("promote: %v", err)
+			}
+			if err := l.node.TransferLeadership(ctx, sh, 4); err != nil {
+				t.Fatalf("transfer: %v", err)
+			}
+			c.rs = append(c.rs, fresh)
+			if got := c.leader(sh); got != fresh {
+				got.rec.await(t, "the transfer", func() bool { return fresh.rec.lead[sh] > 0 })
+			}
+			if err := fresh.node.ChangeConf(ctx, sh, Remove, l.id); err != nil {
+				t.Fatalf("remove: %v", err)
+			}
+			awaitNotMember(t, l, sh)
+			if err := l.node.Unhost(ctx, sh); err != nil {
+				t.Fatalf("unhost: %v", err)
+			}
+			if shards, err := l.st.RaftShards(); err != nil || slices.Contains(shards, sh) {
+				t.Fatalf("the removed replica kept its log: %v, %v", shards, err)
+			}
+			if meta, err := l.st.ShardMeta(sh); err != nil || meta.GetApplied() != 0 {
+				t.Fatalf("the removed replica kept its state: %v, %v", meta, err)
+			}
+			c.rs = slices.DeleteFunc(c.rs, func(r *replica) bool { return r == l })
+			c.commit("after", 10)
+			for _, r := range c.rs {
+				c.caughtUp(r, batch{"after", 10})
+			}
+			c.rs = append(c.rs, l) // stopped with the others
+		})
+	}
+}
+
+// Unhost refuses a shard whose group still holds the node.
+func TestUnhostRefusesAMember(t *testing.T) {
+	r := startReplica(t, 1, nil, shards[:1], store.NewMemFS(), nil)
+	defer r.stop(t)
+	err := r.node.Unhost(context.Background(), 0)
+	if !errors.Is(err, ErrStillMember) {
+		t.Fatalf("Unhost of a member: %v", err)
+	}
+}
+
+// awaitNotMember waits until r has applied its removal from shard's
+// group.
+func awaitNotMember(t *testing.T, r *replica, shard uint16) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		st, err := r.node.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		member := false
+		for _, s := range st {
+			if s.Shard == shard {
+				member = slices.Contains(s.Voters, r.id) || slices.Contains(s.Learners, r.id)
+			}
+		}
+		if !member {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica %d never saw its removal from shard %d", r.id, shard)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the node's status
+	}
+}
