@@ -241,7 +241,16 @@ func (s *Scheduler) Cancel(ctx context.Context, c Caller, id uint64) error {
 
 // Get returns a task and its status.
 func (s *Scheduler) Get(ctx context.Context, c Caller, id uint64) (TaskView, error) {
-	r, err := s.onLeader(ctx, store.ShardOf(id), func(p *partition, done func(result)) { p.get(c, id, done) })
+	shard := store.ShardOf(id)
+	r, err := s.onLeader(ctx, shard, func(p *partition, done func(result)) {
+		// Only under the lease: a deposed leader that does not know it yet
+		// could answer without a change the new one acknowledged.
+		if !s.node.Leased(shard) {
+			done(result{err: ErrNotLeader})
+			return
+		}
+		p.get(c, id, done)
+	})
 	return r.view, err
 }
 
