@@ -17,9 +17,12 @@ func (s *Scheduler) startNode() error {
 			return err
 		}
 	}
-	shards := make([]uint16, s.cfg.Store.Shards())
-	for i := range shards {
-		shards[i] = uint16(i)
+	var shards []uint16
+	if !s.cfg.Placed {
+		shards = make([]uint16, s.cfg.Store.Shards())
+		for i := range shards {
+			shards[i] = uint16(i)
+		}
 	}
 	node, err := replica.New(replica.Config{
 		ID: s.cfg.NodeID, Peers: s.cfg.Peers, Shards: shards,

@@ -81,7 +81,7 @@ func (s *Scheduler) start(ctx context.Context) error {
 		return fmt.Errorf("scheduler: replication: %w", err)
 	}
 	s.sweeper.Go(func() { s.sweep(s.stop) })
-	if len(s.cfg.Peers) > 1 {
+	if len(s.cfg.Peers) > 1 || s.cfg.Placed {
 		return nil // a cluster's shards get their leaders as it goes
 	}
 	select {
