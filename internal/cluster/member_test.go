@@ -59,7 +59,7 @@ func startNode(t *testing.T, cli *clientv3.Client, id uint64) *testNode {
 	}
 	s, err := scheduler.New(scheduler.Config{
 		Store: st, NodeID: id, Transport: tr, Placed: true, Partitions: 2, RaftTick: 20 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)).With("node", id),
+		Logger:    slog.New(slog.NewTextHandler(t.Output(), nil)).With("node", id),
 		Deliverer: scheduler.DelivererFunc(func(_ scheduler.Delivery, done func(error)) { done(nil) }),
 	})
 	if err != nil {
