@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -65,7 +67,20 @@ func (m *Member) place(ctx context.Context, e *concurrency.Election, st *State, 
 	if len(in.live) == 0 {
 		return
 	}
-	next := plan(st.Map, in)
+	cur := st.Map
+	if cur == nil {
+		if cur = m.seed(st, in); cur == nil {
+			return
+		}
+	}
+	next := plan(cur, in)
+	for i := range next.Shards {
+		// A group that has a leader exists: a replica that joins it later
+		// waits for a snapshot rather than start a group of its own.
+		if _, ok := st.Leader(uint16(i)); ok {
+			next.Shards[i].Initial = nil
+		}
+	}
 	if st.Map != nil && next.equal(st.Map) {
 		return
 	}
@@ -90,4 +105,22 @@ func (m *Member) place(ctx context.Context, e *concurrency.Election, st *State, 
 	default:
 		m.log.Info("shard map written", "revision", resp.Header.Revision, "nodes", len(in.live))
 	}
+}
+
+// seed is the first map, once every live node has reported what it
+// leads: each shard starts where it is led already, else on this node.
+func (m *Member) seed(st *State, in planInput) *ShardMap {
+	for id := range in.live {
+		if _, ok := st.Leads[id]; !ok {
+			return nil
+		}
+	}
+	first := m.cfg.Node.ID
+	if _, ok := in.live[first]; !ok {
+		first = slices.Min(slices.Collect(maps.Keys(in.live)))
+	}
+	return seed(m.cfg.Shards, first, func(shard uint16) (uint64, bool) {
+		n, ok := st.Leader(shard)
+		return n.ID, ok && in.live[n.ID].ID != 0
+	})
 }

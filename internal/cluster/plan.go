@@ -18,18 +18,14 @@ type planInput struct {
 	keep map[uint64]bool
 }
 
-// plan returns the map that should follow cur (nil: none yet). It
-// changes as little as it can: it drops replicas on nodes not kept, adds
-// replicas up to the replication factor on the least loaded nodes (in
-// zones the shard is not in yet), moves replicas from the most to the
-// least loaded live nodes until no two differ by more than one, and then
-// balances preferred leaders the same way.
+// plan returns the map that should follow cur. It changes as little as
+// it can: it drops replicas on nodes not kept, adds replicas up to the
+// replication factor on the least loaded nodes (in zones the shard is not
+// in yet), moves replicas from the most to the least loaded live nodes
+// until no two differ by more than one, and then balances preferred
+// leaders the same way.
 func plan(cur *ShardMap, in planInput) *ShardMap {
-	fresh := cur == nil
-	next := &ShardMap{Shards: make([]Placement, in.shards)}
-	if !fresh {
-		next = cur.clone()
-	}
+	next := cur.clone()
 	rf := min(in.rf, len(in.keep))
 	if rf == 0 {
 		return next
@@ -47,17 +43,26 @@ func plan(cur *ShardMap, in planInput) *ShardMap {
 	}
 	rebalance(next, in, load)
 	for i := range next.Shards {
-		p := &next.Shards[i]
-		slices.Sort(p.Replicas)
-		switch {
-		case fresh:
-			p.Initial = slices.Clone(p.Replicas)
-		case !slices.Equal(p.Replicas, cur.Shards[i].Replicas):
-			p.Initial = nil
-		}
+		slices.Sort(next.Shards[i].Replicas)
 	}
 	balanceLeaders(next, in)
 	return next
+}
+
+// seed is the first map: every shard on one node, as a group of that one
+// voter, which the next plans grow. owner names the node a shard starts
+// on: the one that already leads it (a standalone data directory turned
+// into a cluster's node), else first.
+func seed(shards int, first uint64, owner func(shard uint16) (uint64, bool)) *ShardMap {
+	m := &ShardMap{Shards: make([]Placement, shards)}
+	for i := range m.Shards {
+		id, ok := owner(uint16(i))
+		if !ok {
+			id = first
+		}
+		m.Shards[i] = Placement{Replicas: []uint64{id}, Leader: id, Initial: []uint64{id}}
+	}
+	return m
 }
 
 // fill trims or completes p's replicas to rf.

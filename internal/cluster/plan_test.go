@@ -53,32 +53,36 @@ func checkMap(t *testing.T, m *ShardMap, in planInput) {
 	}
 }
 
+// first seeds a map on node 1, except shards 0 to 3, which node 2
+// already leads.
+func first(shards int) *ShardMap {
+	return seed(shards, 1, func(shard uint16) (uint64, bool) { return 2, shard < 4 })
+}
+
 func TestPlanNewCluster(t *testing.T) {
 	in := nodes(64, 3, 1, 2, 3)
-	m := plan(nil, in)
-	checkMap(t, m, in)
+	m := first(64)
 	for i, p := range m.Shards {
-		if !slices.Equal(p.Initial, []uint64{1, 2, 3}) {
-			t.Fatalf("shard %d starts with %v", i, p.Initial)
+		want := uint64(1)
+		if i < 4 {
+			want = 2
+		}
+		if !slices.Equal(p.Initial, []uint64{want}) || !slices.Equal(p.Replicas, []uint64{want}) {
+			t.Fatalf("shard %d starts on %v with %v, want node %d alone", i, p.Replicas, p.Initial, want)
 		}
 	}
+	checkMap(t, plan(m, in), in)
 }
 
 // A node that starts alone holds every shard; as others join, replicas
-// reach three and then spread, and groups that changed no longer start
-// from their initial voters.
+// reach three and then spread.
 func TestPlanGrows(t *testing.T) {
-	m := plan(nil, nodes(16, 3, 1))
+	m := plan(first(16), nodes(16, 3, 1))
 	checkMap(t, m, nodes(16, 3, 1))
 	for _, ids := range [][]uint64{{1, 2}, {1, 2, 3}, {1, 2, 3, 4}, {1, 2, 3, 4, 5}} {
 		in := nodes(16, 3, ids...)
 		m = plan(m, in)
 		checkMap(t, m, in)
-	}
-	for i, p := range m.Shards {
-		if p.Initial != nil {
-			t.Fatalf("shard %d, changed, still starts with %v", i, p.Initial)
-		}
 	}
 }
 
@@ -87,7 +91,7 @@ func TestPlanGrows(t *testing.T) {
 // preferences none.
 func TestPlanReplacesNodes(t *testing.T) {
 	in := nodes(32, 3, 1, 2, 3, 4)
-	m := plan(nil, in)
+	m := plan(first(32), in)
 	away := nodes(32, 3, 1, 2, 4)
 	away.keep[3] = true
 	m = plan(m, away)
@@ -114,7 +118,7 @@ func TestPlanSpreadsOverZones(t *testing.T) {
 	for id := range in.live {
 		in.live[id] = NodeInfo{ID: id, Zone: string(rune('a' + id%3))}
 	}
-	m := plan(nil, in)
+	m := plan(first(32), in)
 	for i, p := range m.Shards {
 		zones := map[string]bool{}
 		for _, id := range p.Replicas {
