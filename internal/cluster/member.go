@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,10 +26,11 @@ type Member struct {
 	log    *slog.Logger
 	prefix string
 
-	state   atomic.Pointer[State] // the latest read, for routing and status
-	changed chan struct{}         // etcd changed under the prefix
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
+	state      atomic.Pointer[State] // the latest read, for routing and status
+	forwardKey atomic.Pointer[[]byte]
+	changed    chan struct{} // etcd changed under the prefix
+	stop       context.CancelFunc
+	wg         sync.WaitGroup
 
 	stopOnce sync.Once
 }
@@ -252,4 +254,28 @@ func (m *Member) fence(ctx context.Context, rev int64) error {
 		return fmt.Errorf("%w (planned on revision %d)", errFenced, rev)
 	}
 	return nil
+}
+
+// ForwardKey returns the cluster's key for signing requests one node
+// forwards to another, creating it in etcd if no node has yet.
+func (m *Member) ForwardKey(ctx context.Context) ([]byte, error) {
+	if k := m.forwardKey.Load(); k != nil {
+		return *k, nil
+	}
+	fresh := make([]byte, 32)
+	if _, err := rand.Read(fresh); err != nil {
+		return nil, err
+	}
+	key := m.prefix + forwardKeyName
+	resp, err := m.cfg.Etcd.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(fresh))).Else(clientv3.OpGet(key)).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: forwarding key: %w", err)
+	}
+	k := fresh
+	if !resp.Succeeded {
+		k = resp.Responses[0].GetResponseRange().Kvs[0].Value
+	}
+	m.forwardKey.Store(&k)
+	return k, nil
 }

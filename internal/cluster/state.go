@@ -17,6 +17,8 @@ const (
 	leadersDir = "leaders/" // leaders/<id>: the shards the node leads, under its lease
 	mapKey     = "map"      // the ShardMap
 	electDir   = "controller/"
+	// forwardKeyName holds the key nodes sign forwarded requests with.
+	forwardKeyName = "forward-key"
 )
 
 // Prefix is the key prefix of cluster's keys in etcd.

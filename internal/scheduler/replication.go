@@ -120,7 +120,7 @@ func (s *Scheduler) onLeader(ctx context.Context, shard uint16, op func(p *parti
 	p := s.partitionOf(shard)
 	return s.call(ctx, p, func(done func(result)) {
 		if !p.leads(shard) {
-			done(result{err: ErrNotLeader})
+			done(result{err: &NotLeaderError{Shard: shard}})
 			return
 		}
 		op(p, done)

@@ -256,7 +256,7 @@ func (s *Scheduler) Get(ctx context.Context, c Caller, id uint64) (TaskView, err
 		// Only under the lease: a deposed leader that does not know it yet
 		// could answer without a change the new one acknowledged.
 		if !s.node.Leased(shard) {
-			done(result{err: ErrNotLeader})
+			done(result{err: &NotLeaderError{Shard: shard}})
 			return
 		}
 		p.get(c, id, done)

@@ -78,11 +78,13 @@ func (s *Service) handle(ctx context.Context, req *boomerangv1.Request, resp *bo
 func run[Req, Resp any](ctx context.Context, p auth.Principal, in *Req,
 	fn func(context.Context, auth.Principal, *Req) (*Resp, error), set func(*Resp)) error {
 	r, err := fn(ctx, p, in)
+	r, err = forwardOn(ctx, p, in, r, err)
 	set(r)
 	return err
 }
 
 func (s *Service) handleAuthenticated(ctx context.Context, p auth.Principal, req *boomerangv1.Request, resp *boomerangv1.Response) error {
+	ctx = withForwarder(ctx, s.fwd.Load())
 	switch b := req.Body.(type) {
 	case *boomerangv1.Request_RegisterClient:
 		return run(ctx, p, b.RegisterClient, s.RegisterClient, func(r *boomerangv1.RegisterClientResponse) {
