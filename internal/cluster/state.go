@@ -3,7 +3,9 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -115,4 +117,55 @@ func SetMark(ctx context.Context, cli *clientv3.Client, cluster string, node uin
 		_, err = cli.Put(ctx, key, mark)
 	}
 	return err
+}
+
+// ErrNoMap: the controller has not written the first shard map yet.
+var ErrNoMap = errors.New("cluster: no shard map yet")
+
+// Move moves shard's replica from one node to another (from 0: moves
+// only the preferred leader, to a node that holds a replica already),
+// and makes to its preferred leader, with compare-and-swap on the map's
+// revision. It returns the revision the map was written at.
+func Move(ctx context.Context, cli *clientv3.Client, cluster string, shard uint16, from, to uint64) (int64, error) {
+	st, err := ReadState(ctx, cli, cluster)
+	if err != nil {
+		return 0, err
+	}
+	if st.Map == nil {
+		return 0, ErrNoMap
+	}
+	if int(shard) >= len(st.Map.Shards) {
+		return 0, fmt.Errorf("cluster: no shard %d", shard)
+	}
+	if _, ok := st.Nodes[to]; !ok {
+		return 0, fmt.Errorf("cluster: node %d is not a live member", to)
+	}
+	m := st.Map.clone()
+	p := &m.Shards[shard]
+	switch {
+	case from == 0 && !p.Contains(to):
+		return 0, fmt.Errorf("cluster: node %d holds no replica of shard %d", to, shard)
+	case from != 0 && !p.Contains(from):
+		return 0, fmt.Errorf("cluster: node %d holds no replica of shard %d", from, shard)
+	case from != 0 && p.Contains(to):
+		return 0, fmt.Errorf("cluster: node %d already holds a replica of shard %d", to, shard)
+	case from != 0:
+		p.Replicas[slices.Index(p.Replicas, from)] = to
+		slices.Sort(p.Replicas)
+	}
+	p.Leader = to
+	data, err := json.Marshal(m)
+	if err != nil {
+		return 0, err
+	}
+	key := Prefix(cluster) + mapKey
+	resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision(key), "=", st.Map.Revision)).
+		Then(clientv3.OpPut(key, string(data))).Commit()
+	switch {
+	case err != nil:
+		return 0, err
+	case !resp.Succeeded:
+		return 0, errors.New("cluster: the shard map changed meanwhile; try again")
+	}
+	return resp.Header.Revision, nil
 }

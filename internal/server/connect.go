@@ -227,6 +227,10 @@ func (h *connectHandler) BulkDeadLetters(ctx context.Context, req *connect.Reque
 	return serve(ctx, h, "BulkDeadLetters", req, h.svc.BulkDeadLetters)
 }
 
+func (h *connectHandler) ChangeCluster(ctx context.Context, req *connect.Request[boomerangv1.ChangeClusterRequest]) (*connect.Response[boomerangv1.ChangeClusterResponse], error) {
+	return serve(ctx, h, "ChangeCluster", req, h.svc.ChangeCluster)
+}
+
 func (h *connectHandler) GetCluster(ctx context.Context, req *connect.Request[boomerangv1.GetClusterRequest]) (*connect.Response[boomerangv1.GetClusterResponse], error) {
 	return serve(ctx, h, "GetCluster", req, h.svc.GetCluster)
 }

@@ -221,6 +221,10 @@ func (s *Service) handleData(ctx context.Context, p auth.Principal, req *boomera
 		return run(ctx, p, b.BulkDeadLetters, s.BulkDeadLetters, func(r *boomerangv1.BulkDeadLettersResponse) {
 			resp.Body = &boomerangv1.Response_BulkDeadLetters{BulkDeadLetters: r}
 		})
+	case *boomerangv1.Request_ChangeCluster:
+		return run(ctx, p, b.ChangeCluster, s.ChangeCluster, func(r *boomerangv1.ChangeClusterResponse) {
+			resp.Body = &boomerangv1.Response_ChangeCluster{ChangeCluster: r}
+		})
 	case *boomerangv1.Request_GetCluster:
 		return run(ctx, p, b.GetCluster, s.GetCluster, func(r *boomerangv1.GetClusterResponse) {
 			resp.Body = &boomerangv1.Response_GetCluster{GetCluster: r}

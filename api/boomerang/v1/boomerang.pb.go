@@ -6219,6 +6219,10 @@ type ClusterNode struct {
 	Health        string                 `protobuf:"bytes,5,opt,name=health,proto3" json:"health,omitempty"`
 	StartedMs     int64                  `protobuf:"varint,6,opt,name=started_ms,json=startedMs,proto3" json:"started_ms,omitempty"`
 	Version       string                 `protobuf:"bytes,7,opt,name=version,proto3" json:"version,omitempty"`
+	RaftAddress   string                 `protobuf:"bytes,8,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"` // cluster: where its peers replicate to it
+	Zone          string                 `protobuf:"bytes,9,opt,name=zone,proto3" json:"zone,omitempty"`
+	Mark          string                 `protobuf:"bytes,10,opt,name=mark,proto3" json:"mark,omitempty"`  // cluster: "", "draining" or "removed"
+	Live          bool                   `protobuf:"varint,11,opt,name=live,proto3" json:"live,omitempty"` // cluster: its membership lease is held
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6302,14 +6306,43 @@ func (x *ClusterNode) GetVersion() string {
 	return ""
 }
 
+func (x *ClusterNode) GetRaftAddress() string {
+	if x != nil {
+		return x.RaftAddress
+	}
+	return ""
+}
+
+func (x *ClusterNode) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
+}
+
+func (x *ClusterNode) GetMark() string {
+	if x != nil {
+		return x.Mark
+	}
+	return ""
+}
+
+func (x *ClusterNode) GetLive() bool {
+	if x != nil {
+		return x.Live
+	}
+	return false
+}
+
 type ClusterShard struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Shard         uint32                 `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
-	Leader        string                 `protobuf:"bytes,2,opt,name=leader,proto3" json:"leader,omitempty"`
-	Replicas      []string               `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
-	Partition     uint32                 `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"` // the leader's partition loop that runs it
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Shard           uint32                 `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	Leader          string                 `protobuf:"bytes,2,opt,name=leader,proto3" json:"leader,omitempty"`
+	Replicas        []string               `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	Partition       uint32                 `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"`                                   // the leader's partition loop that runs it
+	PreferredLeader string                 `protobuf:"bytes,5,opt,name=preferred_leader,json=preferredLeader,proto3" json:"preferred_leader,omitempty"` // cluster: the shard map's choice
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ClusterShard) Reset() {
@@ -6370,11 +6403,20 @@ func (x *ClusterShard) GetPartition() uint32 {
 	return 0
 }
 
+func (x *ClusterShard) GetPreferredLeader() string {
+	if x != nil {
+		return x.PreferredLeader
+	}
+	return ""
+}
+
 type GetClusterResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Standalone    bool                   `protobuf:"varint,1,opt,name=standalone,proto3" json:"standalone,omitempty"`
 	Nodes         []*ClusterNode         `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	Shards        []*ClusterShard        `protobuf:"bytes,3,rep,name=shards,proto3" json:"shards,omitempty"`
+	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`                                   // cluster: its name
+	MapRevision   int64                  `protobuf:"varint,5,opt,name=map_revision,json=mapRevision,proto3" json:"map_revision,omitempty"` // cluster: the etcd revision of the shard map
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6430,6 +6472,245 @@ func (x *GetClusterResponse) GetShards() []*ClusterShard {
 	return nil
 }
 
+func (x *GetClusterResponse) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetClusterResponse) GetMapRevision() int64 {
+	if x != nil {
+		return x.MapRevision
+	}
+	return 0
+}
+
+// ChangeClusterRequest changes a cluster's placement (admin only). The
+// placement controller carries each change out: replicas move as
+// learners that catch up and then vote.
+type ChangeClusterRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Change:
+	//
+	//	*ChangeClusterRequest_Drain
+	//	*ChangeClusterRequest_Undrain
+	//	*ChangeClusterRequest_Remove
+	//	*ChangeClusterRequest_Move
+	Change        isChangeClusterRequest_Change `protobuf_oneof:"change"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangeClusterRequest) Reset() {
+	*x = ChangeClusterRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeClusterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeClusterRequest) ProtoMessage() {}
+
+func (x *ChangeClusterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeClusterRequest.ProtoReflect.Descriptor instead.
+func (*ChangeClusterRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *ChangeClusterRequest) GetChange() isChangeClusterRequest_Change {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+func (x *ChangeClusterRequest) GetDrain() string {
+	if x != nil {
+		if x, ok := x.Change.(*ChangeClusterRequest_Drain); ok {
+			return x.Drain
+		}
+	}
+	return ""
+}
+
+func (x *ChangeClusterRequest) GetUndrain() string {
+	if x != nil {
+		if x, ok := x.Change.(*ChangeClusterRequest_Undrain); ok {
+			return x.Undrain
+		}
+	}
+	return ""
+}
+
+func (x *ChangeClusterRequest) GetRemove() string {
+	if x != nil {
+		if x, ok := x.Change.(*ChangeClusterRequest_Remove); ok {
+			return x.Remove
+		}
+	}
+	return ""
+}
+
+func (x *ChangeClusterRequest) GetMove() *ShardMove {
+	if x != nil {
+		if x, ok := x.Change.(*ChangeClusterRequest_Move); ok {
+			return x.Move
+		}
+	}
+	return nil
+}
+
+type isChangeClusterRequest_Change interface {
+	isChangeClusterRequest_Change()
+}
+
+type ChangeClusterRequest_Drain struct {
+	// drain moves every replica off a node; it stays a member.
+	Drain string `protobuf:"bytes,1,opt,name=drain,proto3,oneof"`
+}
+
+type ChangeClusterRequest_Undrain struct {
+	// undrain lets a drained node hold replicas again.
+	Undrain string `protobuf:"bytes,2,opt,name=undrain,proto3,oneof"`
+}
+
+type ChangeClusterRequest_Remove struct {
+	// remove moves every replica off a node for good.
+	Remove string `protobuf:"bytes,3,opt,name=remove,proto3,oneof"`
+}
+
+type ChangeClusterRequest_Move struct {
+	// move moves one shard's replica, or its preferred leader.
+	Move *ShardMove `protobuf:"bytes,4,opt,name=move,proto3,oneof"`
+}
+
+func (*ChangeClusterRequest_Drain) isChangeClusterRequest_Change() {}
+
+func (*ChangeClusterRequest_Undrain) isChangeClusterRequest_Change() {}
+
+func (*ChangeClusterRequest_Remove) isChangeClusterRequest_Change() {}
+
+func (*ChangeClusterRequest_Move) isChangeClusterRequest_Change() {}
+
+type ShardMove struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Shard         uint32                 `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	From          string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"` // node whose replica moves; empty: move only the leader
+	To            string                 `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`     // node that gets the replica, or the leadership
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShardMove) Reset() {
+	*x = ShardMove{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShardMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShardMove) ProtoMessage() {}
+
+func (x *ShardMove) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShardMove.ProtoReflect.Descriptor instead.
+func (*ShardMove) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *ShardMove) GetShard() uint32 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *ShardMove) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *ShardMove) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+type ChangeClusterResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MapRevision   int64                  `protobuf:"varint,1,opt,name=map_revision,json=mapRevision,proto3" json:"map_revision,omitempty"` // the revision the change was written at
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangeClusterResponse) Reset() {
+	*x = ChangeClusterResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeClusterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeClusterResponse) ProtoMessage() {}
+
+func (x *ChangeClusterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeClusterResponse.ProtoReflect.Descriptor instead.
+func (*ChangeClusterResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *ChangeClusterResponse) GetMapRevision() int64 {
+	if x != nil {
+		return x.MapRevision
+	}
+	return 0
+}
+
 type ListPoolsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -6438,7 +6719,7 @@ type ListPoolsRequest struct {
 
 func (x *ListPoolsRequest) Reset() {
 	*x = ListPoolsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6450,7 +6731,7 @@ func (x *ListPoolsRequest) String() string {
 func (*ListPoolsRequest) ProtoMessage() {}
 
 func (x *ListPoolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6463,7 +6744,7 @@ func (x *ListPoolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoolsRequest.ProtoReflect.Descriptor instead.
 func (*ListPoolsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{92}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{95}
 }
 
 type PoolInfo struct {
@@ -6480,7 +6761,7 @@ type PoolInfo struct {
 
 func (x *PoolInfo) Reset() {
 	*x = PoolInfo{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6492,7 +6773,7 @@ func (x *PoolInfo) String() string {
 func (*PoolInfo) ProtoMessage() {}
 
 func (x *PoolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6505,7 +6786,7 @@ func (x *PoolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolInfo.ProtoReflect.Descriptor instead.
 func (*PoolInfo) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{93}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *PoolInfo) GetName() string {
@@ -6559,7 +6840,7 @@ type ListPoolsResponse struct {
 
 func (x *ListPoolsResponse) Reset() {
 	*x = ListPoolsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6571,7 +6852,7 @@ func (x *ListPoolsResponse) String() string {
 func (*ListPoolsResponse) ProtoMessage() {}
 
 func (x *ListPoolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6584,7 +6865,7 @@ func (x *ListPoolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoolsResponse.ProtoReflect.Descriptor instead.
 func (*ListPoolsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{94}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ListPoolsResponse) GetPools() []*PoolInfo {
@@ -6638,6 +6919,7 @@ type Request struct {
 	//	*Request_GetCluster
 	//	*Request_ListPools
 	//	*Request_RegisterTasks
+	//	*Request_ChangeCluster
 	Body          isRequest_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -6645,7 +6927,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6657,7 +6939,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6670,7 +6952,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{95}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *Request) GetRequestId() uint64 {
@@ -7027,6 +7309,15 @@ func (x *Request) GetRegisterTasks() *RegisterTasksRequest {
 	return nil
 }
 
+func (x *Request) GetChangeCluster() *ChangeClusterRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_ChangeCluster); ok {
+			return x.ChangeCluster
+		}
+	}
+	return nil
+}
+
 type isRequest_Body interface {
 	isRequest_Body()
 }
@@ -7179,6 +7470,10 @@ type Request_RegisterTasks struct {
 	RegisterTasks *RegisterTasksRequest `protobuf:"bytes,50,opt,name=register_tasks,json=registerTasks,proto3,oneof"`
 }
 
+type Request_ChangeCluster struct {
+	ChangeCluster *ChangeClusterRequest `protobuf:"bytes,80,opt,name=change_cluster,json=changeCluster,proto3,oneof"`
+}
+
 func (*Request_Login) isRequest_Body() {}
 
 func (*Request_RefreshSession) isRequest_Body() {}
@@ -7253,6 +7548,8 @@ func (*Request_ListPools) isRequest_Body() {}
 
 func (*Request_RegisterTasks) isRequest_Body() {}
 
+func (*Request_ChangeCluster) isRequest_Body() {}
+
 // Response is one server frame on the raw TCP transport: the answer to the
 // request with the same request_id, or, with request_id 0, a connection
 // error sent just before the server closes the connection (a broken frame,
@@ -7300,6 +7597,7 @@ type Response struct {
 	//	*Response_GetCluster
 	//	*Response_ListPools
 	//	*Response_RegisterTasks
+	//	*Response_ChangeCluster
 	Body          isResponse_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -7307,7 +7605,7 @@ type Response struct {
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7319,7 +7617,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7332,7 +7630,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{96}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *Response) GetRequestId() uint64 {
@@ -7689,6 +7987,15 @@ func (x *Response) GetRegisterTasks() *RegisterTasksResponse {
 	return nil
 }
 
+func (x *Response) GetChangeCluster() *ChangeClusterResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_ChangeCluster); ok {
+			return x.ChangeCluster
+		}
+	}
+	return nil
+}
+
 type isResponse_Body interface {
 	isResponse_Body()
 }
@@ -7841,6 +8148,10 @@ type Response_RegisterTasks struct {
 	RegisterTasks *RegisterTasksResponse `protobuf:"bytes,50,opt,name=register_tasks,json=registerTasks,proto3,oneof"`
 }
 
+type Response_ChangeCluster struct {
+	ChangeCluster *ChangeClusterResponse `protobuf:"bytes,80,opt,name=change_cluster,json=changeCluster,proto3,oneof"`
+}
+
 func (*Response_Login) isResponse_Body() {}
 
 func (*Response_RefreshSession) isResponse_Body() {}
@@ -7915,6 +8226,8 @@ func (*Response_ListPools) isResponse_Body() {}
 
 func (*Response_RegisterTasks) isResponse_Body() {}
 
+func (*Response_ChangeCluster) isResponse_Body() {}
+
 // Delivery is one attempt to deliver a task occurrence. Receivers should
 // deduplicate by (task_id, fire_at_ms): delivery is at least once.
 type Delivery struct {
@@ -7939,7 +8252,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7951,7 +8264,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7964,7 +8277,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{97}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *Delivery) GetDeliveryId() uint64 {
@@ -8042,7 +8355,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8054,7 +8367,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8067,7 +8380,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{98}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *Ack) GetDeliveryId() uint64 {
@@ -8541,7 +8854,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x04more\x18\x05 \x01(\bR\x04more\x12\x1d\n" +
 	"\n" +
 	"last_error\x18\x06 \x01(\tR\tlastError\"\x13\n" +
-	"\x11GetClusterRequest\"\xcc\x01\n" +
+	"\x11GetClusterRequest\"\xab\x02\n" +
 	"\vClusterNode\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vtcp_address\x18\x02 \x01(\tR\n" +
@@ -8551,18 +8864,38 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x06health\x18\x05 \x01(\tR\x06health\x12\x1d\n" +
 	"\n" +
 	"started_ms\x18\x06 \x01(\x03R\tstartedMs\x12\x18\n" +
-	"\aversion\x18\a \x01(\tR\aversion\"v\n" +
+	"\aversion\x18\a \x01(\tR\aversion\x12!\n" +
+	"\fraft_address\x18\b \x01(\tR\vraftAddress\x12\x12\n" +
+	"\x04zone\x18\t \x01(\tR\x04zone\x12\x12\n" +
+	"\x04mark\x18\n" +
+	" \x01(\tR\x04mark\x12\x12\n" +
+	"\x04live\x18\v \x01(\bR\x04live\"\xa1\x01\n" +
 	"\fClusterShard\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\rR\x05shard\x12\x16\n" +
 	"\x06leader\x18\x02 \x01(\tR\x06leader\x12\x1a\n" +
 	"\breplicas\x18\x03 \x03(\tR\breplicas\x12\x1c\n" +
-	"\tpartition\x18\x04 \x01(\rR\tpartition\"\x99\x01\n" +
+	"\tpartition\x18\x04 \x01(\rR\tpartition\x12)\n" +
+	"\x10preferred_leader\x18\x05 \x01(\tR\x0fpreferredLeader\"\xd0\x01\n" +
 	"\x12GetClusterResponse\x12\x1e\n" +
 	"\n" +
 	"standalone\x18\x01 \x01(\bR\n" +
 	"standalone\x12/\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x19.boomerang.v1.ClusterNodeR\x05nodes\x122\n" +
-	"\x06shards\x18\x03 \x03(\v2\x1a.boomerang.v1.ClusterShardR\x06shards\"\x12\n" +
+	"\x06shards\x18\x03 \x03(\v2\x1a.boomerang.v1.ClusterShardR\x06shards\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12!\n" +
+	"\fmap_revision\x18\x05 \x01(\x03R\vmapRevision\"\x9d\x01\n" +
+	"\x14ChangeClusterRequest\x12\x16\n" +
+	"\x05drain\x18\x01 \x01(\tH\x00R\x05drain\x12\x1a\n" +
+	"\aundrain\x18\x02 \x01(\tH\x00R\aundrain\x12\x18\n" +
+	"\x06remove\x18\x03 \x01(\tH\x00R\x06remove\x12-\n" +
+	"\x04move\x18\x04 \x01(\v2\x17.boomerang.v1.ShardMoveH\x00R\x04moveB\b\n" +
+	"\x06change\"E\n" +
+	"\tShardMove\x12\x14\n" +
+	"\x05shard\x18\x01 \x01(\rR\x05shard\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\tR\x02to\":\n" +
+	"\x15ChangeClusterResponse\x12!\n" +
+	"\fmap_revision\x18\x01 \x01(\x03R\vmapRevision\"\x12\n" +
 	"\x10ListPoolsRequest\"\xb6\x01\n" +
 	"\bPoolInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
@@ -8572,7 +8905,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x0emax_per_second\x18\x05 \x01(\x01R\fmaxPerSecond\x12\x1a\n" +
 	"\brejected\x18\x06 \x01(\x04R\brejected\"A\n" +
 	"\x11ListPoolsResponse\x12,\n" +
-	"\x05pools\x18\x01 \x03(\v2\x16.boomerang.v1.PoolInfoR\x05pools\"\x87\x16\n" +
+	"\x05pools\x18\x01 \x03(\v2\x16.boomerang.v1.PoolInfoR\x05pools\"\xd4\x16\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x1d\n" +
@@ -8623,8 +8956,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"getCluster\x12?\n" +
 	"\n" +
 	"list_pools\x18D \x01(\v2\x1e.boomerang.v1.ListPoolsRequestH\x00R\tlistPools\x12K\n" +
-	"\x0eregister_tasks\x182 \x01(\v2\".boomerang.v1.RegisterTasksRequestH\x00R\rregisterTasksB\x06\n" +
-	"\x04body\"\xb9\x16\n" +
+	"\x0eregister_tasks\x182 \x01(\v2\".boomerang.v1.RegisterTasksRequestH\x00R\rregisterTasks\x12K\n" +
+	"\x0echange_cluster\x18P \x01(\v2\".boomerang.v1.ChangeClusterRequestH\x00R\rchangeClusterB\x06\n" +
+	"\x04body\"\x87\x17\n" +
 	"\bResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12)\n" +
@@ -8674,7 +9008,8 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"getCluster\x12@\n" +
 	"\n" +
 	"list_pools\x18D \x01(\v2\x1f.boomerang.v1.ListPoolsResponseH\x00R\tlistPools\x12L\n" +
-	"\x0eregister_tasks\x182 \x01(\v2#.boomerang.v1.RegisterTasksResponseH\x00R\rregisterTasksB\x06\n" +
+	"\x0eregister_tasks\x182 \x01(\v2#.boomerang.v1.RegisterTasksResponseH\x00R\rregisterTasks\x12L\n" +
+	"\x0echange_cluster\x18P \x01(\v2#.boomerang.v1.ChangeClusterResponseH\x00R\rchangeClusterB\x06\n" +
 	"\x04body\"\xf1\x01\n" +
 	"\bDelivery\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\x04R\n" +
@@ -8744,7 +9079,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"BulkAction\x12\x1b\n" +
 	"\x17BULK_ACTION_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12BULK_ACTION_REPLAY\x10\x01\x12\x16\n" +
-	"\x12BULK_ACTION_DELETE\x10\x022\xa2\x19\n" +
+	"\x12BULK_ACTION_DELETE\x10\x022\xfc\x19\n" +
 	"\x10BoomerangService\x12@\n" +
 	"\x05Login\x12\x1a.boomerang.v1.LoginRequest\x1a\x1b.boomerang.v1.LoginResponse\x12[\n" +
 	"\x0eRefreshSession\x12#.boomerang.v1.RefreshSessionRequest\x1a$.boomerang.v1.RefreshSessionResponse\x12[\n" +
@@ -8786,7 +9121,8 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\n" +
 	"GetCluster\x12\x1f.boomerang.v1.GetClusterRequest\x1a .boomerang.v1.GetClusterResponse\x12L\n" +
 	"\tListPools\x12\x1e.boomerang.v1.ListPoolsRequest\x1a\x1f.boomerang.v1.ListPoolsResponse\x12X\n" +
-	"\rRegisterTasks\x12\".boomerang.v1.RegisterTasksRequest\x1a#.boomerang.v1.RegisterTasksResponse2G\n" +
+	"\rRegisterTasks\x12\".boomerang.v1.RegisterTasksRequest\x1a#.boomerang.v1.RegisterTasksResponse\x12X\n" +
+	"\rChangeCluster\x12\".boomerang.v1.ChangeClusterRequest\x1a#.boomerang.v1.ChangeClusterResponse2G\n" +
 	"\x0fCallbackService\x124\n" +
 	"\aDeliver\x12\x16.boomerang.v1.Delivery\x1a\x11.boomerang.v1.AckB>Z<github.com/boomerangd/boomerang/api/boomerang/v1;boomerangv1b\x06proto3"
 
@@ -8803,7 +9139,7 @@ func file_api_boomerang_v1_boomerang_proto_rawDescGZIP() []byte {
 }
 
 var file_api_boomerang_v1_boomerang_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
+var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 102)
 var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(Status)(0),                         // 0: boomerang.v1.Status
 	(DispatchMode)(0),                   // 1: boomerang.v1.DispatchMode
@@ -8905,13 +9241,16 @@ var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(*ClusterNode)(nil),                 // 97: boomerang.v1.ClusterNode
 	(*ClusterShard)(nil),                // 98: boomerang.v1.ClusterShard
 	(*GetClusterResponse)(nil),          // 99: boomerang.v1.GetClusterResponse
-	(*ListPoolsRequest)(nil),            // 100: boomerang.v1.ListPoolsRequest
-	(*PoolInfo)(nil),                    // 101: boomerang.v1.PoolInfo
-	(*ListPoolsResponse)(nil),           // 102: boomerang.v1.ListPoolsResponse
-	(*Request)(nil),                     // 103: boomerang.v1.Request
-	(*Response)(nil),                    // 104: boomerang.v1.Response
-	(*Delivery)(nil),                    // 105: boomerang.v1.Delivery
-	(*Ack)(nil),                         // 106: boomerang.v1.Ack
+	(*ChangeClusterRequest)(nil),        // 100: boomerang.v1.ChangeClusterRequest
+	(*ShardMove)(nil),                   // 101: boomerang.v1.ShardMove
+	(*ChangeClusterResponse)(nil),       // 102: boomerang.v1.ChangeClusterResponse
+	(*ListPoolsRequest)(nil),            // 103: boomerang.v1.ListPoolsRequest
+	(*PoolInfo)(nil),                    // 104: boomerang.v1.PoolInfo
+	(*ListPoolsResponse)(nil),           // 105: boomerang.v1.ListPoolsResponse
+	(*Request)(nil),                     // 106: boomerang.v1.Request
+	(*Response)(nil),                    // 107: boomerang.v1.Response
+	(*Delivery)(nil),                    // 108: boomerang.v1.Delivery
+	(*Ack)(nil),                         // 109: boomerang.v1.Ack
 }
 var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	0,   // 0: boomerang.v1.Error.status:type_name -> boomerang.v1.Status
@@ -8984,163 +9323,168 @@ var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	7,   // 67: boomerang.v1.BulkDeadLettersRequest.action:type_name -> boomerang.v1.BulkAction
 	97,  // 68: boomerang.v1.GetClusterResponse.nodes:type_name -> boomerang.v1.ClusterNode
 	98,  // 69: boomerang.v1.GetClusterResponse.shards:type_name -> boomerang.v1.ClusterShard
-	101, // 70: boomerang.v1.ListPoolsResponse.pools:type_name -> boomerang.v1.PoolInfo
-	17,  // 71: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
-	19,  // 72: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
-	21,  // 73: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
-	23,  // 74: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
-	25,  // 75: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
-	42,  // 76: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
-	47,  // 77: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
-	49,  // 78: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
-	51,  // 79: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
-	53,  // 80: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
-	55,  // 81: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
-	57,  // 82: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
-	59,  // 83: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
-	61,  // 84: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
-	63,  // 85: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
-	65,  // 86: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
-	67,  // 87: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
-	73,  // 88: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
-	69,  // 89: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
-	71,  // 90: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
-	36,  // 91: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
-	38,  // 92: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
-	40,  // 93: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
-	27,  // 94: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
-	29,  // 95: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
-	31,  // 96: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
-	33,  // 97: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
-	75,  // 98: boomerang.v1.Request.list_groups:type_name -> boomerang.v1.ListGroupsRequest
-	81,  // 99: boomerang.v1.Request.get_stats:type_name -> boomerang.v1.GetStatsRequest
-	83,  // 100: boomerang.v1.Request.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramRequest
-	86,  // 101: boomerang.v1.Request.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsRequest
-	89,  // 102: boomerang.v1.Request.list_completed:type_name -> boomerang.v1.ListCompletedRequest
-	92,  // 103: boomerang.v1.Request.list_audit_log:type_name -> boomerang.v1.ListAuditLogRequest
-	94,  // 104: boomerang.v1.Request.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersRequest
-	96,  // 105: boomerang.v1.Request.get_cluster:type_name -> boomerang.v1.GetClusterRequest
-	100, // 106: boomerang.v1.Request.list_pools:type_name -> boomerang.v1.ListPoolsRequest
-	44,  // 107: boomerang.v1.Request.register_tasks:type_name -> boomerang.v1.RegisterTasksRequest
-	8,   // 108: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
-	18,  // 109: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
-	20,  // 110: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
-	22,  // 111: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
-	24,  // 112: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
-	26,  // 113: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
-	43,  // 114: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
-	48,  // 115: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
-	50,  // 116: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
-	52,  // 117: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
-	54,  // 118: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
-	56,  // 119: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
-	58,  // 120: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
-	60,  // 121: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
-	62,  // 122: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
-	64,  // 123: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
-	66,  // 124: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
-	68,  // 125: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
-	74,  // 126: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
-	70,  // 127: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
-	72,  // 128: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
-	37,  // 129: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
-	39,  // 130: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
-	41,  // 131: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
-	28,  // 132: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
-	30,  // 133: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
-	32,  // 134: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
-	34,  // 135: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
-	77,  // 136: boomerang.v1.Response.list_groups:type_name -> boomerang.v1.ListGroupsResponse
-	82,  // 137: boomerang.v1.Response.get_stats:type_name -> boomerang.v1.GetStatsResponse
-	84,  // 138: boomerang.v1.Response.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramResponse
-	87,  // 139: boomerang.v1.Response.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsResponse
-	90,  // 140: boomerang.v1.Response.list_completed:type_name -> boomerang.v1.ListCompletedResponse
-	93,  // 141: boomerang.v1.Response.list_audit_log:type_name -> boomerang.v1.ListAuditLogResponse
-	95,  // 142: boomerang.v1.Response.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersResponse
-	99,  // 143: boomerang.v1.Response.get_cluster:type_name -> boomerang.v1.GetClusterResponse
-	102, // 144: boomerang.v1.Response.list_pools:type_name -> boomerang.v1.ListPoolsResponse
-	45,  // 145: boomerang.v1.Response.register_tasks:type_name -> boomerang.v1.RegisterTasksResponse
-	17,  // 146: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
-	19,  // 147: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
-	21,  // 148: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
-	23,  // 149: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
-	25,  // 150: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
-	42,  // 151: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
-	47,  // 152: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
-	49,  // 153: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
-	51,  // 154: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
-	53,  // 155: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
-	55,  // 156: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
-	57,  // 157: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
-	59,  // 158: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
-	61,  // 159: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
-	63,  // 160: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
-	65,  // 161: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
-	67,  // 162: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
-	73,  // 163: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
-	69,  // 164: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
-	71,  // 165: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
-	36,  // 166: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
-	38,  // 167: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
-	40,  // 168: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
-	27,  // 169: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
-	29,  // 170: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
-	31,  // 171: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
-	33,  // 172: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
-	75,  // 173: boomerang.v1.BoomerangService.ListGroups:input_type -> boomerang.v1.ListGroupsRequest
-	81,  // 174: boomerang.v1.BoomerangService.GetStats:input_type -> boomerang.v1.GetStatsRequest
-	83,  // 175: boomerang.v1.BoomerangService.GetDueHistogram:input_type -> boomerang.v1.GetDueHistogramRequest
-	86,  // 176: boomerang.v1.BoomerangService.GetTaskAttempts:input_type -> boomerang.v1.GetTaskAttemptsRequest
-	89,  // 177: boomerang.v1.BoomerangService.ListCompleted:input_type -> boomerang.v1.ListCompletedRequest
-	92,  // 178: boomerang.v1.BoomerangService.ListAuditLog:input_type -> boomerang.v1.ListAuditLogRequest
-	94,  // 179: boomerang.v1.BoomerangService.BulkDeadLetters:input_type -> boomerang.v1.BulkDeadLettersRequest
-	96,  // 180: boomerang.v1.BoomerangService.GetCluster:input_type -> boomerang.v1.GetClusterRequest
-	100, // 181: boomerang.v1.BoomerangService.ListPools:input_type -> boomerang.v1.ListPoolsRequest
-	44,  // 182: boomerang.v1.BoomerangService.RegisterTasks:input_type -> boomerang.v1.RegisterTasksRequest
-	105, // 183: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
-	18,  // 184: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
-	20,  // 185: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
-	22,  // 186: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
-	24,  // 187: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
-	26,  // 188: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
-	43,  // 189: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
-	48,  // 190: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
-	50,  // 191: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
-	52,  // 192: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
-	54,  // 193: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
-	56,  // 194: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
-	58,  // 195: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
-	60,  // 196: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
-	62,  // 197: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
-	64,  // 198: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
-	66,  // 199: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
-	68,  // 200: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
-	74,  // 201: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
-	70,  // 202: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
-	72,  // 203: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
-	37,  // 204: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
-	39,  // 205: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
-	41,  // 206: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
-	28,  // 207: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
-	30,  // 208: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
-	32,  // 209: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
-	34,  // 210: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
-	77,  // 211: boomerang.v1.BoomerangService.ListGroups:output_type -> boomerang.v1.ListGroupsResponse
-	82,  // 212: boomerang.v1.BoomerangService.GetStats:output_type -> boomerang.v1.GetStatsResponse
-	84,  // 213: boomerang.v1.BoomerangService.GetDueHistogram:output_type -> boomerang.v1.GetDueHistogramResponse
-	87,  // 214: boomerang.v1.BoomerangService.GetTaskAttempts:output_type -> boomerang.v1.GetTaskAttemptsResponse
-	90,  // 215: boomerang.v1.BoomerangService.ListCompleted:output_type -> boomerang.v1.ListCompletedResponse
-	93,  // 216: boomerang.v1.BoomerangService.ListAuditLog:output_type -> boomerang.v1.ListAuditLogResponse
-	95,  // 217: boomerang.v1.BoomerangService.BulkDeadLetters:output_type -> boomerang.v1.BulkDeadLettersResponse
-	99,  // 218: boomerang.v1.BoomerangService.GetCluster:output_type -> boomerang.v1.GetClusterResponse
-	102, // 219: boomerang.v1.BoomerangService.ListPools:output_type -> boomerang.v1.ListPoolsResponse
-	45,  // 220: boomerang.v1.BoomerangService.RegisterTasks:output_type -> boomerang.v1.RegisterTasksResponse
-	106, // 221: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
-	184, // [184:222] is the sub-list for method output_type
-	146, // [146:184] is the sub-list for method input_type
-	146, // [146:146] is the sub-list for extension type_name
-	146, // [146:146] is the sub-list for extension extendee
-	0,   // [0:146] is the sub-list for field type_name
+	101, // 70: boomerang.v1.ChangeClusterRequest.move:type_name -> boomerang.v1.ShardMove
+	104, // 71: boomerang.v1.ListPoolsResponse.pools:type_name -> boomerang.v1.PoolInfo
+	17,  // 72: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
+	19,  // 73: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
+	21,  // 74: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
+	23,  // 75: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
+	25,  // 76: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
+	42,  // 77: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
+	47,  // 78: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
+	49,  // 79: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
+	51,  // 80: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
+	53,  // 81: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
+	55,  // 82: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
+	57,  // 83: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
+	59,  // 84: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
+	61,  // 85: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
+	63,  // 86: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
+	65,  // 87: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
+	67,  // 88: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
+	73,  // 89: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
+	69,  // 90: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
+	71,  // 91: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
+	36,  // 92: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
+	38,  // 93: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
+	40,  // 94: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
+	27,  // 95: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
+	29,  // 96: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
+	31,  // 97: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
+	33,  // 98: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
+	75,  // 99: boomerang.v1.Request.list_groups:type_name -> boomerang.v1.ListGroupsRequest
+	81,  // 100: boomerang.v1.Request.get_stats:type_name -> boomerang.v1.GetStatsRequest
+	83,  // 101: boomerang.v1.Request.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramRequest
+	86,  // 102: boomerang.v1.Request.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsRequest
+	89,  // 103: boomerang.v1.Request.list_completed:type_name -> boomerang.v1.ListCompletedRequest
+	92,  // 104: boomerang.v1.Request.list_audit_log:type_name -> boomerang.v1.ListAuditLogRequest
+	94,  // 105: boomerang.v1.Request.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersRequest
+	96,  // 106: boomerang.v1.Request.get_cluster:type_name -> boomerang.v1.GetClusterRequest
+	103, // 107: boomerang.v1.Request.list_pools:type_name -> boomerang.v1.ListPoolsRequest
+	44,  // 108: boomerang.v1.Request.register_tasks:type_name -> boomerang.v1.RegisterTasksRequest
+	100, // 109: boomerang.v1.Request.change_cluster:type_name -> boomerang.v1.ChangeClusterRequest
+	8,   // 110: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
+	18,  // 111: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
+	20,  // 112: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
+	22,  // 113: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
+	24,  // 114: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
+	26,  // 115: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
+	43,  // 116: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
+	48,  // 117: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
+	50,  // 118: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
+	52,  // 119: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
+	54,  // 120: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
+	56,  // 121: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
+	58,  // 122: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
+	60,  // 123: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
+	62,  // 124: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
+	64,  // 125: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
+	66,  // 126: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
+	68,  // 127: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
+	74,  // 128: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
+	70,  // 129: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
+	72,  // 130: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
+	37,  // 131: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
+	39,  // 132: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
+	41,  // 133: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
+	28,  // 134: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
+	30,  // 135: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
+	32,  // 136: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
+	34,  // 137: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
+	77,  // 138: boomerang.v1.Response.list_groups:type_name -> boomerang.v1.ListGroupsResponse
+	82,  // 139: boomerang.v1.Response.get_stats:type_name -> boomerang.v1.GetStatsResponse
+	84,  // 140: boomerang.v1.Response.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramResponse
+	87,  // 141: boomerang.v1.Response.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsResponse
+	90,  // 142: boomerang.v1.Response.list_completed:type_name -> boomerang.v1.ListCompletedResponse
+	93,  // 143: boomerang.v1.Response.list_audit_log:type_name -> boomerang.v1.ListAuditLogResponse
+	95,  // 144: boomerang.v1.Response.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersResponse
+	99,  // 145: boomerang.v1.Response.get_cluster:type_name -> boomerang.v1.GetClusterResponse
+	105, // 146: boomerang.v1.Response.list_pools:type_name -> boomerang.v1.ListPoolsResponse
+	45,  // 147: boomerang.v1.Response.register_tasks:type_name -> boomerang.v1.RegisterTasksResponse
+	102, // 148: boomerang.v1.Response.change_cluster:type_name -> boomerang.v1.ChangeClusterResponse
+	17,  // 149: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
+	19,  // 150: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
+	21,  // 151: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
+	23,  // 152: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
+	25,  // 153: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
+	42,  // 154: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
+	47,  // 155: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
+	49,  // 156: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
+	51,  // 157: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
+	53,  // 158: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
+	55,  // 159: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
+	57,  // 160: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
+	59,  // 161: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
+	61,  // 162: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
+	63,  // 163: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
+	65,  // 164: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
+	67,  // 165: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
+	73,  // 166: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
+	69,  // 167: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
+	71,  // 168: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
+	36,  // 169: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
+	38,  // 170: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
+	40,  // 171: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
+	27,  // 172: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
+	29,  // 173: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
+	31,  // 174: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
+	33,  // 175: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
+	75,  // 176: boomerang.v1.BoomerangService.ListGroups:input_type -> boomerang.v1.ListGroupsRequest
+	81,  // 177: boomerang.v1.BoomerangService.GetStats:input_type -> boomerang.v1.GetStatsRequest
+	83,  // 178: boomerang.v1.BoomerangService.GetDueHistogram:input_type -> boomerang.v1.GetDueHistogramRequest
+	86,  // 179: boomerang.v1.BoomerangService.GetTaskAttempts:input_type -> boomerang.v1.GetTaskAttemptsRequest
+	89,  // 180: boomerang.v1.BoomerangService.ListCompleted:input_type -> boomerang.v1.ListCompletedRequest
+	92,  // 181: boomerang.v1.BoomerangService.ListAuditLog:input_type -> boomerang.v1.ListAuditLogRequest
+	94,  // 182: boomerang.v1.BoomerangService.BulkDeadLetters:input_type -> boomerang.v1.BulkDeadLettersRequest
+	96,  // 183: boomerang.v1.BoomerangService.GetCluster:input_type -> boomerang.v1.GetClusterRequest
+	103, // 184: boomerang.v1.BoomerangService.ListPools:input_type -> boomerang.v1.ListPoolsRequest
+	44,  // 185: boomerang.v1.BoomerangService.RegisterTasks:input_type -> boomerang.v1.RegisterTasksRequest
+	100, // 186: boomerang.v1.BoomerangService.ChangeCluster:input_type -> boomerang.v1.ChangeClusterRequest
+	108, // 187: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
+	18,  // 188: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
+	20,  // 189: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
+	22,  // 190: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
+	24,  // 191: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
+	26,  // 192: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
+	43,  // 193: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
+	48,  // 194: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
+	50,  // 195: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
+	52,  // 196: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
+	54,  // 197: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
+	56,  // 198: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
+	58,  // 199: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
+	60,  // 200: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
+	62,  // 201: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
+	64,  // 202: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
+	66,  // 203: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
+	68,  // 204: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
+	74,  // 205: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
+	70,  // 206: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
+	72,  // 207: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
+	37,  // 208: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
+	39,  // 209: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
+	41,  // 210: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
+	28,  // 211: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
+	30,  // 212: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
+	32,  // 213: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
+	34,  // 214: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
+	77,  // 215: boomerang.v1.BoomerangService.ListGroups:output_type -> boomerang.v1.ListGroupsResponse
+	82,  // 216: boomerang.v1.BoomerangService.GetStats:output_type -> boomerang.v1.GetStatsResponse
+	84,  // 217: boomerang.v1.BoomerangService.GetDueHistogram:output_type -> boomerang.v1.GetDueHistogramResponse
+	87,  // 218: boomerang.v1.BoomerangService.GetTaskAttempts:output_type -> boomerang.v1.GetTaskAttemptsResponse
+	90,  // 219: boomerang.v1.BoomerangService.ListCompleted:output_type -> boomerang.v1.ListCompletedResponse
+	93,  // 220: boomerang.v1.BoomerangService.ListAuditLog:output_type -> boomerang.v1.ListAuditLogResponse
+	95,  // 221: boomerang.v1.BoomerangService.BulkDeadLetters:output_type -> boomerang.v1.BulkDeadLettersResponse
+	99,  // 222: boomerang.v1.BoomerangService.GetCluster:output_type -> boomerang.v1.GetClusterResponse
+	105, // 223: boomerang.v1.BoomerangService.ListPools:output_type -> boomerang.v1.ListPoolsResponse
+	45,  // 224: boomerang.v1.BoomerangService.RegisterTasks:output_type -> boomerang.v1.RegisterTasksResponse
+	102, // 225: boomerang.v1.BoomerangService.ChangeCluster:output_type -> boomerang.v1.ChangeClusterResponse
+	109, // 226: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
+	188, // [188:227] is the sub-list for method output_type
+	149, // [149:188] is the sub-list for method input_type
+	149, // [149:149] is the sub-list for extension type_name
+	149, // [149:149] is the sub-list for extension extendee
+	0,   // [0:149] is the sub-list for field type_name
 }
 
 func init() { file_api_boomerang_v1_boomerang_proto_init() }
@@ -9163,7 +9507,13 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*UpdateTaskRequest_FireAtMs)(nil),
 	}
 	file_api_boomerang_v1_boomerang_proto_msgTypes[45].OneofWrappers = []any{}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[95].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[92].OneofWrappers = []any{
+		(*ChangeClusterRequest_Drain)(nil),
+		(*ChangeClusterRequest_Undrain)(nil),
+		(*ChangeClusterRequest_Remove)(nil),
+		(*ChangeClusterRequest_Move)(nil),
+	}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[98].OneofWrappers = []any{
 		(*Request_Login)(nil),
 		(*Request_RefreshSession)(nil),
 		(*Request_RegisterClient)(nil),
@@ -9201,8 +9551,9 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Request_GetCluster)(nil),
 		(*Request_ListPools)(nil),
 		(*Request_RegisterTasks)(nil),
+		(*Request_ChangeCluster)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[96].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[99].OneofWrappers = []any{
 		(*Response_Login)(nil),
 		(*Response_RefreshSession)(nil),
 		(*Response_RegisterClient)(nil),
@@ -9240,6 +9591,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Response_GetCluster)(nil),
 		(*Response_ListPools)(nil),
 		(*Response_RegisterTasks)(nil),
+		(*Response_ChangeCluster)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -9247,7 +9599,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_boomerang_v1_boomerang_proto_rawDesc), len(file_api_boomerang_v1_boomerang_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   99,
+			NumMessages:   102,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
