@@ -112,19 +112,24 @@ func startNode(t *testing.T, etcd string, id int) *server {
 		"--dead-timeout", "5s")
 }
 
-// awaitSettled waits until nodes nodes are live and every shard has as
-// many replicas and is led by its preferred leader.
-func awaitSettled(t *testing.T, c *client.Client, nodes int) {
+// awaitSettled waits until every shard has replicas replicas, all on
+// live nodes without a mark, and is led by its preferred leader.
+func awaitSettled(t *testing.T, c *client.Client, replicas int) {
 	t.Helper()
 	waitFor(t, "the cluster to settle", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		cl, err := c.GetCluster(ctx, &boomerangv1.GetClusterRequest{})
-		if err != nil || len(cl.GetShards()) == 0 || len(cl.GetNodes()) != nodes {
+		if err != nil || len(cl.GetShards()) == 0 {
 			return false
 		}
+		usable := map[string]bool{}
+		for _, n := range cl.GetNodes() {
+			usable[n.GetId()] = n.GetLive() && n.GetMark() == ""
+		}
 		for _, s := range cl.GetShards() {
-			if len(s.GetReplicas()) != min(nodes, 3) || s.GetLeader() == "" || s.GetLeader() != s.GetPreferredLeader() {
+			if len(s.GetReplicas()) != replicas || s.GetLeader() == "" || s.GetLeader() != s.GetPreferredLeader() ||
+				slices.ContainsFunc(s.GetReplicas(), func(id string) bool { return !usable[id] }) {
 				return false
 			}
 		}
