@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -303,7 +304,7 @@ func (c *cluster) converge() {
 			}
 			if time.Now().After(deadline) {
 				for _, r := range c.rs {
-					c.t.Logf("replica %d shard %d: %d entries", r.id, sh, len(r.rec.entries(sh)))
+					c.t.Logf("replica %d shard %d: %d entries; %s", r.id, sh, len(r.rec.entries(sh)), r.status(sh))
 				}
 				c.t.Fatalf("shard %d: the replicas never agreed", sh)
 			}
@@ -352,3 +353,19 @@ func isSubset(want, have []string) bool {
 }
 
 func (c *cluster) shards() []uint16 { return c.rs[0].node.cfg.Shards }
+
+// status describes what r's node knows of shard, for a failure message.
+func (r *replica) status(shard uint16) string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	st, err := r.node.Status(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	for _, s := range st {
+		if s.Shard == shard {
+			return fmt.Sprintf("%+v", s)
+		}
+	}
+	return "not hosted"
+}
