@@ -37,9 +37,16 @@ func TestClusterFailover(t *testing.T) {
 	h := &failoverHistory{acked: map[uint64]failoverTask{}}
 
 	h.register(t, admin, rec.url(), 0, 40)
-	victim := busiestLeader(t, admin, nodes)
+	victim, id := busiestLeader(t, admin, nodes)
 	victim.kill()
+	failover := measureFailover(admin, id)
 	h.register(t, admin, rec.url(), 40, 40)
+	select {
+	case d := <-failover:
+		t.Logf("every shard the killed node led was led again, as reported in etcd, %v after the kill", d.Round(time.Millisecond))
+	case <-time.After(waitLimit):
+		t.Fatal("the killed node's shards were not led again")
+	}
 
 	delivered := map[uint64]bool{}
 	var order []uint64
@@ -61,6 +68,28 @@ func TestClusterFailover(t *testing.T) {
 		}
 	})
 	h.checkGroupOrder(t, order)
+}
+
+// measureFailover reports, once, how long after now every shard has a
+// leader other than node id, as GetCluster reports them.
+func measureFailover(c *client.Client, id string) <-chan time.Duration {
+	start := time.Now()
+	out := make(chan time.Duration, 1)
+	go func() {
+		for time.Since(start) < waitLimit {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			cl, err := c.GetCluster(ctx, &boomerangv1.GetClusterRequest{})
+			cancel()
+			if err == nil && !slices.ContainsFunc(cl.GetShards(), func(s *boomerangv1.ClusterShard) bool {
+				return s.GetLeader() == "" || s.GetLeader() == id
+			}) {
+				out <- time.Since(start)
+				return
+			}
+			time.Sleep(5 * time.Millisecond) // polling the cluster's view
+		}
+	}()
+	return out
 }
 
 // startEtcd runs boomerang etcd on free ports and returns its client
@@ -138,8 +167,8 @@ func awaitSettled(t *testing.T, c *client.Client, replicas int) {
 }
 
 // busiestLeader returns the node, other than the first, that leads the
-// most shards.
-func busiestLeader(t *testing.T, c *client.Client, nodes []*server) *server {
+// most shards, and its id.
+func busiestLeader(t *testing.T, c *client.Client, nodes []*server) (*server, string) {
 	t.Helper()
 	cl, err := c.GetCluster(testContext(t), &boomerangv1.GetClusterRequest{})
 	if err != nil {
@@ -158,7 +187,7 @@ func busiestLeader(t *testing.T, c *client.Client, nodes []*server) *server {
 	if led[strconv.Itoa(best+1)] == 0 {
 		t.Fatalf("no node but the first leads a shard: %v", led)
 	}
-	return nodes[best]
+	return nodes[best], strconv.Itoa(best + 1)
 }
 
 // failoverTask is an acknowledged registration.

@@ -45,8 +45,8 @@ type Config struct {
 	Cluster string
 	// Node describes this node; ID and Raft are required.
 	Node NodeInfo
-	// Etcd is the client of the cluster's etcd. Required; the caller
-	// closes it after Stop.
+	// Etcd is the client of the cluster's etcd. Required; the member
+	// owns it and Stop closes it.
 	Etcd *clientv3.Client
 	// Shards is the number of shards. Required.
 	Shards int

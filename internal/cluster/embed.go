@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -27,7 +28,10 @@ type EmbedConfig struct {
 }
 
 // Embedded is a running embedded etcd.
-type Embedded struct{ e *embed.Etcd }
+type Embedded struct {
+	e         *embed.Etcd
+	closeOnce sync.Once
+}
 
 // Embed starts an embedded etcd and waits until it serves.
 func Embed(cfg EmbedConfig) (*Embedded, error) {
@@ -75,5 +79,5 @@ func (e *Embedded) ClientAddr() string { return e.e.Clients[0].Addr().String() }
 // Err delivers a fatal error of the server.
 func (e *Embedded) Err() <-chan error { return e.e.Err() }
 
-// Close stops it.
-func (e *Embedded) Close() { e.e.Close() }
+// Close stops it; it may be called more than once.
+func (e *Embedded) Close() { e.closeOnce.Do(e.e.Close) }

@@ -58,15 +58,36 @@ func (m *Member) Start() {
 	m.wg.Go(func() { m.agent(ctx) })
 }
 
-// Stop leaves the loops; the node's membership lapses with its lease
-// (or at once, when etcd is reachable). Stop may be called more than
+// stopGrace bounds how long Stop waits for etcd to take the node's
+// leave before it closes the client.
+const stopGrace = 2 * time.Second
+
+// Stop leaves the loops and closes the etcd client: the node's
+// membership and its bid for the controller's role end at once when etcd
+// answers, else when their lease lapses. Stop may be called more than
 // once.
 func (m *Member) Stop() {
 	m.stopOnce.Do(func() {
-		if m.stop != nil {
-			m.stop()
+		if m.stop == nil {
+			_ = m.cfg.Etcd.Close()
+			return
 		}
-		m.wg.Wait()
+		m.stop()
+		done := make(chan struct{})
+		go func() {
+			m.wg.Wait()
+			close(done)
+		}()
+		t := time.NewTimer(stopGrace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			// etcd does not answer: an election abandoned by its context
+			// resigns with the client's own, which only closing ends.
+		}
+		_ = m.cfg.Etcd.Close()
+		<-done
 	})
 }
 

@@ -21,15 +21,20 @@ const (
 	waitLimit  = 90 * time.Second
 )
 
-// startEtcd starts an embedded etcd on free loopback ports and returns a
-// client of it.
-func startEtcd(t *testing.T) *clientv3.Client {
+// startEtcd starts an embedded etcd on free loopback ports.
+func startEtcd(t *testing.T) *Embedded {
 	t.Helper()
 	e, err := Embed(EmbedConfig{Dir: t.TempDir(), ClientAddr: "127.0.0.1:0", PeerAddr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
+	return e
+}
+
+// client returns a new client of e.
+func client(t *testing.T, e *Embedded) *clientv3.Client {
+	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{e.ClientAddr()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +53,7 @@ type testNode struct {
 	member *Member
 }
 
-func startNode(t *testing.T, cli *clientv3.Client, id uint64) *testNode {
+func startNode(t *testing.T, e *Embedded, id uint64) *testNode {
 	t.Helper()
 	st, err := store.Open(t.TempDir(), store.Options{Shards: testShards})
 	if err != nil {
@@ -73,7 +78,7 @@ func startNode(t *testing.T, cli *clientv3.Client, id uint64) *testNode {
 		t.Fatal(err)
 	}
 	m, err := New(Config{
-		Cluster: "test", Node: NodeInfo{ID: id, Raft: tr.Addr().String()}, Etcd: cli, Shards: testShards,
+		Cluster: "test", Node: NodeInfo{ID: id, Raft: tr.Addr().String()}, Etcd: client(t, e), Shards: testShards,
 		Local: s.Node(), Peers: tr, Interval: 50 * time.Millisecond, SessionTTL: 2, DeadTimeout: 2 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(t.Output(), nil)).With("node", id),
 	})
@@ -180,10 +185,11 @@ func anyLeader(t *testing.T, nodes []*testNode, op func(ctx context.Context, s *
 // after the dead timeout; a drained node's replicas move away. No task
 // is lost on the way.
 func TestMembersPlaceAndMoveShards(t *testing.T) {
-	cli := startEtcd(t)
+	etcd := startEtcd(t)
+	cli := client(t, etcd)
 	var nodes []*testNode
 	for id := range uint64(3) {
-		nodes = append(nodes, startNode(t, cli, id+1))
+		nodes = append(nodes, startNode(t, etcd, id+1))
 	}
 	await(t, "three nodes settle", func() error { return settled(nodes, cli) })
 
@@ -208,7 +214,7 @@ func TestMembersPlaceAndMoveShards(t *testing.T) {
 		}
 	}
 
-	nodes = append(nodes, startNode(t, cli, 4))
+	nodes = append(nodes, startNode(t, etcd, 4))
 	await(t, "a fourth node gets its share", func() error { return settled(nodes, cli) })
 	checkTasks(nodes)
 
@@ -229,4 +235,27 @@ func TestMembersPlaceAndMoveShards(t *testing.T) {
 		return settled(nodes, cli)
 	})
 	checkTasks(nodes)
+}
+
+// With etcd gone, the shards keep their leaders and take registrations
+// and reads; the members only wait to place anything again.
+func TestMembersServeWithoutEtcd(t *testing.T) {
+	etcd := startEtcd(t)
+	cli := client(t, etcd)
+	var nodes []*testNode
+	for id := range uint64(3) {
+		nodes = append(nodes, startNode(t, etcd, id+1))
+	}
+	await(t, "three nodes settle", func() error { return settled(nodes, cli) })
+	etcd.Close()
+	for i := range 20 {
+		req := scheduler.RegisterRequest{Client: "c", Group: fmt.Sprintf("g%d", i), Payload: []byte("x"), Delay: time.Hour}
+		anyLeader(t, nodes, func(ctx context.Context, s *scheduler.Scheduler) error {
+			v, _, err := s.Register(ctx, req)
+			if err == nil {
+				_, err = s.Get(ctx, scheduler.Caller{Admin: true}, v.Task.GetId())
+			}
+			return err
+		})
+	}
 }

@@ -131,8 +131,8 @@ func withHost(host, addr string) string {
 	return net.JoinHostPort(host, port)
 }
 
-// leaveCluster stops the membership; stopCluster, once the scheduler
-// stopped, closes replication and the etcd client.
+// leaveCluster stops the membership, which closes the etcd client;
+// stopCluster, once the scheduler stopped, closes replication.
 func (s *Server) leaveCluster() {
 	if s.cl != nil && s.cl.member != nil {
 		s.cl.member.Stop()
@@ -143,7 +143,10 @@ func (s *Server) stopCluster() error {
 	if s.cl == nil {
 		return nil
 	}
-	return errors.Join(s.cl.tr.Close(), s.cl.etcd.Close())
+	if s.cl.member == nil {
+		_ = s.cl.etcd.Close() // the member would have
+	}
+	return s.cl.tr.Close()
 }
 
 // forwardClient is the HTTP client of forwarded requests: HTTP/2 when
