@@ -60,8 +60,9 @@ func (c *ClusterConfig) validate() error {
 	case len(c.Etcd) == 0:
 		return errors.New("server: a cluster node needs etcd endpoints")
 	}
-	if host, port, err := net.SplitHostPort(c.Advertise); err != nil || host == "" || port == "0" {
-		return fmt.Errorf("server: cluster advertise address %q: want host:port with a fixed port", c.Advertise)
+	host, port, err := net.SplitHostPort(c.Advertise)
+	if ip := net.ParseIP(host); err != nil || host == "" || port == "0" || (ip != nil && ip.IsUnspecified()) {
+		return fmt.Errorf("server: cluster advertise address %q: want the host:port other nodes reach this one at (set --advertise)", c.Advertise)
 	}
 	return nil
 }
@@ -118,7 +119,7 @@ func (s *Server) joinCluster() error {
 	if s.cfg.TLS != nil {
 		scheme = "https"
 	}
-	s.svc.fwd.Store(&forwarder{member: m, http: s.forwardClient(), scheme: scheme})
+	s.svc.fwd.Store(&forwarder{member: m, http: s.forwardClient(), scheme: scheme, key: m.ForwardKey})
 	return nil
 }
 

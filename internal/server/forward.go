@@ -40,6 +40,8 @@ type forwarder struct {
 	member *cluster.Member
 	http   *http.Client
 	scheme string
+	// key returns the cluster's forwarding key: the member's ForwardKey.
+	key func(context.Context) ([]byte, error)
 }
 
 type forwarderKey struct{}
@@ -109,7 +111,7 @@ func remoteError(err error) error {
 
 // sign makes p's forwarding header.
 func (f *forwarder) sign(ctx context.Context, p auth.Principal) (string, error) {
-	key, err := f.member.ForwardKey(ctx)
+	key, err := f.key(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -130,7 +132,7 @@ func (f *forwarder) forwarded(ctx context.Context, header string) (auth.Principa
 	if f == nil || len(parts) != 4 {
 		return auth.Principal{}, false
 	}
-	key, err := f.member.ForwardKey(ctx)
+	key, err := f.key(ctx)
 	if err != nil {
 		return auth.Principal{}, false
 	}
