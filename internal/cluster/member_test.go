@@ -55,7 +55,13 @@ type testNode struct {
 
 func startNode(t *testing.T, e *Embedded, id uint64) *testNode {
 	t.Helper()
-	st, err := store.Open(t.TempDir(), store.Options{Shards: testShards})
+	return startNodeIn(t, e, id, t.TempDir())
+}
+
+// startNodeIn starts a node on the data directory dir.
+func startNodeIn(t *testing.T, e *Embedded, id uint64, dir string) *testNode {
+	t.Helper()
+	st, err := store.Open(dir, store.Options{Shards: testShards})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,6 +261,62 @@ func TestMembersServeWithoutEtcd(t *testing.T) {
 			if err == nil {
 				_, err = s.Get(ctx, scheduler.Caller{Admin: true}, v.Task.GetId())
 			}
+			return err
+		})
+	}
+}
+
+// A standalone data directory becomes node 1 of a cluster: its shards
+// stay where they are led, the other nodes join them, and every task
+// registered before is there, also once its first node is drained.
+func TestStandaloneBecomesFirstNode(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(dir, store.Options{Shards: testShards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := scheduler.New(scheduler.Config{
+		Store: st, Partitions: 2, Deliverer: scheduler.DelivererFunc(func(_ scheduler.Delivery, done func(error)) { done(nil) }),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint64
+	for i := range 20 {
+		v, _, err := s.Register(context.Background(), scheduler.RegisterRequest{Client: "c", Group: fmt.Sprintf("g%d", i), Payload: []byte("x"), Delay: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, v.Task.GetId())
+	}
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	etcd := startEtcd(t)
+	cli := client(t, etcd)
+	nodes := []*testNode{startNodeIn(t, etcd, 1, dir)}
+	await(t, "the first node's map", func() error { return settled(nodes, cli) })
+	nodes = append(nodes, startNode(t, etcd, 2), startNode(t, etcd, 3))
+	await(t, "the cluster settles", func() error { return settled(nodes, cli) })
+	if err := SetMark(context.Background(), cli, "test", 1, MarkDraining); err != nil {
+		t.Fatal(err)
+	}
+	await(t, "the first node is drained", func() error {
+		if st, err := nodes[0].s.Node().Status(context.Background()); err != nil || len(st) > 0 {
+			return fmt.Errorf("the drained node hosts %d shards (%v)", len(st), err)
+		}
+		return settled(nodes[1:], cli)
+	})
+	for _, id := range ids {
+		anyLeader(t, nodes[1:], func(ctx context.Context, s *scheduler.Scheduler) error {
+			_, err := s.Get(ctx, scheduler.Caller{Admin: true}, id)
 			return err
 		})
 	}
