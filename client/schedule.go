@@ -30,6 +30,15 @@ func Every(d time.Duration) ScheduleOption {
 	return func(r *boomerangv1.RegisterTaskRequest) { r.RepeatIntervalMs = d.Milliseconds() }
 }
 
+// Cron repeats the task on a calendar schedule instead of an interval:
+// expr has five fields (minute hour day-of-month month day-of-week) or six
+// with seconds first, and is read in the IANA time zone timeZone ("" =
+// UTC). The first occurrence is the first at or after the due time (now
+// unless After or At says otherwise).
+func Cron(expr, timeZone string) ScheduleOption {
+	return func(r *boomerangv1.RegisterTaskRequest) { r.Cron, r.TimeZone = expr, timeZone }
+}
+
 // InGroup puts the task in a group: a group's tasks are delivered one at a
 // time, in due order.
 func InGroup(group string) ScheduleOption {

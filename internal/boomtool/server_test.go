@@ -128,6 +128,17 @@ func TestAgainstServer(t *testing.T) {
 	if out := tina.json(t, "dlq", "purge", "--error", "HTTP 404", "--dry-run"); len(out) != 0 {
 		t.Fatalf("dlq purge with no dead letters: %v", out)
 	}
+	out = tina.ok(t, "set", "report", "--cron", "0 9 * * MON-FRI", "--tz", "Europe/Zurich")
+	cronID := strings.TrimSuffix(strings.Fields(out)[2], ",")
+	out = tina.ok(t, "show", cronID)
+	if !strings.Contains(out, `cron "0 9 * * MON-FRI" in Europe/Zurich`) || strings.Count(out, " 09:00:00 CE") != 5 {
+		t.Fatalf("show of a cron task:\n%s", out)
+	}
+	tina.ok(t, "delete", cronID)
+	code, _, errOut = tina.run("", "set", "x", "--cron", "0 9 * * *", "--tz", "Nowhere/Land")
+	if code != 1 || !strings.Contains(errOut, "time zone") {
+		t.Fatalf("unknown time zone: exit %d, %q", code, errOut)
+	}
 	code, _, errOut = tina.run("", "set", "x", "--every", "-1s")
 	if code != 2 || !strings.Contains(errOut, "must not be negative") {
 		t.Fatalf("negative interval: exit %d, %q", code, errOut)

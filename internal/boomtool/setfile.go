@@ -30,6 +30,8 @@ type taskLine struct {
 	Delay           string  `json:"delay"`
 	At              string  `json:"at"`
 	Every           string  `json:"every"`
+	Cron            string  `json:"cron"`
+	TZ              string  `json:"tz"`
 	Group           string  `json:"group"`
 	Key             string  `json:"key"`
 	Mode            string  `json:"mode"`
@@ -160,7 +162,7 @@ func parseTaskLine(line []byte) (client.Task, error) {
 	if err := dec.Decode(&l); err != nil {
 		return client.Task{}, fmt.Errorf("not a task object: %v", strings.TrimPrefix(err.Error(), "json: "))
 	}
-	spec := taskSpec{group: l.Group, key: l.Key, mode: l.Mode, callback: l.Callback, pool: l.Pool, maxAttempts: l.MaxAttempts, empty: l.Empty, inFile: true}
+	spec := taskSpec{group: l.Group, key: l.Key, cron: l.Cron, tz: l.TZ, mode: l.Mode, callback: l.Callback, pool: l.Pool, maxAttempts: l.MaxAttempts, empty: l.Empty, inFile: true}
 	switch {
 	case l.Payload != nil && l.PayloadBase64 != nil:
 		return client.Task{}, errors.New(`give "payload" or "payload-base64", not both`)

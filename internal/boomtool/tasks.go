@@ -1,6 +1,7 @@
 package boomtool
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -24,8 +25,10 @@ func (a *app) setCommand() *cobra.Command {
 		Use:   "set [PAYLOAD]",
 		Short: "Schedule a task, or every task of a file",
 		Long: `Schedule a task: its payload is delivered to the client's callback when due.
-Without --delay or --at it is due now; --every repeats it. A task needs a
-payload, unless --empty says an empty one is meant.
+Without --delay or --at it is due now; --every repeats it, or --cron on a
+calendar schedule read in the time zone --tz (the first occurrence at or
+after the due time). A task needs a payload, unless --empty says an empty
+one is meant.
 
 With --file, schedule every task of a file (- for standard input) instead:
 one JSON object per line, with the fields of the flags (see docs/cli.md).`,
@@ -33,6 +36,7 @@ one JSON object per line, with the fields of the flags (see docs/cli.md).`,
   boomtool set 'report' --at 2026-12-01T10:00:00Z --every 24h --group reports
   boomtool set --payload-file order.bin --group customer-7 --key order-1001
   boomtool set --empty --every 1m --group heartbeat
+  boomtool set 'daily report' --cron '0 9 * * MON-FRI' --tz Europe/Zurich
   boomtool set --file tasks.jsonl`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -72,6 +76,8 @@ one JSON object per line, with the fields of the flags (see docs/cli.md).`,
 	f.Var(&spec.delay, "delay", "due after this long, e.g. 90s, 5m, 1h30m, 2d")
 	f.Var(&spec.at, "at", "due at this time (RFC 3339), e.g. 2026-12-01T10:00:00Z")
 	f.Var(&spec.every, "every", "repeat at this interval after each due time, e.g. 5m")
+	f.StringVar(&spec.cron, "cron", "", "repeat on this cron schedule: minute hour day month weekday, seconds first optional, e.g. '0 9 * * MON-FRI'")
+	f.StringVar(&spec.tz, "tz", "", "IANA time zone of --cron, e.g. Europe/Zurich (default UTC)")
 	f.StringVar(&payloadFile, "payload-file", "", "read the payload from this file (- for standard input)")
 	f.StringVar(&spec.group, "group", "", "group key: a group's tasks are delivered in order, one at a time")
 	f.StringVar(&spec.key, "key", "", "idempotency key: a repeat with the same key returns the existing task")
@@ -102,6 +108,7 @@ type taskSpec struct {
 	delay, every, cbTimeout durationFlag
 	at                      timeFlag
 	group, key, mode        string
+	cron, tz                string
 	callback, pool          string
 	maxAttempts             uint32
 	inFile                  bool // from --file: errors name JSON fields, not flags
@@ -131,6 +138,10 @@ func (s *taskSpec) options() ([]client.ScheduleOption, error) {
 		return nil, usagef("the payload is empty: pass %s if an empty task is meant", empty)
 	case s.delay.set && s.at.set:
 		return nil, usagef("give %s or %s, not both", s.name("delay"), s.name("at"))
+	case s.cron != "" && s.every.d != 0:
+		return nil, usagef("give %s or %s, not both", s.name("every"), s.name("cron"))
+	case s.tz != "" && s.cron == "":
+		return nil, usagef("%s needs %s", s.name("tz"), s.name("cron"))
 	}
 	m, err := parseMode(s.mode)
 	if err != nil {
@@ -148,6 +159,9 @@ func (s *taskSpec) options() ([]client.ScheduleOption, error) {
 		opts = append(opts, client.After(s.delay.d))
 	case s.at.set:
 		opts = append(opts, client.At(s.at.t))
+	}
+	if s.cron != "" {
+		opts = append(opts, client.Cron(s.cron, s.tz))
 	}
 	if cb != nil {
 		opts = append(opts, client.WithCallback(cb))
@@ -284,6 +298,25 @@ func (a *app) showCommand() *cobra.Command {
 	}
 }
 
+// cronString prints a task's cron schedule and its zone.
+func cronString(t *boomerangv1.Task) string {
+	return fmt.Sprintf("cron %q in %s", t.GetCron(), cmp.Or(t.GetTimeZone(), "UTC"))
+}
+
+// upcoming prints a cron task's next occurrences in its time zone, where
+// its schedule is read.
+func upcoming(t *boomerangv1.Task) string {
+	loc, err := time.LoadLocation(t.GetTimeZone())
+	if err != nil {
+		loc = time.UTC
+	}
+	var out []string
+	for _, ms := range t.GetNextFireAtMs() {
+		out = append(out, time.UnixMilli(ms).In(loc).Format("Mon 2006-01-02 15:04:05 MST"))
+	}
+	return strings.Join(out, ", ")
+}
+
 // writeTask prints every set field of a task.
 func writeTask(w io.Writer, t *boomerangv1.Task, now time.Time) error {
 	f := newFields(w)
@@ -294,7 +327,12 @@ func writeTask(w io.Writer, t *boomerangv1.Task, now time.Time) error {
 		f.add("Status", statusWord(t))
 	}
 	f.add("Due", when(t.GetFireAtMs(), now))
-	f.add("Repeat", every(t.GetRepeatIntervalMs()))
+	if t.GetCron() == "" {
+		f.add("Repeat", every(t.GetRepeatIntervalMs()))
+	} else {
+		f.add("Repeat", cronString(t))
+		f.add("Then", upcoming(t))
+	}
 	f.add("Mode", enumWord(t.GetMode().String(), "DISPATCH_MODE_"))
 	f.add("Payload", payloadPreview(t.GetPayload(), 200))
 	f.add("Attempts", strconv.FormatUint(uint64(t.GetAttempts()), 10))

@@ -72,6 +72,12 @@ type RegisterRequest struct {
 	// time; 0 means once.
 	Interval time.Duration
 
+	// Cron repeats the task on a calendar schedule read in TimeZone (IANA;
+	// "" = UTC) instead of an interval; see package cron. The first
+	// occurrence is the first at or after the due time above.
+	Cron     string
+	TimeZone string
+
 	Mode     storepb.DispatchMode // UNSPECIFIED = Config.DefaultMode
 	Retry    *storepb.RetryPolicy // nil = the retry decider's default
 	Callback *storepb.Callback    // nil = the client's default
@@ -88,7 +94,7 @@ type UpdateRequest struct {
 	ID       uint64
 	Payload  []byte // nil = unchanged; an empty non-nil slice empties it
 	At       *time.Time
-	Interval *time.Duration
+	Interval *time.Duration // replaces any cron schedule
 }
 
 // Status is where a task is in its lifecycle.

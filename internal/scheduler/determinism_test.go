@@ -15,7 +15,7 @@ import (
 // Applying a shard's log is a pure function of the log: replaying every
 // shard's log from empty state gives state byte-identical to the
 // scheduler's, whatever the workload did (registrations, updates, cancels,
-// retries, dead letters, replays, unblocks, recurring tasks, idempotency
+// retries, dead letters, replays, unblocks, recurring and cron tasks, idempotency
 // keys and their expiry).
 func TestReplayingTheLogGivesTheSameState(t *testing.T) {
 	h := newHarness(t, func(c *Config) {
@@ -31,6 +31,7 @@ func TestReplayingTheLogGivesTheSameState(t *testing.T) {
 	h.register(RegisterRequest{Payload: payload("head"), Group: "b", Mode: block})
 	h.register(RegisterRequest{Payload: payload("next"), Group: "b"})
 	h.register(RegisterRequest{Payload: payload("every"), Interval: time.Minute, Delay: time.Minute})
+	h.register(RegisterRequest{Payload: payload("hourly"), Cron: "0 * * * *", TimeZone: "Europe/Zurich", Delay: time.Minute})
 	later := h.register(RegisterRequest{Payload: payload("later"), Delay: time.Hour})
 	h.register(RegisterRequest{Payload: payload("untouched"), Delay: 10 * time.Hour})
 	h.register(RegisterRequest{Payload: payload("untouched"), Group: "u", Delay: 10 * time.Hour})

@@ -24,7 +24,7 @@ import (
 //
 // Operations: registrations (grouped or not, recurring or not, every
 // dispatch mode, due in the past, now, or on either side of a short
-// horizon), updates of the due time (into the past too) or the payload,
+// horizon; recurring by interval or by a cron schedule), updates of the due time (into the past too) or the payload,
 // cancels, clock advances, acknowledged and failed attempts, unblock,
 // skip, replay and deletion of dead letters, restarts after a kill,
 // power losses at rest, and power losses right after an acknowledgement,
@@ -56,6 +56,13 @@ func TestSchedulerMatchesModel(t *testing.T) {
 
 const modelAttempts = 2
 
+// modelCron fires every 3 s of local time in a zone 5:45 ahead of UTC:
+// every multiple of modelCronMs since epoch.
+const (
+	modelCron   = "*/3 * * * * *"
+	modelCronMs = 3000
+)
+
 type mState uint8
 
 const (
@@ -69,6 +76,7 @@ type mTask struct {
 	group       string
 	due         int64 // ms since epoch
 	interval    int64
+	cron        bool // every modelCronMs, by the schedule modelCron
 	mode        storepb.DispatchMode
 	attempts    int
 	nextAttempt int64 // 0: none
@@ -125,14 +133,34 @@ func (m *model) group(name string) *mGroup {
 func (m *model) register(rt *rapid.T) {
 	group := rapid.SampledFrom([]string{"", "a", "b"}).Draw(rt, "group")
 	delay := rapid.IntRange(-4, 8).Draw(rt, "delay_halfseconds") * 500
-	interval := rapid.SampledFrom([]int{0, 0, 0, 1500}).Draw(rt, "interval_ms")
+	interval := rapid.SampledFrom([]int{0, 0, 0, 1500, -1}).Draw(rt, "interval_ms (-1: cron)")
 	mode := rapid.SampledFrom(modelModes).Draw(rt, "mode")
-	v := m.h.register(RegisterRequest{
+	req := RegisterRequest{
 		Group: group, At: epoch.Add(time.Duration(m.now+int64(delay)) * time.Millisecond),
 		Interval: time.Duration(interval) * time.Millisecond, Mode: mode,
-	})
-	m.tasks[v.Task.Id] = &mTask{id: v.Task.Id, seq: v.Task.Id, group: group, due: m.now + int64(delay), interval: int64(interval), mode: mode}
+	}
+	t := &mTask{group: group, due: m.now + int64(delay), interval: int64(interval), mode: mode}
+	if interval < 0 {
+		req.Interval, req.Cron, req.TimeZone = 0, modelCron, "Asia/Kathmandu"
+		t.interval, t.cron = 0, true
+		t.due = ceilTo(t.due, modelCronMs) // the first occurrence at or after
+	}
+	v := m.h.register(req)
+	t.id, t.seq = v.Task.Id, v.Task.Id
+	if got := v.Task.DueMs - epoch.UnixMilli(); got != t.due {
+		rt.Fatalf("registered task %d due %d, model %d", t.id, got, t.due)
+	}
+	m.tasks[t.id] = t
 	m.step(rt)
+}
+
+// ceilTo rounds ms up to a multiple of step.
+func ceilTo(ms, step int64) int64 {
+	q := ms / step
+	if q*step < ms {
+		q++
+	}
+	return q * step
 }
 
 func (m *model) pick(rt *rapid.T, label string) *mTask {
@@ -244,6 +272,15 @@ func (m *model) finish(t *mTask) {
 		m.group(t.group).running = nil
 	}
 	t.state = mWaiting
+	if t.cron {
+		// The next multiple after the due time, or the first at or after now.
+		due := ceilTo(t.due+1, modelCronMs)
+		if due < m.now {
+			due = ceilTo(m.now, modelCronMs)
+		}
+		t.due, t.attempts, t.nextAttempt = due, 0, 0
+		return
+	}
 	if t.interval == 0 {
 		delete(m.tasks, t.id)
 		return
@@ -284,7 +321,7 @@ func (m *model) unblock(rt *rapid.T, skip bool) {
 // (unblock), or due now as a new acceptance (replay).
 func (m *model) revive(rt *rapid.T, dl *mDL, v TaskView, keepPlace bool) {
 	t := dl.task
-	t.id, t.interval, t.attempts, t.nextAttempt, t.state = v.Task.Id, 0, 0, 0, mWaiting
+	t.id, t.interval, t.cron, t.attempts, t.nextAttempt, t.state = v.Task.Id, 0, false, 0, 0, mWaiting
 	if !keepPlace {
 		t.seq, t.due = v.Task.Id, m.now
 	}

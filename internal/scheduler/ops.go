@@ -37,6 +37,8 @@ func (p *partition) register(req *RegisterRequest, shard uint16, done func(resul
 		DueMs:          dueMs(req, now),
 		IntervalMs:     req.Interval.Milliseconds(),
 		Mode:           req.Mode,
+		Cron:           req.Cron,
+		TimeZone:       req.TimeZone,
 		IdempotencyKey: req.IdempotencyKey,
 		Retry:          req.Retry,
 		Callback:       req.Callback,
@@ -45,6 +47,9 @@ func (p *partition) register(req *RegisterRequest, shard uint16, done func(resul
 	}
 	if t.Mode == storepb.DispatchMode_DISPATCH_MODE_UNSPECIFIED {
 		t.Mode = p.s.cfg.DefaultMode
+	}
+	if t.Cron != "" {
+		t.DueMs = cronFirst(t.Cron, t.TimeZone, t.DueMs)
 	}
 	if err := p.groupHasRoom(t); err != nil {
 		done(result{err: err})
@@ -201,6 +206,7 @@ func (p *partition) update(c Caller, req *UpdateRequest, done func(result)) {
 	}
 	if req.Interval != nil {
 		upd.IntervalMs = req.Interval.Milliseconds()
+		upd.Cron, upd.TimeZone = "", ""
 	}
 	if req.At != nil {
 		// A new due time starts a new occurrence.

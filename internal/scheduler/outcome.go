@@ -128,19 +128,31 @@ func (p *partition) retrying(f *flight, t *storepb.Task, attempts uint32, msg st
 // one at or after now: a task that missed several (during downtime, or
 // behind a receiver slower than its interval) fires once, not in a burst.
 func nextOccurrence(t *storepb.Task, now time.Time) *storepb.Task {
-	if t.IntervalMs <= 0 {
+	due, ok := nextDue(t, now)
+	if !ok {
 		return nil
-	}
-	due := t.DueMs + t.IntervalMs
-	if nowMs := now.UnixMilli(); due < nowMs {
-		missed := (nowMs - due + t.IntervalMs - 1) / t.IntervalMs
-		due += missed * t.IntervalMs
 	}
 	n := clone(t)
 	n.DueMs, n.Attempts, n.NextAttemptMs, n.LastError = due, 0, 0, ""
 	n.Fires++
 	n.UpdatedMs = now.UnixMilli()
 	return n
+}
+
+// nextDue is when a recurring task's next occurrence is due.
+func nextDue(t *storepb.Task, now time.Time) (int64, bool) {
+	if t.Cron != "" {
+		return cronNext(t, now)
+	}
+	if t.IntervalMs <= 0 {
+		return 0, false
+	}
+	due := t.DueMs + t.IntervalMs
+	if nowMs := now.UnixMilli(); due < nowMs {
+		missed := (nowMs - due + t.IntervalMs - 1) / t.IntervalMs
+		due += missed * t.IntervalMs
+	}
+	return due, true
 }
 
 // commitOutcome journals the change from t to next (nil: delete t, and

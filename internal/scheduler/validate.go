@@ -25,6 +25,7 @@ func (s *Scheduler) validateRegister(req *RegisterRequest) error {
 	for field, v := range map[string]string{
 		"client": req.Client, "group": req.Group, "idempotency_key": req.IdempotencyKey,
 		"callback.endpoint": req.Callback.GetEndpoint(), "callback.pool": req.Callback.GetPool(),
+		"cron": req.Cron, "time_zone": req.TimeZone,
 	} {
 		if !utf8.ValidString(v) {
 			return invalid(field, "must be valid UTF-8")
@@ -58,6 +59,9 @@ func (s *Scheduler) validateRegister(req *RegisterRequest) error {
 	}
 	if _, ok := storepb.DispatchMode_name[int32(req.Mode)]; !ok {
 		return invalid("mode", "unknown dispatch mode %d", req.Mode)
+	}
+	if err := validateCron(req, now); err != nil {
+		return err
 	}
 	return validateRetry(req.Retry)
 }

@@ -43,6 +43,8 @@ func taskToWire(v scheduler.TaskView) *boomerangv1.Task {
 		Retry:            retryToWire(t.Retry),
 		CreatedMs:        t.CreatedMs,
 		UpdatedMs:        t.UpdatedMs,
+		Cron:             t.Cron,
+		TimeZone:         t.TimeZone,
 	}
 }
 

@@ -62,6 +62,8 @@ func (o registrant) registration(req *boomerangv1.RegisterTaskRequest, now time.
 		Retry:          retryFromWire(req.Retry),
 		Callback:       callbackFromWire(req.Callback),
 		IdempotencyKey: req.IdempotencyKey,
+		Cron:           req.Cron,
+		TimeZone:       req.TimeZone,
 	}
 	err := firstError(
 		checkPayload(req.Payload, o.s.maxPayload),
@@ -181,7 +183,12 @@ func (s *Service) CancelTask(ctx context.Context, p auth.Principal, req *boomera
 	return &boomerangv1.CancelTaskResponse{}, nil
 }
 
-// GetTask returns a task with its live status.
+// upcomingShown is how many occurrences of a cron task after its current
+// one GetTask shows.
+const upcomingShown = 5
+
+// GetTask returns a task with its live status, and a cron task's next
+// occurrences.
 func (s *Service) GetTask(ctx context.Context, p auth.Principal, req *boomerangv1.GetTaskRequest) (*boomerangv1.GetTaskResponse, error) {
 	if err := checkID("id", req.Id); err != nil {
 		return nil, err
@@ -191,6 +198,9 @@ func (s *Service) GetTask(ctx context.Context, p auth.Principal, req *boomerangv
 		return nil, about(err, "task %d", req.Id)
 	}
 	t := taskToWire(view)
+	for _, at := range scheduler.Upcoming(view.Task, upcomingShown) {
+		t.NextFireAtMs = append(t.NextFireAtMs, at.UnixMilli())
+	}
 	s.markBlocked(ctx, p, []*boomerangv1.Task{t})
 	return &boomerangv1.GetTaskResponse{Task: t}, nil
 }

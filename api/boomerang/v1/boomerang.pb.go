@@ -826,6 +826,9 @@ type Task struct {
 	CreatedMs           int64        `protobuf:"varint,17,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
 	UpdatedMs           int64        `protobuf:"varint,18,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
 	BlockedByDeadLetter uint64       `protobuf:"varint,40,opt,name=blocked_by_dead_letter,json=blockedByDeadLetter,proto3" json:"blocked_by_dead_letter,omitempty"` // BLOCKED: the dead letter its group waits on
+	Cron                string       `protobuf:"bytes,70,opt,name=cron,proto3" json:"cron,omitempty"`                                                               // calendar schedule (see RegisterTaskRequest.cron); "" = none
+	TimeZone            string       `protobuf:"bytes,71,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`                                       // the zone cron is read in; "" = UTC
+	NextFireAtMs        []int64      `protobuf:"varint,72,rep,packed,name=next_fire_at_ms,json=nextFireAtMs,proto3" json:"next_fire_at_ms,omitempty"`               // GetTask of a cron task: the next few occurrences after this one, Unix ms
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -991,6 +994,27 @@ func (x *Task) GetBlockedByDeadLetter() uint64 {
 		return x.BlockedByDeadLetter
 	}
 	return 0
+}
+
+func (x *Task) GetCron() string {
+	if x != nil {
+		return x.Cron
+	}
+	return ""
+}
+
+func (x *Task) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *Task) GetNextFireAtMs() []int64 {
+	if x != nil {
+		return x.NextFireAtMs
+	}
+	return nil
 }
 
 type DeadLetter struct {
@@ -2662,8 +2686,17 @@ type RegisterTaskRequest struct {
 	Callback         *Callback                  `protobuf:"bytes,7,opt,name=callback,proto3" json:"callback,omitempty"` // override of the client's callback
 	Retry            *RetryPolicy               `protobuf:"bytes,8,opt,name=retry,proto3" json:"retry,omitempty"`       // override of the client's retry policy
 	IdempotencyKey   string                     `protobuf:"bytes,9,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// cron repeats the task on a calendar schedule instead of an interval:
+	// five fields (minute hour day-of-month month day-of-week) or six with
+	// seconds first, names for months and days (JAN, MON-FRI), and
+	// @yearly, @monthly, @weekly, @daily, @hourly. The first occurrence is
+	// the first one after the due time above (now when unset). A local
+	// time skipped by a daylight saving change fires once at the end of the
+	// gap; one repeated by a change fires once, at its first instant.
+	Cron          string `protobuf:"bytes,70,opt,name=cron,proto3" json:"cron,omitempty"`
+	TimeZone      string `protobuf:"bytes,71,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"` // IANA zone, e.g. "Europe/Zurich"; "" = UTC
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterTaskRequest) Reset() {
@@ -2766,6 +2799,20 @@ func (x *RegisterTaskRequest) GetRetry() *RetryPolicy {
 func (x *RegisterTaskRequest) GetIdempotencyKey() string {
 	if x != nil {
 		return x.IdempotencyKey
+	}
+	return ""
+}
+
+func (x *RegisterTaskRequest) GetCron() string {
+	if x != nil {
+		return x.Cron
+	}
+	return ""
+}
+
+func (x *RegisterTaskRequest) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
 	}
 	return ""
 }
@@ -8121,7 +8168,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\fretention_ms\x18\x02 \x01(\x03R\vretentionMs\"9\n" +
 	"\rCallbackRules\x12\x14\n" +
 	"\x05allow\x18\x01 \x03(\tR\x05allow\x12\x12\n" +
-	"\x04deny\x18\x02 \x03(\tR\x04deny\"\x98\x05\n" +
+	"\x04deny\x18\x02 \x03(\tR\x04deny\"\xf0\x05\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\x12\x14\n" +
@@ -8146,7 +8193,10 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"created_ms\x18\x11 \x01(\x03R\tcreatedMs\x12\x1d\n" +
 	"\n" +
 	"updated_ms\x18\x12 \x01(\x03R\tupdatedMs\x123\n" +
-	"\x16blocked_by_dead_letter\x18( \x01(\x04R\x13blockedByDeadLetter\"\xbf\x01\n" +
+	"\x16blocked_by_dead_letter\x18( \x01(\x04R\x13blockedByDeadLetter\x12\x12\n" +
+	"\x04cron\x18F \x01(\tR\x04cron\x12\x1b\n" +
+	"\ttime_zone\x18G \x01(\tR\btimeZone\x12%\n" +
+	"\x0fnext_fire_at_ms\x18H \x03(\x03R\fnextFireAtMs\"\xbf\x01\n" +
 	"\n" +
 	"DeadLetter\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12&\n" +
@@ -8270,7 +8320,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x06client\x18\x01 \x01(\tR\x06client\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\tR\x06handle\"2\n" +
 	"\x16RevokeSessionsResponse\x12\x18\n" +
-	"\arevoked\x18\x01 \x01(\rR\arevoked\"\xf6\x02\n" +
+	"\arevoked\x18\x01 \x01(\rR\arevoked\"\xa7\x03\n" +
 	"\x13RegisterTaskRequest\x12\x18\n" +
 	"\apayload\x18\x01 \x01(\fR\apayload\x12\x1b\n" +
 	"\bdelay_ms\x18\x02 \x01(\x03H\x00R\adelayMs\x12\x1e\n" +
@@ -8281,7 +8331,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x04mode\x18\x06 \x01(\x0e2\x1a.boomerang.v1.DispatchModeR\x04mode\x122\n" +
 	"\bcallback\x18\a \x01(\v2\x16.boomerang.v1.CallbackR\bcallback\x12/\n" +
 	"\x05retry\x18\b \x01(\v2\x19.boomerang.v1.RetryPolicyR\x05retry\x12'\n" +
-	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKeyB\x06\n" +
+	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\x12\x12\n" +
+	"\x04cron\x18F \x01(\tR\x04cron\x12\x1b\n" +
+	"\ttime_zone\x18G \x01(\tR\btimeZoneB\x06\n" +
 	"\x04when\"X\n" +
 	"\x14RegisterTaskResponse\x12&\n" +
 	"\x04task\x18\x01 \x01(\v2\x12.boomerang.v1.TaskR\x04task\x12\x18\n" +

@@ -439,7 +439,9 @@ type Task struct {
 	// overwrites one: a record written once is deleted with a single
 	// delete, which vanishes with the write when they meet in a flush or
 	// compaction instead of leaving a tombstone.
-	WrittenOnce   bool `protobuf:"varint,18,opt,name=written_once,json=writtenOnce,proto3" json:"written_once,omitempty"`
+	WrittenOnce   bool   `protobuf:"varint,18,opt,name=written_once,json=writtenOnce,proto3" json:"written_once,omitempty"`
+	Cron          string `protobuf:"bytes,19,opt,name=cron,proto3" json:"cron,omitempty"`                         // calendar schedule instead of interval_ms; "" = none
+	TimeZone      string `protobuf:"bytes,20,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"` // IANA zone the cron expression is read in; "" = UTC
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -598,6 +600,20 @@ func (x *Task) GetWrittenOnce() bool {
 		return x.WrittenOnce
 	}
 	return false
+}
+
+func (x *Task) GetCron() string {
+	if x != nil {
+		return x.Cron
+	}
+	return ""
+}
+
+func (x *Task) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
 }
 
 // Group is the durable state of one client's group. It exists while the
@@ -1421,7 +1437,7 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\bendpoint\x18\x02 \x01(\tR\bendpoint\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\x12\x12\n" +
-	"\x04pool\x18\x04 \x01(\tR\x04pool\"\xd2\x04\n" +
+	"\x04pool\x18\x04 \x01(\tR\x04pool\"\x83\x05\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\x12\x14\n" +
@@ -1445,7 +1461,9 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\n" +
 	"updated_ms\x18\x10 \x01(\x03R\tupdatedMs\x12\x14\n" +
 	"\x05fires\x18\x11 \x01(\x04R\x05fires\x12!\n" +
-	"\fwritten_once\x18\x12 \x01(\bR\vwrittenOnce\"\xb4\x01\n" +
+	"\fwritten_once\x18\x12 \x01(\bR\vwrittenOnce\x12\x12\n" +
+	"\x04cron\x18\x13 \x01(\tR\x04cron\x12\x1b\n" +
+	"\ttime_zone\x18\x14 \x01(\tR\btimeZone\"\xb4\x01\n" +
 	"\x05Group\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\rR\x05shard\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\x12\x14\n" +

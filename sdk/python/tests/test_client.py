@@ -204,6 +204,20 @@ class ClientTest(unittest.TestCase):
             infos = list(pool.map(lambda _: narrow.get_server_info(timeout=WAIT_LIMIT), range(50)))
         self.assertEqual(len(infos), 50)
 
+    def test_a_cron_task_is_due_at_its_first_occurrence_and_shows_the_next_ones(self) -> None:
+        s = start_server(self)
+        c = admin(self, s)
+        task = c.schedule("report", cron="0 9 * * MON-FRI", time_zone="Europe/Zurich")
+        self.assertEqual((task.cron, task.time_zone), ("0 9 * * MON-FRI", "Europe/Zurich"))
+        # 09:00 in Zurich is 08:00 or, in summer, 07:00 UTC.
+        self.assertIn(task.fire_at_ms % 86_400_000, (8 * 3_600_000, 7 * 3_600_000))
+        got = c.get_task(id=task.id).task
+        self.assertEqual(len(got.next_fire_at_ms), 5)
+        self.assertGreater(got.next_fire_at_ms[0], task.fire_at_ms)
+        with self.assertRaises(boomerang.InvalidRequestError) as cm:
+            c.schedule("x", cron="0 9 * * *", time_zone="Nowhere/Land")
+        self.assertEqual(cm.exception.field, "time_zone")
+
     def test_errors_carry_the_server_status_message_and_field(self) -> None:
         s = start_server(self, args=("--max-payload-bytes", "1024", "--max-frame-bytes", "8192"))
         c = admin(self, s)

@@ -65,6 +65,14 @@ export interface ScheduleOptions {
   at?: Date | number;
   /** Repeats every this many milliseconds after the previous due time. */
   every?: number;
+  /**
+   * Repeats on a calendar schedule instead: five fields (minute hour
+   * day-of-month month day-of-week) or six with seconds first, e.g.
+   * "0 9 * * MON-FRI". The first occurrence is the first at or after the due time.
+   */
+  cron?: string;
+  /** The IANA time zone cron is read in, e.g. "Europe/Zurich". Default: UTC. */
+  timeZone?: string;
   /** A group's tasks are delivered one at a time, in due order. */
   group?: string;
   /** A repeated registration with the same key returns the existing task. */
@@ -485,6 +493,8 @@ function registration(payload: Uint8Array | string, schedule: ScheduleOptions = 
     repeatIntervalMs: BigInt(Math.round(schedule.every ?? 0)),
     group: schedule.group ?? "",
     idempotencyKey: schedule.idempotencyKey ?? "",
+    cron: schedule.cron ?? "",
+    timeZone: schedule.timeZone ?? "",
   };
   if (schedule.after !== undefined) {
     req.when = { case: "delayMs", value: BigInt(Math.round(schedule.after)) };

@@ -37,6 +37,20 @@ test("pipelined requests are matched to their responses", async (t) => {
   assert.equal(infos.length, 50);
 });
 
+test("a cron task is due at its first occurrence and shows the next ones", async (t) => {
+  const s = await startServer(t);
+  const c = await admin(t, s);
+  const task = await c.schedule("report", { cron: "0 9 * * MON-FRI", timeZone: "Europe/Zurich" });
+  assert.equal(task.cron, "0 9 * * MON-FRI");
+  assert.equal(task.timeZone, "Europe/Zurich");
+  // 09:00 in Zurich is 08:00 or, in summer, 07:00 UTC.
+  assert.ok([8, 7].map((h) => BigInt(h * 3_600_000)).includes(task.fireAtMs % 86_400_000n));
+  const got = await c.getTask({ id: task.id });
+  assert.equal(got.task?.nextFireAtMs.length, 5);
+  assert.ok(got.task!.nextFireAtMs[0]! > task.fireAtMs);
+  await assert.rejects(c.schedule("x", { cron: "0 9 * * *", timeZone: "Nowhere/Land" }), (err: unknown) => err instanceof InvalidRequestError && err.field === "time_zone");
+});
+
 test("errors carry the server's status, message and field", async (t) => {
   const s = await startServer(t, { args: ["--max-payload-bytes", "1024", "--max-frame-bytes", "8192"] });
   const c = await admin(t, s);

@@ -38,6 +38,8 @@ class BatchTask:
     mode: pb.DispatchMode | None = None
     callback: pb.Callback | None = None
     retry: pb.RetryPolicy | None = None
+    cron: str = ""  # a calendar schedule instead of every, e.g. "0 9 * * MON-FRI"
+    time_zone: str = ""  # the IANA zone cron is read in; "" = UTC
 
 
 class ScheduleResult(NamedTuple):
@@ -217,13 +219,17 @@ class Api(ABC):
         mode: pb.DispatchMode | None = None,
         callback: pb.Callback | None = None,
         retry: pb.RetryPolicy | None = None,
+        cron: str = "",
+        time_zone: str = "",
         timeout: float | None = None,
     ) -> pb.Task:
         """Registers a task with payload (bytes, or a str sent as UTF-8),
         due now unless after (seconds or a timedelta from now) or at (a
         datetime or Unix seconds) says otherwise, repeating every (seconds
-        or a timedelta) if given, and returns it once durable."""
-        req = _registration(BatchTask(payload, after, at, every, group, idempotency_key, mode, callback, retry))
+        or a timedelta) if given, or on the cron schedule (five fields, or six
+        with seconds first) read in time_zone (IANA, "" = UTC), from its first
+        occurrence at or after the due time, and returns it once durable."""
+        req = _registration(BatchTask(payload, after, at, every, group, idempotency_key, mode, callback, retry, cron, time_zone))
         resp = self.register_task(req, timeout=timeout)
         if not resp.HasField("task"):
             raise ProtocolError("the registration returned no task")
@@ -295,6 +301,8 @@ def _registration(t: BatchTask) -> pb.RegisterTaskRequest:
         payload=t.payload.encode() if isinstance(t.payload, str) else t.payload,
         group=t.group,
         idempotency_key=t.idempotency_key,
+        cron=t.cron,
+        time_zone=t.time_zone,
     )
     if t.after is not None:
         req.delay_ms = _millis(t.after)

@@ -814,8 +814,9 @@ class RegisterClientResponse(_message.Message):
     def __init__(self, client: _Optional[_Union[ClientConfig, _Mapping]] = ..., signing_secret: _Optional[bytes] = ...) -> None: ...
 
 class RegisterTaskRequest(_message.Message):
-    __slots__ = ["callback", "delay_ms", "fire_at_ms", "group", "idempotency_key", "mode", "payload", "repeat_interval_ms", "retry"]
+    __slots__ = ["callback", "cron", "delay_ms", "fire_at_ms", "group", "idempotency_key", "mode", "payload", "repeat_interval_ms", "retry", "time_zone"]
     CALLBACK_FIELD_NUMBER: _ClassVar[int]
+    CRON_FIELD_NUMBER: _ClassVar[int]
     DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     FIRE_AT_MS_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
@@ -824,7 +825,9 @@ class RegisterTaskRequest(_message.Message):
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     REPEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
+    TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
     callback: Callback
+    cron: str
     delay_ms: int
     fire_at_ms: int
     group: str
@@ -833,7 +836,8 @@ class RegisterTaskRequest(_message.Message):
     payload: bytes
     repeat_interval_ms: int
     retry: RetryPolicy
-    def __init__(self, payload: _Optional[bytes] = ..., delay_ms: _Optional[int] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., group: _Optional[str] = ..., mode: _Optional[_Union[DispatchMode, str]] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    time_zone: str
+    def __init__(self, payload: _Optional[bytes] = ..., delay_ms: _Optional[int] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., group: _Optional[str] = ..., mode: _Optional[_Union[DispatchMode, str]] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., cron: _Optional[str] = ..., time_zone: _Optional[str] = ...) -> None: ...
 
 class RegisterTaskResponse(_message.Message):
     __slots__ = ["created", "task"]
@@ -1152,12 +1156,13 @@ class StatsSample(_message.Message):
     def __init__(self, at_ms: _Optional[int] = ..., registered: _Optional[int] = ..., attempts: _Optional[int] = ..., delivered: _Optional[int] = ..., failed: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., dead_letters: _Optional[int] = ..., blocked_groups: _Optional[int] = ..., delivering: _Optional[int] = ..., waiting: _Optional[int] = ..., wheel: _Optional[int] = ..., by_protocol: _Optional[_Iterable[_Union[ProtocolCount, _Mapping]]] = ..., fire_lag: _Optional[_Union[Percentiles, _Mapping]] = ..., attempt_duration: _Optional[_Union[Percentiles, _Mapping]] = ...) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ["attempts", "blocked_by_dead_letter", "callback", "client", "created_ms", "fire_at_ms", "fires", "group", "id", "idempotency_key", "last_error", "mode", "next_attempt_ms", "payload", "repeat_interval_ms", "retry", "seq", "status", "updated_ms"]
+    __slots__ = ["attempts", "blocked_by_dead_letter", "callback", "client", "created_ms", "cron", "fire_at_ms", "fires", "group", "id", "idempotency_key", "last_error", "mode", "next_attempt_ms", "next_fire_at_ms", "payload", "repeat_interval_ms", "retry", "seq", "status", "time_zone", "updated_ms"]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     BLOCKED_BY_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_FIELD_NUMBER: _ClassVar[int]
     CLIENT_FIELD_NUMBER: _ClassVar[int]
     CREATED_MS_FIELD_NUMBER: _ClassVar[int]
+    CRON_FIELD_NUMBER: _ClassVar[int]
     FIRES_FIELD_NUMBER: _ClassVar[int]
     FIRE_AT_MS_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
@@ -1166,17 +1171,20 @@ class Task(_message.Message):
     LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     NEXT_ATTEMPT_MS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FIRE_AT_MS_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     REPEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
     UPDATED_MS_FIELD_NUMBER: _ClassVar[int]
     attempts: int
     blocked_by_dead_letter: int
     callback: Callback
     client: str
     created_ms: int
+    cron: str
     fire_at_ms: int
     fires: int
     group: str
@@ -1185,13 +1193,15 @@ class Task(_message.Message):
     last_error: str
     mode: DispatchMode
     next_attempt_ms: int
+    next_fire_at_ms: _containers.RepeatedScalarFieldContainer[int]
     payload: bytes
     repeat_interval_ms: int
     retry: RetryPolicy
     seq: int
     status: TaskStatus
+    time_zone: str
     updated_ms: int
-    def __init__(self, id: _Optional[int] = ..., client: _Optional[str] = ..., group: _Optional[str] = ..., payload: _Optional[bytes] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., seq: _Optional[int] = ..., mode: _Optional[_Union[DispatchMode, str]] = ..., status: _Optional[_Union[TaskStatus, str]] = ..., attempts: _Optional[int] = ..., next_attempt_ms: _Optional[int] = ..., last_error: _Optional[str] = ..., fires: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., created_ms: _Optional[int] = ..., updated_ms: _Optional[int] = ..., blocked_by_dead_letter: _Optional[int] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., client: _Optional[str] = ..., group: _Optional[str] = ..., payload: _Optional[bytes] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., seq: _Optional[int] = ..., mode: _Optional[_Union[DispatchMode, str]] = ..., status: _Optional[_Union[TaskStatus, str]] = ..., attempts: _Optional[int] = ..., next_attempt_ms: _Optional[int] = ..., last_error: _Optional[str] = ..., fires: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., created_ms: _Optional[int] = ..., updated_ms: _Optional[int] = ..., blocked_by_dead_letter: _Optional[int] = ..., cron: _Optional[str] = ..., time_zone: _Optional[str] = ..., next_fire_at_ms: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class UnblockGroupRequest(_message.Message):
     __slots__ = ["client", "group"]
