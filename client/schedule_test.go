@@ -287,3 +287,25 @@ func TestScheduleCron(t *testing.T) {
 		t.Fatalf("unknown time zone: %v", err)
 	}
 }
+
+// A registration with a replace key replaces the waiting task, and the
+// response says so.
+func TestScheduleReplacing(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	first, err := c.Schedule(ctx, []byte("v1"), client.Replacing("reindex"), client.Debounce(time.Hour, 2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &boomerangv1.RegisterTaskRequest{Payload: []byte("v2"), ReplaceKey: "reindex", DebounceMs: time.Hour.Milliseconds()}
+	resp, err := c.RegisterTask(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !resp.GetReplaced() || resp.GetCreated() || resp.GetTask().GetId() != first.GetId() || string(resp.GetTask().GetPayload()) != "v2" {
+		t.Fatalf("second registration: %v", resp)
+	}
+	if resp.GetTask().GetFireAtMs() < first.GetFireAtMs() {
+		t.Fatalf("debounced due %d before the first's %d", resp.GetTask().GetFireAtMs(), first.GetFireAtMs())
+	}
+}

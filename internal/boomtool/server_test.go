@@ -135,6 +135,20 @@ func TestAgainstServer(t *testing.T) {
 		t.Fatalf("show of a cron task:\n%s", out)
 	}
 	tina.ok(t, "delete", cronID)
+	out = tina.ok(t, "set", "v1", "--replace", "reindex", "--debounce", "1h", "--max-wait", "2h")
+	replaceID := strings.TrimSuffix(strings.Fields(out)[2], ",")
+	out = tina.ok(t, "set", "v2", "--replace", "reindex", "--debounce", "1h")
+	if !strings.HasPrefix(out, "Replaced waiting task "+replaceID+" with replace key \"reindex\"") {
+		t.Fatalf("set --replace again printed %q", out)
+	}
+	if out := tina.ok(t, "show", replaceID); !strings.Contains(out, `"v2"`) || !strings.Contains(out, "reindex") {
+		t.Fatalf("show of a replaced task:\n%s", out)
+	}
+	tina.ok(t, "delete", replaceID)
+	code, _, errOut = tina.run("", "set", "x", "--debounce", "1s")
+	if code != 2 || !strings.Contains(errOut, "--debounce needs --replace") {
+		t.Fatalf("--debounce alone: exit %d, %q", code, errOut)
+	}
 	code, _, errOut = tina.run("", "set", "x", "--cron", "0 9 * * *", "--tz", "Nowhere/Land")
 	if code != 1 || !strings.Contains(errOut, "time zone") {
 		t.Fatalf("unknown time zone: exit %d, %q", code, errOut)

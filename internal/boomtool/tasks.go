@@ -37,6 +37,7 @@ one JSON object per line, with the fields of the flags (see docs/cli.md).`,
   boomtool set --payload-file order.bin --group customer-7 --key order-1001
   boomtool set --empty --every 1m --group heartbeat
   boomtool set 'daily report' --cron '0 9 * * MON-FRI' --tz Europe/Zurich
+  boomtool set 'reindex' --replace reindex --debounce 30s --max-wait 5m
   boomtool set --file tasks.jsonl`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -81,6 +82,9 @@ one JSON object per line, with the fields of the flags (see docs/cli.md).`,
 	f.StringVar(&payloadFile, "payload-file", "", "read the payload from this file (- for standard input)")
 	f.StringVar(&spec.group, "group", "", "group key: a group's tasks are delivered in order, one at a time")
 	f.StringVar(&spec.key, "key", "", "idempotency key: a repeat with the same key returns the existing task")
+	f.StringVar(&spec.replace, "replace", "", "replace key: replaces the waiting task with this key (payload and due time) instead of adding one")
+	f.Var(&spec.debounce, "debounce", "with --replace: due this long after the latest registration with the key")
+	f.Var(&spec.maxWait, "max-wait", "with --debounce: due at most this long after the first registration with the key")
 	f.StringVar(&spec.mode, "mode", "", "dispatch mode: next-on-error, block-on-error or immediate (default: the client's)")
 	f.StringVar(&spec.callback, "callback", "", "deliver to this callback instead of the client's: http(s)://…, grpc://, tcp:// or udp://host:port")
 	f.Var(&spec.cbTimeout, "callback-timeout", "per-attempt timeout of --callback")
@@ -94,6 +98,9 @@ one JSON object per line, with the fields of the flags (see docs/cli.md).`,
 
 // scheduled says what a registration did: "Scheduled task 42, due …".
 func (a *app) scheduled(t *boomerangv1.Task, created bool) string {
+	if !created && t.GetReplaceKey() != "" {
+		return fmt.Sprintf("Replaced waiting task %d with replace key %q; due %s", t.GetId(), t.GetReplaceKey(), when(t.GetFireAtMs(), a.env.Now()))
+	}
 	if !created {
 		return fmt.Sprintf("Task %d already exists with idempotency key %q; due %s", t.GetId(), t.GetIdempotencyKey(), when(t.GetFireAtMs(), a.env.Now()))
 	}
@@ -106,9 +113,10 @@ type taskSpec struct {
 	payload                 []byte
 	given, empty            bool
 	delay, every, cbTimeout durationFlag
+	debounce, maxWait       durationFlag
 	at                      timeFlag
 	group, key, mode        string
-	cron, tz                string
+	cron, tz, replace       string
 	callback, pool          string
 	maxAttempts             uint32
 	inFile                  bool // from --file: errors name JSON fields, not flags
@@ -142,6 +150,10 @@ func (s *taskSpec) options() ([]client.ScheduleOption, error) {
 		return nil, usagef("give %s or %s, not both", s.name("every"), s.name("cron"))
 	case s.tz != "" && s.cron == "":
 		return nil, usagef("%s needs %s", s.name("tz"), s.name("cron"))
+	case s.debounce.set && s.replace == "":
+		return nil, usagef("%s needs %s", s.name("debounce"), s.name("replace"))
+	case s.maxWait.set && !s.debounce.set:
+		return nil, usagef("%s needs %s", s.name("max-wait"), s.name("debounce"))
 	}
 	m, err := parseMode(s.mode)
 	if err != nil {
@@ -162,6 +174,12 @@ func (s *taskSpec) options() ([]client.ScheduleOption, error) {
 	}
 	if s.cron != "" {
 		opts = append(opts, client.Cron(s.cron, s.tz))
+	}
+	if s.replace != "" {
+		opts = append(opts, client.Replacing(s.replace))
+	}
+	if s.debounce.set {
+		opts = append(opts, client.Debounce(s.debounce.d, s.maxWait.d))
 	}
 	if cb != nil {
 		opts = append(opts, client.WithCallback(cb))
@@ -340,6 +358,7 @@ func writeTask(w io.Writer, t *boomerangv1.Task, now time.Time) error {
 	f.add("Last error", t.GetLastError())
 	f.add("Fired", times(t.GetFires()))
 	f.add("Idempotency key", t.GetIdempotencyKey())
+	f.add("Replace key", t.GetReplaceKey())
 	f.add("Callback", callbackString(t.GetCallback()))
 	f.add("Retry", retryString(t.GetRetry()))
 	f.add("Created", when(t.GetCreatedMs(), now))

@@ -87,6 +87,19 @@ type RegisterRequest struct {
 	// creating another, for Config.IdempotencyRetention after the first,
 	// even once that task has finished (StatusFinished).
 	IdempotencyKey string
+
+	// ReplaceKey, if set, replaces the payload and due time of the
+	// client's task with this key in the same group (or among its
+	// ungrouped tasks) while it waits, keeping its id and place; once an
+	// attempt of it has started, a new task is created. One-shot tasks
+	// only; not with IdempotencyKey.
+	ReplaceKey string
+	// Debounce, with ReplaceKey, makes the task due Debounce after the
+	// latest registration with the key, and MaxWait (0: no limit) caps
+	// that at MaxWait after the registration that created it. It replaces
+	// At and Delay.
+	Debounce time.Duration
+	MaxWait  time.Duration
 }
 
 // UpdateRequest changes a task. Nil fields are left as they are.

@@ -24,7 +24,9 @@ import (
 //
 // Operations: registrations (grouped or not, recurring or not, every
 // dispatch mode, due in the past, now, or on either side of a short
-// horizon; recurring by interval or by a cron schedule), updates of the due time (into the past too) or the payload,
+// horizon; recurring by interval or by a cron schedule), registrations
+// with a replace key (debounced or not) that replace a waiting task or
+// create one, updates of the due time (into the past too) or the payload,
 // cancels, clock advances, acknowledged and failed attempts, unblock,
 // skip, replay and deletion of dead letters, restarts after a kill,
 // power losses at rest, and power losses right after an acknowledgement,
@@ -41,6 +43,7 @@ func TestSchedulerMatchesModel(t *testing.T) {
 		m := &model{h: h, tasks: map[uint64]*mTask{}, groups: map[string]*mGroup{}, dls: map[uint64]*mDL{}, attempts: map[uint64]*attempt{}}
 		rt.Repeat(map[string]func(*rapid.T){
 			"register": m.register,
+			"replace":  m.replace,
 			"update":   m.update,
 			"cancel":   m.cancel,
 			"advance":  m.advance,
@@ -77,6 +80,8 @@ type mTask struct {
 	due         int64 // ms since epoch
 	interval    int64
 	cron        bool // every modelCronMs, by the schedule modelCron
+	replaceKey  string
+	created     int64 // when registered, ms since epoch: a debounce's max wait counts from here
 	mode        storepb.DispatchMode
 	attempts    int
 	nextAttempt int64 // 0: none
@@ -161,6 +166,57 @@ func ceilTo(ms, step int64) int64 {
 		q++
 	}
 	return q * step
+}
+
+// replace registers with a replace key, debounced or not: the model
+// replaces its waiting task with the key in the same group, if any, and
+// otherwise expects a new task.
+func (m *model) replace(rt *rapid.T) {
+	group := rapid.SampledFrom([]string{"", "a", "b"}).Draw(rt, "group")
+	key := rapid.SampledFrom([]string{"k1", "k2"}).Draw(rt, "replace_key")
+	mode := rapid.SampledFrom(modelModes).Draw(rt, "mode")
+	debounce := int64(rapid.SampledFrom([]int{0, 1000, 2000}).Draw(rt, "debounce_ms"))
+	req := RegisterRequest{Client: "acme", Group: group, Payload: payload("replacing"), Mode: mode, ReplaceKey: key}
+	var due, maxWait int64
+	if debounce > 0 {
+		maxWait = int64(rapid.SampledFrom([]int{0, 1500, 3000}).Draw(rt, "max_wait_ms"))
+		req.Debounce, req.MaxWait = time.Duration(debounce)*time.Millisecond, time.Duration(maxWait)*time.Millisecond
+	} else {
+		due = m.now + int64(rapid.IntRange(-4, 8).Draw(rt, "delay_halfseconds")*500)
+		req.At = epoch.Add(time.Duration(due) * time.Millisecond)
+	}
+	var target *mTask
+	for _, t := range m.tasks {
+		if t.group == group && t.replaceKey == key && t.state == mWaiting && t.attempts == 0 && t.nextAttempt == 0 {
+			target = t
+		}
+	}
+	created := m.now
+	if target != nil {
+		created = target.created
+	}
+	if debounce > 0 {
+		due = m.now + debounce
+		if maxWait > 0 {
+			due = min(due, created+maxWait)
+		}
+	}
+	v, wasCreated, err := m.h.s.Register(context.Background(), req)
+	m.expectErr(rt, err, nil)
+	switch {
+	case target != nil && (wasCreated || v.Task.Id != target.id):
+		rt.Fatalf("registration with key %q of group %q: created %v task %d, want task %d replaced", key, group, wasCreated, v.Task.Id, target.id)
+	case target == nil && !wasCreated:
+		rt.Fatalf("registration with key %q of group %q replaced task %d; the model has none waiting", key, group, v.Task.Id)
+	case v.Task.DueMs-epoch.UnixMilli() != due:
+		rt.Fatalf("task %d due %d, model %d", v.Task.Id, v.Task.DueMs-epoch.UnixMilli(), due)
+	}
+	if target == nil {
+		target = &mTask{id: v.Task.Id, seq: v.Task.Id, group: group, mode: mode, replaceKey: key, created: m.now}
+		m.tasks[target.id] = target
+	}
+	target.due = due
+	m.step(rt)
 }
 
 func (m *model) pick(rt *rapid.T, label string) *mTask {
@@ -322,6 +378,7 @@ func (m *model) unblock(rt *rapid.T, skip bool) {
 func (m *model) revive(rt *rapid.T, dl *mDL, v TaskView, keepPlace bool) {
 	t := dl.task
 	t.id, t.interval, t.cron, t.attempts, t.nextAttempt, t.state = v.Task.Id, 0, false, 0, 0, mWaiting
+	t.replaceKey = ""
 	if !keepPlace {
 		t.seq, t.due = v.Task.Id, m.now
 	}

@@ -23,6 +23,9 @@ func (p *partition) register(req *RegisterRequest, shard uint16, done func(resul
 			return
 		}
 	}
+	if p.replaceWaiting(req, shard, done) {
+		return
+	}
 	id, err := p.allocID(shard)
 	if err != nil {
 		done(result{err: err})
@@ -34,12 +37,13 @@ func (p *partition) register(req *RegisterRequest, shard uint16, done func(resul
 		Client:         req.Client,
 		Group:          req.Group,
 		Payload:        req.Payload,
-		DueMs:          dueMs(req, now),
+		DueMs:          firstDue(req, now),
 		IntervalMs:     req.Interval.Milliseconds(),
 		Mode:           req.Mode,
 		Cron:           req.Cron,
 		TimeZone:       req.TimeZone,
 		IdempotencyKey: req.IdempotencyKey,
+		ReplaceKey:     req.ReplaceKey,
 		Retry:          req.Retry,
 		Callback:       req.Callback,
 		CreatedMs:      now,
@@ -61,6 +65,7 @@ func (p *partition) register(req *RegisterRequest, shard uint16, done func(resul
 		done(result{err: err})
 		return
 	}
+	p.noteReplaceKey(t)
 	releaseRec, err := p.countTask(t, +1)
 	if err != nil { // a storage failure: the task is in the batch
 		p.s.fail(err)

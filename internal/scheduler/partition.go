@@ -46,6 +46,7 @@ type partition struct {
 	idleRecs   list.List            // keys of cached records no decision holds, most recent first
 	idem       map[string]*idemWait // registrations by idempotency key, not yet applied
 	idemKeys   map[uint16]int       // idempotency keys remembered, per led shard
+	replacing  map[string]uint64    // new tasks by replace key (replaceRef), not yet applied
 
 	leading      map[uint16]uint64    // shards this node leads, and the term
 	unleased     map[uint16][]*flight // started attempts waiting for their shard's lease
@@ -154,6 +155,7 @@ func newPartition(s *Scheduler, index int) (*partition, error) {
 		recs:         make(map[string]*groupRec),
 		idem:         make(map[string]*idemWait),
 		idemKeys:     make(map[uint16]int),
+		replacing:    make(map[string]uint64),
 		leading:      make(map[uint16]uint64),
 		unleased:     make(map[uint16][]*flight),
 		lastID:       make(map[uint16]uint64),

@@ -25,7 +25,7 @@ func (s *Scheduler) validateRegister(req *RegisterRequest) error {
 	for field, v := range map[string]string{
 		"client": req.Client, "group": req.Group, "idempotency_key": req.IdempotencyKey,
 		"callback.endpoint": req.Callback.GetEndpoint(), "callback.pool": req.Callback.GetPool(),
-		"cron": req.Cron, "time_zone": req.TimeZone,
+		"cron": req.Cron, "time_zone": req.TimeZone, "replace_key": req.ReplaceKey,
 	} {
 		if !utf8.ValidString(v) {
 			return invalid(field, "must be valid UTF-8")
@@ -61,6 +61,9 @@ func (s *Scheduler) validateRegister(req *RegisterRequest) error {
 		return invalid("mode", "unknown dispatch mode %d", req.Mode)
 	}
 	if err := validateCron(req, now); err != nil {
+		return err
+	}
+	if err := validateReplace(req); err != nil {
 		return err
 	}
 	return validateRetry(req.Retry)

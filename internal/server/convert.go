@@ -45,6 +45,7 @@ func taskToWire(v scheduler.TaskView) *boomerangv1.Task {
 		UpdatedMs:        t.UpdatedMs,
 		Cron:             t.Cron,
 		TimeZone:         t.TimeZone,
+		ReplaceKey:       t.ReplaceKey,
 	}
 }
 

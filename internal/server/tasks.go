@@ -30,7 +30,14 @@ func (s *Service) RegisterTask(ctx context.Context, p auth.Principal, req *boome
 	if err != nil {
 		return nil, err
 	}
-	return &boomerangv1.RegisterTaskResponse{Task: taskToWire(view), Created: created}, nil
+	return &boomerangv1.RegisterTaskResponse{Task: taskToWire(view), Created: created, Replaced: replaced(r, created)}, nil
+}
+
+// replaced reports whether a registration replaced a waiting task: with a
+// replace key (never given with an idempotency key), only then is no task
+// created.
+func replaced(r scheduler.RegisterRequest, created bool) bool {
+	return r.ReplaceKey != "" && !created
 }
 
 // registrant is what registering tasks for one client needs to know of
@@ -64,12 +71,18 @@ func (o registrant) registration(req *boomerangv1.RegisterTaskRequest, now time.
 		IdempotencyKey: req.IdempotencyKey,
 		Cron:           req.Cron,
 		TimeZone:       req.TimeZone,
+		ReplaceKey:     req.ReplaceKey,
+		Debounce:       time.Duration(req.DebounceMs) * time.Millisecond,
+		MaxWait:        time.Duration(req.MaxWaitMs) * time.Millisecond,
 	}
 	err := firstError(
 		checkPayload(req.Payload, o.s.maxPayload),
 		checkInterval("repeat_interval_ms", req.RepeatIntervalMs),
 		checkName("group", req.Group, scheduler.MaxGroupLen),
 		checkName("idempotency_key", req.IdempotencyKey, scheduler.MaxIdempotencyKeyLen),
+		checkName("replace_key", req.ReplaceKey, scheduler.MaxReplaceKeyLen),
+		checkDelay("debounce_ms", req.DebounceMs),
+		checkDelay("max_wait_ms", req.MaxWaitMs),
 		checkMode("mode", req.Mode),
 		checkRetry("retry.", req.Retry),
 		checkCallbackOverride(req.Callback),

@@ -829,6 +829,7 @@ type Task struct {
 	Cron                string       `protobuf:"bytes,70,opt,name=cron,proto3" json:"cron,omitempty"`                                                               // calendar schedule (see RegisterTaskRequest.cron); "" = none
 	TimeZone            string       `protobuf:"bytes,71,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`                                       // the zone cron is read in; "" = UTC
 	NextFireAtMs        []int64      `protobuf:"varint,72,rep,packed,name=next_fire_at_ms,json=nextFireAtMs,proto3" json:"next_fire_at_ms,omitempty"`               // GetTask of a cron task: the next few occurrences after this one, Unix ms
+	ReplaceKey          string       `protobuf:"bytes,73,opt,name=replace_key,json=replaceKey,proto3" json:"replace_key,omitempty"`                                 // see RegisterTaskRequest.replace_key
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -1015,6 +1016,13 @@ func (x *Task) GetNextFireAtMs() []int64 {
 		return x.NextFireAtMs
 	}
 	return nil
+}
+
+func (x *Task) GetReplaceKey() string {
+	if x != nil {
+		return x.ReplaceKey
+	}
+	return ""
 }
 
 type DeadLetter struct {
@@ -2693,8 +2701,21 @@ type RegisterTaskRequest struct {
 	// the first one after the due time above (now when unset). A local
 	// time skipped by a daylight saving change fires once at the end of the
 	// gap; one repeated by a change fires once, at its first instant.
-	Cron          string `protobuf:"bytes,70,opt,name=cron,proto3" json:"cron,omitempty"`
-	TimeZone      string `protobuf:"bytes,71,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"` // IANA zone, e.g. "Europe/Zurich"; "" = UTC
+	Cron     string `protobuf:"bytes,70,opt,name=cron,proto3" json:"cron,omitempty"`
+	TimeZone string `protobuf:"bytes,71,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"` // IANA zone, e.g. "Europe/Zurich"; "" = UTC
+	// replace_key replaces the payload and due time of the client's task
+	// with this key in the same group (or among its ungrouped tasks) while
+	// that task waits, keeping its id and its place in the group; once an
+	// attempt of it has started, a new task is created instead. The
+	// response says which happened. One-shot tasks only; not with
+	// idempotency_key.
+	ReplaceKey string `protobuf:"bytes,72,opt,name=replace_key,json=replaceKey,proto3" json:"replace_key,omitempty"`
+	// debounce_ms, with replace_key, makes the task due debounce_ms after
+	// the latest registration with the key (instead of delay_ms or
+	// fire_at_ms), and max_wait_ms, if set, no later than max_wait_ms after
+	// the registration that created it.
+	DebounceMs    int64 `protobuf:"varint,73,opt,name=debounce_ms,json=debounceMs,proto3" json:"debounce_ms,omitempty"`
+	MaxWaitMs     int64 `protobuf:"varint,74,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2817,6 +2838,27 @@ func (x *RegisterTaskRequest) GetTimeZone() string {
 	return ""
 }
 
+func (x *RegisterTaskRequest) GetReplaceKey() string {
+	if x != nil {
+		return x.ReplaceKey
+	}
+	return ""
+}
+
+func (x *RegisterTaskRequest) GetDebounceMs() int64 {
+	if x != nil {
+		return x.DebounceMs
+	}
+	return 0
+}
+
+func (x *RegisterTaskRequest) GetMaxWaitMs() int64 {
+	if x != nil {
+		return x.MaxWaitMs
+	}
+	return 0
+}
+
 type isRegisterTaskRequest_When interface {
 	isRegisterTaskRequest_When()
 }
@@ -2834,9 +2876,12 @@ func (*RegisterTaskRequest_DelayMs) isRegisterTaskRequest_When() {}
 func (*RegisterTaskRequest_FireAtMs) isRegisterTaskRequest_When() {}
 
 type RegisterTaskResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
-	Created       bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"` // false: the idempotency key matched an earlier
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Task    *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	Created bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"` // false: the idempotency key matched an earlier
+	// registration, whose task is returned (FINISHED once gone),
+	// or the replace key replaced a waiting task
+	Replaced      bool `protobuf:"varint,70,opt,name=replaced,proto3" json:"replaced,omitempty"` // the replace key replaced a waiting task, returned as it is now
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2881,6 +2926,13 @@ func (x *RegisterTaskResponse) GetTask() *Task {
 func (x *RegisterTaskResponse) GetCreated() bool {
 	if x != nil {
 		return x.Created
+	}
+	return false
+}
+
+func (x *RegisterTaskResponse) GetReplaced() bool {
+	if x != nil {
+		return x.Replaced
 	}
 	return false
 }
@@ -8168,7 +8220,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\fretention_ms\x18\x02 \x01(\x03R\vretentionMs\"9\n" +
 	"\rCallbackRules\x12\x14\n" +
 	"\x05allow\x18\x01 \x03(\tR\x05allow\x12\x12\n" +
-	"\x04deny\x18\x02 \x03(\tR\x04deny\"\xf0\x05\n" +
+	"\x04deny\x18\x02 \x03(\tR\x04deny\"\x91\x06\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\x12\x14\n" +
@@ -8196,7 +8248,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x16blocked_by_dead_letter\x18( \x01(\x04R\x13blockedByDeadLetter\x12\x12\n" +
 	"\x04cron\x18F \x01(\tR\x04cron\x12\x1b\n" +
 	"\ttime_zone\x18G \x01(\tR\btimeZone\x12%\n" +
-	"\x0fnext_fire_at_ms\x18H \x03(\x03R\fnextFireAtMs\"\xbf\x01\n" +
+	"\x0fnext_fire_at_ms\x18H \x03(\x03R\fnextFireAtMs\x12\x1f\n" +
+	"\vreplace_key\x18I \x01(\tR\n" +
+	"replaceKey\"\xbf\x01\n" +
 	"\n" +
 	"DeadLetter\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12&\n" +
@@ -8320,7 +8374,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x06client\x18\x01 \x01(\tR\x06client\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\tR\x06handle\"2\n" +
 	"\x16RevokeSessionsResponse\x12\x18\n" +
-	"\arevoked\x18\x01 \x01(\rR\arevoked\"\xa7\x03\n" +
+	"\arevoked\x18\x01 \x01(\rR\arevoked\"\x89\x04\n" +
 	"\x13RegisterTaskRequest\x12\x18\n" +
 	"\apayload\x18\x01 \x01(\fR\apayload\x12\x1b\n" +
 	"\bdelay_ms\x18\x02 \x01(\x03H\x00R\adelayMs\x12\x1e\n" +
@@ -8333,11 +8387,17 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x05retry\x18\b \x01(\v2\x19.boomerang.v1.RetryPolicyR\x05retry\x12'\n" +
 	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\x12\x12\n" +
 	"\x04cron\x18F \x01(\tR\x04cron\x12\x1b\n" +
-	"\ttime_zone\x18G \x01(\tR\btimeZoneB\x06\n" +
-	"\x04when\"X\n" +
+	"\ttime_zone\x18G \x01(\tR\btimeZone\x12\x1f\n" +
+	"\vreplace_key\x18H \x01(\tR\n" +
+	"replaceKey\x12\x1f\n" +
+	"\vdebounce_ms\x18I \x01(\x03R\n" +
+	"debounceMs\x12\x1e\n" +
+	"\vmax_wait_ms\x18J \x01(\x03R\tmaxWaitMsB\x06\n" +
+	"\x04when\"t\n" +
 	"\x14RegisterTaskResponse\x12&\n" +
 	"\x04task\x18\x01 \x01(\v2\x12.boomerang.v1.TaskR\x04task\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"g\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12\x1a\n" +
+	"\breplaced\x18F \x01(\bR\breplaced\"g\n" +
 	"\x14RegisterTasksRequest\x127\n" +
 	"\x05tasks\x18\x01 \x03(\v2!.boomerang.v1.RegisterTaskRequestR\x05tasks\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\"S\n" +

@@ -440,8 +440,9 @@ type Task struct {
 	// delete, which vanishes with the write when they meet in a flush or
 	// compaction instead of leaving a tombstone.
 	WrittenOnce   bool   `protobuf:"varint,18,opt,name=written_once,json=writtenOnce,proto3" json:"written_once,omitempty"`
-	Cron          string `protobuf:"bytes,19,opt,name=cron,proto3" json:"cron,omitempty"`                         // calendar schedule instead of interval_ms; "" = none
-	TimeZone      string `protobuf:"bytes,20,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"` // IANA zone the cron expression is read in; "" = UTC
+	Cron          string `protobuf:"bytes,19,opt,name=cron,proto3" json:"cron,omitempty"`                               // calendar schedule instead of interval_ms; "" = none
+	TimeZone      string `protobuf:"bytes,20,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`       // IANA zone the cron expression is read in; "" = UTC
+	ReplaceKey    string `protobuf:"bytes,21,opt,name=replace_key,json=replaceKey,proto3" json:"replace_key,omitempty"` // a later registration with this key replaces the task while it waits
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -612,6 +613,13 @@ func (x *Task) GetCron() string {
 func (x *Task) GetTimeZone() string {
 	if x != nil {
 		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *Task) GetReplaceKey() string {
+	if x != nil {
+		return x.ReplaceKey
 	}
 	return ""
 }
@@ -1437,7 +1445,7 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\bendpoint\x18\x02 \x01(\tR\bendpoint\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\x12\x12\n" +
-	"\x04pool\x18\x04 \x01(\tR\x04pool\"\x83\x05\n" +
+	"\x04pool\x18\x04 \x01(\tR\x04pool\"\xa4\x05\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\x12\x14\n" +
@@ -1463,7 +1471,9 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\x05fires\x18\x11 \x01(\x04R\x05fires\x12!\n" +
 	"\fwritten_once\x18\x12 \x01(\bR\vwrittenOnce\x12\x12\n" +
 	"\x04cron\x18\x13 \x01(\tR\x04cron\x12\x1b\n" +
-	"\ttime_zone\x18\x14 \x01(\tR\btimeZone\"\xb4\x01\n" +
+	"\ttime_zone\x18\x14 \x01(\tR\btimeZone\x12\x1f\n" +
+	"\vreplace_key\x18\x15 \x01(\tR\n" +
+	"replaceKey\"\xb4\x01\n" +
 	"\x05Group\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\rR\x05shard\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\x12\x14\n" +

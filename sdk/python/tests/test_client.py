@@ -218,6 +218,16 @@ class ClientTest(unittest.TestCase):
             c.schedule("x", cron="0 9 * * *", time_zone="Nowhere/Land")
         self.assertEqual(cm.exception.field, "time_zone")
 
+    def test_a_registration_with_a_replace_key_replaces_the_waiting_task(self) -> None:
+        s = start_server(self)
+        c = admin(self, s)
+        first = c.schedule("v1", replace_key="reindex", debounce=3600, max_wait=7200)
+        self.assertEqual(first.replace_key, "reindex")
+        resp = c.register_task(payload=b"v2", replace_key="reindex", debounce_ms=3_600_000)
+        self.assertTrue(resp.replaced)
+        self.assertFalse(resp.created)
+        self.assertEqual((resp.task.id, resp.task.payload), (first.id, b"v2"))
+
     def test_errors_carry_the_server_status_message_and_field(self) -> None:
         s = start_server(self, args=("--max-payload-bytes", "1024", "--max-frame-bytes", "8192"))
         c = admin(self, s)

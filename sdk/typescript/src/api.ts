@@ -73,6 +73,17 @@ export interface ScheduleOptions {
   cron?: string;
   /** The IANA time zone cron is read in, e.g. "Europe/Zurich". Default: UTC. */
   timeZone?: string;
+  /**
+   * Replaces the client's waiting task with this key in the same group
+   * (payload and due time; it keeps its id and place) instead of adding
+   * one; once that task's attempt has started, a new one is added. The
+   * registerTask response says which happened (replaced).
+   */
+  replaceKey?: string;
+  /** With replaceKey: due this many milliseconds after the latest registration with the key, instead of after/at. */
+  debounce?: number;
+  /** With debounce: due no later than this many milliseconds after the registration that created the task. */
+  maxWait?: number;
   /** A group's tasks are delivered one at a time, in due order. */
   group?: string;
   /** A repeated registration with the same key returns the existing task. */
@@ -495,6 +506,9 @@ function registration(payload: Uint8Array | string, schedule: ScheduleOptions = 
     idempotencyKey: schedule.idempotencyKey ?? "",
     cron: schedule.cron ?? "",
     timeZone: schedule.timeZone ?? "",
+    replaceKey: schedule.replaceKey ?? "",
+    debounceMs: BigInt(Math.round(schedule.debounce ?? 0)),
+    maxWaitMs: BigInt(Math.round(schedule.maxWait ?? 0)),
   };
   if (schedule.after !== undefined) {
     req.when = { case: "delayMs", value: BigInt(Math.round(schedule.after)) };

@@ -51,6 +51,18 @@ test("a cron task is due at its first occurrence and shows the next ones", async
   await assert.rejects(c.schedule("x", { cron: "0 9 * * *", timeZone: "Nowhere/Land" }), (err: unknown) => err instanceof InvalidRequestError && err.field === "time_zone");
 });
 
+test("a registration with a replace key replaces the waiting task", async (t) => {
+  const s = await startServer(t);
+  const c = await admin(t, s);
+  const first = await c.schedule("v1", { replaceKey: "reindex", debounce: 3_600_000, maxWait: 7_200_000 });
+  assert.equal(first.replaceKey, "reindex");
+  const resp = await c.registerTask({ payload: new TextEncoder().encode("v2"), replaceKey: "reindex", debounceMs: 3_600_000n });
+  assert.equal(resp.replaced, true);
+  assert.equal(resp.created, false);
+  assert.equal(resp.task?.id, first.id);
+  assert.equal(text(resp.task!.payload), "v2");
+});
+
 test("errors carry the server's status, message and field", async (t) => {
   const s = await startServer(t, { args: ["--max-payload-bytes", "1024", "--max-frame-bytes", "8192"] });
   const c = await admin(t, s);

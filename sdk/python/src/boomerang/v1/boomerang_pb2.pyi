@@ -814,38 +814,46 @@ class RegisterClientResponse(_message.Message):
     def __init__(self, client: _Optional[_Union[ClientConfig, _Mapping]] = ..., signing_secret: _Optional[bytes] = ...) -> None: ...
 
 class RegisterTaskRequest(_message.Message):
-    __slots__ = ["callback", "cron", "delay_ms", "fire_at_ms", "group", "idempotency_key", "mode", "payload", "repeat_interval_ms", "retry", "time_zone"]
+    __slots__ = ["callback", "cron", "debounce_ms", "delay_ms", "fire_at_ms", "group", "idempotency_key", "max_wait_ms", "mode", "payload", "repeat_interval_ms", "replace_key", "retry", "time_zone"]
     CALLBACK_FIELD_NUMBER: _ClassVar[int]
     CRON_FIELD_NUMBER: _ClassVar[int]
+    DEBOUNCE_MS_FIELD_NUMBER: _ClassVar[int]
     DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     FIRE_AT_MS_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     REPEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_KEY_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
     TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
     callback: Callback
     cron: str
+    debounce_ms: int
     delay_ms: int
     fire_at_ms: int
     group: str
     idempotency_key: str
+    max_wait_ms: int
     mode: DispatchMode
     payload: bytes
     repeat_interval_ms: int
+    replace_key: str
     retry: RetryPolicy
     time_zone: str
-    def __init__(self, payload: _Optional[bytes] = ..., delay_ms: _Optional[int] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., group: _Optional[str] = ..., mode: _Optional[_Union[DispatchMode, str]] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., cron: _Optional[str] = ..., time_zone: _Optional[str] = ...) -> None: ...
+    def __init__(self, payload: _Optional[bytes] = ..., delay_ms: _Optional[int] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., group: _Optional[str] = ..., mode: _Optional[_Union[DispatchMode, str]] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., cron: _Optional[str] = ..., time_zone: _Optional[str] = ..., replace_key: _Optional[str] = ..., debounce_ms: _Optional[int] = ..., max_wait_ms: _Optional[int] = ...) -> None: ...
 
 class RegisterTaskResponse(_message.Message):
-    __slots__ = ["created", "task"]
+    __slots__ = ["created", "replaced", "task"]
     CREATED_FIELD_NUMBER: _ClassVar[int]
+    REPLACED_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
     created: bool
+    replaced: bool
     task: Task
-    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., created: bool = ...) -> None: ...
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., created: bool = ..., replaced: bool = ...) -> None: ...
 
 class RegisterTaskResult(_message.Message):
     __slots__ = ["error", "registered"]
@@ -1156,7 +1164,7 @@ class StatsSample(_message.Message):
     def __init__(self, at_ms: _Optional[int] = ..., registered: _Optional[int] = ..., attempts: _Optional[int] = ..., delivered: _Optional[int] = ..., failed: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., dead_letters: _Optional[int] = ..., blocked_groups: _Optional[int] = ..., delivering: _Optional[int] = ..., waiting: _Optional[int] = ..., wheel: _Optional[int] = ..., by_protocol: _Optional[_Iterable[_Union[ProtocolCount, _Mapping]]] = ..., fire_lag: _Optional[_Union[Percentiles, _Mapping]] = ..., attempt_duration: _Optional[_Union[Percentiles, _Mapping]] = ...) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ["attempts", "blocked_by_dead_letter", "callback", "client", "created_ms", "cron", "fire_at_ms", "fires", "group", "id", "idempotency_key", "last_error", "mode", "next_attempt_ms", "next_fire_at_ms", "payload", "repeat_interval_ms", "retry", "seq", "status", "time_zone", "updated_ms"]
+    __slots__ = ["attempts", "blocked_by_dead_letter", "callback", "client", "created_ms", "cron", "fire_at_ms", "fires", "group", "id", "idempotency_key", "last_error", "mode", "next_attempt_ms", "next_fire_at_ms", "payload", "repeat_interval_ms", "replace_key", "retry", "seq", "status", "time_zone", "updated_ms"]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     BLOCKED_BY_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_FIELD_NUMBER: _ClassVar[int]
@@ -1174,6 +1182,7 @@ class Task(_message.Message):
     NEXT_FIRE_AT_MS_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     REPEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_KEY_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
@@ -1196,12 +1205,13 @@ class Task(_message.Message):
     next_fire_at_ms: _containers.RepeatedScalarFieldContainer[int]
     payload: bytes
     repeat_interval_ms: int
+    replace_key: str
     retry: RetryPolicy
     seq: int
     status: TaskStatus
     time_zone: str
     updated_ms: int
-    def __init__(self, id: _Optional[int] = ..., client: _Optional[str] = ..., group: _Optional[str] = ..., payload: _Optional[bytes] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., seq: _Optional[int] = ..., mode: _Optional[_Union[DispatchMode, str]] = ..., status: _Optional[_Union[TaskStatus, str]] = ..., attempts: _Optional[int] = ..., next_attempt_ms: _Optional[int] = ..., last_error: _Optional[str] = ..., fires: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., created_ms: _Optional[int] = ..., updated_ms: _Optional[int] = ..., blocked_by_dead_letter: _Optional[int] = ..., cron: _Optional[str] = ..., time_zone: _Optional[str] = ..., next_fire_at_ms: _Optional[_Iterable[int]] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., client: _Optional[str] = ..., group: _Optional[str] = ..., payload: _Optional[bytes] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., seq: _Optional[int] = ..., mode: _Optional[_Union[DispatchMode, str]] = ..., status: _Optional[_Union[TaskStatus, str]] = ..., attempts: _Optional[int] = ..., next_attempt_ms: _Optional[int] = ..., last_error: _Optional[str] = ..., fires: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., created_ms: _Optional[int] = ..., updated_ms: _Optional[int] = ..., blocked_by_dead_letter: _Optional[int] = ..., cron: _Optional[str] = ..., time_zone: _Optional[str] = ..., next_fire_at_ms: _Optional[_Iterable[int]] = ..., replace_key: _Optional[str] = ...) -> None: ...
 
 class UnblockGroupRequest(_message.Message):
     __slots__ = ["client", "group"]
