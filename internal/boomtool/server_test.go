@@ -145,6 +145,19 @@ func TestAgainstServer(t *testing.T) {
 		t.Fatalf("show of a replaced task:\n%s", out)
 	}
 	tina.ok(t, "delete", replaceID)
+	admin.ok(t, "client", "update", "tina", "--group-rate", "5/1s", "--group-rate-for", "slow=1/1h")
+	if out := admin.ok(t, "client", "show", "tina"); !strings.Contains(out, "5 per 1s") || !strings.Contains(out, "slow: 1 per 1h") {
+		t.Fatalf("client show with rate limits:\n%s", out)
+	}
+	tina.ok(t, "set", "x", "--group", "slow", "--delay", "1h")
+	if out := tina.ok(t, "group", "show", "slow"); !strings.Contains(out, "Rate limit:") || !strings.Contains(out, "1 per 1h") {
+		t.Fatalf("group show with a rate limit:\n%s", out)
+	}
+	tina.ok(t, "delete-all", "--group", "slow")
+	code, _, errOut = admin.run("", "client", "update", "tina", "--group-rate", "5")
+	if code != 2 || !strings.Contains(errOut, "want N/DURATION") {
+		t.Fatalf("bad --group-rate: exit %d, %q", code, errOut)
+	}
 	code, _, errOut = tina.run("", "set", "x", "--debounce", "1s")
 	if code != 2 || !strings.Contains(errOut, "--debounce needs --replace") {
 		t.Fatalf("--debounce alone: exit %d, %q", code, errOut)

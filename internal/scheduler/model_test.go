@@ -37,6 +37,12 @@ func TestSchedulerMatchesModel(t *testing.T) {
 		h := &harness{t: rt, dir: "/data", fs: store.NewMemFS(), clock: newFakeClock(), del: newRecorder(), tune: func(c *Config) {
 			c.Horizon, c.LoadInterval = 3*time.Second, time.Second
 			c.Retry = FixedRetry{Attempts: modelAttempts, Delay: time.Second}
+			c.GroupRate = func(_, group string) RateLimit {
+				if group == "b" {
+					return modelRate
+				}
+				return RateLimit{}
+			}
 		}}
 		h.open()
 		defer h.crash() // attempts may be left under way
@@ -58,6 +64,9 @@ func TestSchedulerMatchesModel(t *testing.T) {
 }
 
 const modelAttempts = 2
+
+// modelRate limits group "b": at most two attempts start in any 3 s.
+var modelRate = RateLimit{Max: 2, Per: 3 * time.Second}
 
 // modelCron fires every 3 s of local time in a zone 5:45 ahead of UTC:
 // every multiple of modelCronMs since epoch.
@@ -85,6 +94,7 @@ type mTask struct {
 	mode        storepb.DispatchMode
 	attempts    int
 	nextAttempt int64 // 0: none
+	startedAt   int64 // when the attempt under way started
 	state       mState
 }
 
@@ -96,8 +106,28 @@ func (t *mTask) gated() bool {
 func (t *mTask) wake() int64 { return max(t.due, t.nextAttempt) }
 
 type mGroup struct {
-	running *mTask // started head: delivering or retrying
-	blocked uint64 // the dead letter blocking it; 0: not blocked
+	running *mTask  // started head: delivering or retrying
+	blocked uint64  // the dead letter blocking it; 0: not blocked
+	starts  []int64 // attempts whose outcome was recorded: what a rate limit counts
+}
+
+// rateAllows reports whether group name's rate limit lets an attempt
+// start now: fewer than Max recorded starts within the last Per.
+func (m *model) rateAllows(name string) bool {
+	if name != "b" {
+		return true
+	}
+	starts := m.group(name).starts
+	return len(starts) < modelRate.Max || starts[len(starts)-modelRate.Max]+modelRate.Per.Milliseconds() <= m.now
+}
+
+// recorded notes that the outcome of t's attempt is durable: its start
+// counts for its group's rate limit.
+func (m *model) recorded(t *mTask) {
+	if t.gated() {
+		g := m.group(t.group)
+		g.starts = append(g.starts, t.startedAt)
+	}
 }
 
 // mDL is a dead letter; id is learned from the scheduler once it exists.
@@ -292,6 +322,7 @@ func (m *model) pickAttempt(rt *rapid.T) (*attempt, *mTask) {
 
 func (m *model) resolve(rt *rapid.T) {
 	a, t := m.pickAttempt(rt)
+	m.recorded(t)
 	if rapid.Bool().Draw(rt, "ack") {
 		a.done(nil)
 		m.finish(t)
@@ -484,6 +515,7 @@ func (m *model) ackThenPowerOff(rt *rapid.T) {
 	}
 	m.restarted()
 	if survived {
+		m.recorded(t)
 		m.finish(t)
 	}
 	m.step(rt)
@@ -539,6 +571,9 @@ func (m *model) run() bool {
 		if g.blocked != 0 {
 			continue
 		}
+		if !m.rateAllows(name) {
+			continue
+		}
 		if h := g.running; h != nil {
 			if h.state == mRetrying && h.nextAttempt <= m.now {
 				m.deliver(h)
@@ -562,7 +597,7 @@ func (m *model) run() bool {
 }
 
 func (m *model) deliver(t *mTask) {
-	t.state = mDelivering
+	t.state, t.startedAt = mDelivering, m.now
 	m.expected[fmt.Sprintf("%d#%d", t.id, t.attempts+1)] = true
 }
 

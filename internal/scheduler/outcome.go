@@ -33,8 +33,9 @@ func (p *partition) delivered(f *flight, derr error) {
 	t := f.task
 	now := p.wall()
 	p.begin(store.ShardOf(t.Id), storepb.Op_OP_OUTCOME)
-	var err error
+	err := p.noteStart(f, t)
 	switch {
+	case err != nil:
 	case derr == nil:
 		err = p.succeeded(f, t, now)
 	default:

@@ -81,6 +81,9 @@ func clientToWire(c auth.ClientInfo) *boomerangv1.ClientConfig {
 		DefaultMode: boomerangv1.DispatchMode(c.DefaultMode),
 		CreatedMs:   c.CreatedMs,
 		GroupLimit:  c.GroupLimit,
+
+		GroupRateLimit:  rateToWire(c.GroupRateLimit),
+		GroupRateLimits: ratesToWire(c.GroupRateLimits),
 	}
 	if c.DlqMaxEntries != 0 || c.DlqRetentionMs != 0 {
 		cc.DeadLetters = &boomerangv1.DeadLetterPolicy{MaxEntries: c.DlqMaxEntries, RetentionMs: c.DlqRetentionMs}

@@ -228,6 +228,21 @@ class ClientTest(unittest.TestCase):
         self.assertFalse(resp.created)
         self.assertEqual((resp.task.id, resp.task.payload), (first.id, b"v2"))
 
+    def test_a_clients_groups_take_rate_limits(self) -> None:
+        s = start_server(self)
+        c = admin(self, s)
+        registered = c.register_client(
+            client_id="limited",
+            password="limited-password",
+            callback=pb.Callback(protocol=pb.PROTOCOL_UDP, endpoint="127.0.0.1:9"),
+            group_rate_limit=pb.RateLimit(max_deliveries=10, interval_ms=1000),
+            group_rate_limits={"reports": pb.RateLimit(max_deliveries=1, interval_ms=60_000)},
+        )
+        self.assertEqual(registered.client.group_rate_limit.max_deliveries, 10)
+        self.assertEqual(registered.client.group_rate_limits["reports"].interval_ms, 60_000)
+        c.register_tasks(client="limited", tasks=[pb.RegisterTaskRequest(group="reports", delay_ms=3_600_000)])
+        self.assertEqual(c.get_group(client="limited", group="reports").group.rate_limit.max_deliveries, 1)
+
     def test_errors_carry_the_server_status_message_and_field(self) -> None:
         s = start_server(self, args=("--max-payload-bytes", "1024", "--max-frame-bytes", "8192"))
         c = admin(self, s)

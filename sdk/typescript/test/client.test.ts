@@ -63,6 +63,23 @@ test("a registration with a replace key replaces the waiting task", async (t) =>
   assert.equal(text(resp.task!.payload), "v2");
 });
 
+test("a client's groups take rate limits", async (t) => {
+  const s = await startServer(t);
+  const c = await admin(t, s);
+  const registered = await c.registerClient({
+    clientId: "limited",
+    password: "limited-password",
+    callback: { protocol: 4, endpoint: "127.0.0.1:9" },
+    groupRateLimit: { maxDeliveries: 10, intervalMs: 1000n },
+    groupRateLimits: { reports: { maxDeliveries: 1, intervalMs: 60_000n } },
+  });
+  assert.equal(registered.client?.groupRateLimit?.maxDeliveries, 10);
+  assert.equal(registered.client?.groupRateLimits["reports"]?.intervalMs, 60_000n);
+  await c.registerTasks({ client: "limited", tasks: [{ group: "reports", when: { case: "delayMs", value: 3_600_000n } }] });
+  const group = await c.getGroup({ client: "limited", group: "reports" });
+  assert.equal(group.group?.rateLimit?.maxDeliveries, 1);
+});
+
 test("errors carry the server's status, message and field", async (t) => {
   const s = await startServer(t, { args: ["--max-payload-bytes", "1024", "--max-frame-bytes", "8192"] });
   const c = await admin(t, s);

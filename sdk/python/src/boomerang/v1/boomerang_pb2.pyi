@@ -200,7 +200,14 @@ class ChangePasswordResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class ClientConfig(_message.Message):
-    __slots__ = ["admin", "callback", "callback_rules", "created_ms", "dead_letters", "default_mode", "group_limit", "id", "previous_secret_expires_ms", "retry", "role"]
+    __slots__ = ["admin", "callback", "callback_rules", "created_ms", "dead_letters", "default_mode", "group_limit", "group_rate_limit", "group_rate_limits", "id", "previous_secret_expires_ms", "retry", "role"]
+    class GroupRateLimitsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: RateLimit
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[RateLimit, _Mapping]] = ...) -> None: ...
     ADMIN_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_RULES_FIELD_NUMBER: _ClassVar[int]
@@ -208,6 +215,8 @@ class ClientConfig(_message.Message):
     DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MODE_FIELD_NUMBER: _ClassVar[int]
     GROUP_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_RATE_LIMITS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_RATE_LIMIT_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_SECRET_EXPIRES_MS_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
@@ -219,11 +228,13 @@ class ClientConfig(_message.Message):
     dead_letters: DeadLetterPolicy
     default_mode: DispatchMode
     group_limit: int
+    group_rate_limit: RateLimit
+    group_rate_limits: _containers.MessageMap[str, RateLimit]
     id: str
     previous_secret_expires_ms: int
     retry: RetryPolicy
     role: Role
-    def __init__(self, id: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., created_ms: _Optional[int] = ..., group_limit: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., callback_rules: _Optional[_Union[CallbackRules, _Mapping]] = ..., previous_secret_expires_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., created_ms: _Optional[int] = ..., group_limit: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., callback_rules: _Optional[_Union[CallbackRules, _Mapping]] = ..., previous_secret_expires_ms: _Optional[int] = ..., group_rate_limit: _Optional[_Union[RateLimit, _Mapping]] = ..., group_rate_limits: _Optional[_Mapping[str, RateLimit]] = ...) -> None: ...
 
 class ClusterNode(_message.Message):
     __slots__ = ["health", "healthy", "http_address", "id", "started_ms", "tcp_address", "version"]
@@ -498,20 +509,22 @@ class GetTaskResponse(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
 
 class Group(_message.Message):
-    __slots__ = ["blocked", "blocked_dead_letter_id", "blocked_since_ms", "client", "group", "tasks"]
+    __slots__ = ["blocked", "blocked_dead_letter_id", "blocked_since_ms", "client", "group", "rate_limit", "tasks"]
     BLOCKED_DEAD_LETTER_ID_FIELD_NUMBER: _ClassVar[int]
     BLOCKED_FIELD_NUMBER: _ClassVar[int]
     BLOCKED_SINCE_MS_FIELD_NUMBER: _ClassVar[int]
     CLIENT_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
+    RATE_LIMIT_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
     blocked: bool
     blocked_dead_letter_id: int
     blocked_since_ms: int
     client: str
     group: str
+    rate_limit: RateLimit
     tasks: int
-    def __init__(self, client: _Optional[str] = ..., group: _Optional[str] = ..., tasks: _Optional[int] = ..., blocked: bool = ..., blocked_dead_letter_id: _Optional[int] = ..., blocked_since_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, client: _Optional[str] = ..., group: _Optional[str] = ..., tasks: _Optional[int] = ..., blocked: bool = ..., blocked_dead_letter_id: _Optional[int] = ..., blocked_since_ms: _Optional[int] = ..., rate_limit: _Optional[_Union[RateLimit, _Mapping]] = ...) -> None: ...
 
 class GroupSummary(_message.Message):
     __slots__ = ["blocking", "group"]
@@ -767,6 +780,14 @@ class PurgeDeadLettersResponse(_message.Message):
     skipped: int
     def __init__(self, matched: _Optional[int] = ..., deleted: _Optional[int] = ..., skipped: _Optional[int] = ...) -> None: ...
 
+class RateLimit(_message.Message):
+    __slots__ = ["interval_ms", "max_deliveries"]
+    INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    interval_ms: int
+    max_deliveries: int
+    def __init__(self, max_deliveries: _Optional[int] = ..., interval_ms: _Optional[int] = ...) -> None: ...
+
 class RefreshSessionRequest(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
@@ -780,7 +801,14 @@ class RefreshSessionResponse(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., expires_at_ms: _Optional[int] = ...) -> None: ...
 
 class RegisterClientRequest(_message.Message):
-    __slots__ = ["admin", "callback", "callback_rules", "client_id", "dead_letters", "default_mode", "group_limit", "password", "retry", "role", "signing_secret"]
+    __slots__ = ["admin", "callback", "callback_rules", "client_id", "dead_letters", "default_mode", "group_limit", "group_rate_limit", "group_rate_limits", "password", "retry", "role", "signing_secret"]
+    class GroupRateLimitsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: RateLimit
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[RateLimit, _Mapping]] = ...) -> None: ...
     ADMIN_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_RULES_FIELD_NUMBER: _ClassVar[int]
@@ -788,6 +816,8 @@ class RegisterClientRequest(_message.Message):
     DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MODE_FIELD_NUMBER: _ClassVar[int]
     GROUP_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_RATE_LIMITS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_RATE_LIMIT_FIELD_NUMBER: _ClassVar[int]
     PASSWORD_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -799,11 +829,13 @@ class RegisterClientRequest(_message.Message):
     dead_letters: DeadLetterPolicy
     default_mode: DispatchMode
     group_limit: int
+    group_rate_limit: RateLimit
+    group_rate_limits: _containers.MessageMap[str, RateLimit]
     password: str
     retry: RetryPolicy
     role: Role
     signing_secret: bytes
-    def __init__(self, client_id: _Optional[str] = ..., password: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., signing_secret: _Optional[bytes] = ..., group_limit: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., callback_rules: _Optional[_Union[CallbackRules, _Mapping]] = ...) -> None: ...
+    def __init__(self, client_id: _Optional[str] = ..., password: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., signing_secret: _Optional[bytes] = ..., group_limit: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., callback_rules: _Optional[_Union[CallbackRules, _Mapping]] = ..., group_rate_limit: _Optional[_Union[RateLimit, _Mapping]] = ..., group_rate_limits: _Optional[_Mapping[str, RateLimit]] = ...) -> None: ...
 
 class RegisterClientResponse(_message.Message):
     __slots__ = ["client", "signing_secret"]
@@ -1228,7 +1260,14 @@ class UnblockGroupResponse(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
 
 class UpdateClientRequest(_message.Message):
-    __slots__ = ["callback", "callback_rules", "clear_callback", "clear_retry", "client_id", "dead_letters", "default_mode", "group_limit", "retry", "role"]
+    __slots__ = ["callback", "callback_rules", "clear_callback", "clear_retry", "client_id", "dead_letters", "default_mode", "group_limit", "group_rate_limit", "group_rate_limits", "retry", "role"]
+    class GroupRateLimitsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: RateLimit
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[RateLimit, _Mapping]] = ...) -> None: ...
     CALLBACK_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_RULES_FIELD_NUMBER: _ClassVar[int]
     CLEAR_CALLBACK_FIELD_NUMBER: _ClassVar[int]
@@ -1237,6 +1276,8 @@ class UpdateClientRequest(_message.Message):
     DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MODE_FIELD_NUMBER: _ClassVar[int]
     GROUP_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_RATE_LIMITS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_RATE_LIMIT_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     callback: Callback
@@ -1247,9 +1288,11 @@ class UpdateClientRequest(_message.Message):
     dead_letters: DeadLetterPolicy
     default_mode: DispatchMode
     group_limit: int
+    group_rate_limit: RateLimit
+    group_rate_limits: _containers.MessageMap[str, RateLimit]
     retry: RetryPolicy
     role: Role
-    def __init__(self, client_id: _Optional[str] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., clear_callback: bool = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., clear_retry: bool = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., role: _Optional[_Union[Role, str]] = ..., callback_rules: _Optional[_Union[CallbackRules, _Mapping]] = ..., group_limit: _Optional[int] = ...) -> None: ...
+    def __init__(self, client_id: _Optional[str] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., clear_callback: bool = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., clear_retry: bool = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., role: _Optional[_Union[Role, str]] = ..., callback_rules: _Optional[_Union[CallbackRules, _Mapping]] = ..., group_limit: _Optional[int] = ..., group_rate_limit: _Optional[_Union[RateLimit, _Mapping]] = ..., group_rate_limits: _Optional[_Mapping[str, RateLimit]] = ...) -> None: ...
 
 class UpdateClientResponse(_message.Message):
     __slots__ = ["client"]
