@@ -76,3 +76,19 @@ func TestGroupRateLimitIdleRecord(t *testing.T) {
 		t.Fatalf("group record once its starts left the window: %v", err)
 	}
 }
+
+// The starts a rate limit counts survive a power loss: after it, the
+// group's next task still waits for the rate.
+func TestGroupRateLimitSurvivesPowerLoss(t *testing.T) {
+	h := newPowerHarness(t, rateOf(map[string]RateLimit{"g": {Max: 1, Per: time.Minute}}))
+	h.register(RegisterRequest{Payload: payload("first"), Group: "g"})
+	h.register(RegisterRequest{Payload: payload("second"), Group: "g"})
+	h.ack(h.expect("first", 1))
+	h.powerLoss()
+	h.settle()
+	h.none()
+	h.advance(59 * time.Second)
+	h.none()
+	h.advance(time.Second)
+	h.ack(h.expect("second", 1))
+}
