@@ -124,7 +124,8 @@ func (p *partition) retrying(f *flight, t *storepb.Task, attempts uint32, msg st
 }
 
 // nextOccurrence is a recurring task's next occurrence after a delivered or
-// dead-lettered one, or nil for a one-shot task. It follows the previous
+// dead-lettered one, or nil for a one-shot task (or a cron schedule with
+// no more occurrences). By interval or by cron schedule, it follows the previous
 // due time. Occurrences already in the past are skipped up to the first
 // one at or after now: a task that missed several (during downtime, or
 // behind a receiver slower than its interval) fires once, not in a burst.
