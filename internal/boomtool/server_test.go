@@ -130,8 +130,11 @@ func TestAgainstServer(t *testing.T) {
 	}
 	out = tina.ok(t, "set", "report", "--cron", "0 9 * * MON-FRI", "--tz", "Europe/Zurich")
 	cronID := strings.TrimSuffix(strings.Fields(out)[2], ",")
+	if out := tina.ok(t, "update", cronID, "--cron", "30 8 * * *", "--tz", "Europe/Zurich"); !strings.Contains(out, `cron "30 8 * * *" in Europe/Zurich`) {
+		t.Fatalf("update --cron printed %q", out)
+	}
 	out = tina.ok(t, "show", cronID)
-	if !strings.Contains(out, `cron "0 9 * * MON-FRI" in Europe/Zurich`) || strings.Count(out, " 09:00:00 CE") != 5 {
+	if !strings.Contains(out, `cron "30 8 * * *" in Europe/Zurich`) || strings.Count(out, " 08:30:00 CE") != 5 {
 		t.Fatalf("show of a cron task:\n%s", out)
 	}
 	tina.ok(t, "delete", cronID)

@@ -195,13 +195,15 @@ func (a *app) updateCommand() *cobra.Command {
 		delay, repeat  durationFlag
 		at             timeFlag
 		payload, file  string
+		cron, tz       string
 		payloadChanged bool
 	)
 	cmd := &cobra.Command{
 		Use:   "update ID",
-		Short: "Change a task's payload, due time or repeat interval",
+		Short: "Change a task's payload, due time, repeat interval or cron schedule",
 		Example: `  boomtool update 42 --delay 10m
-  boomtool update 42 --payload 'invoice 42, second reminder' --every 0s`,
+  boomtool update 42 --payload 'invoice 42, second reminder' --every 0s
+  boomtool update 42 --cron '0 8 * * MON-FRI' --tz Europe/Zurich`,
 		Args: exactArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID("task", args[0])
@@ -236,8 +238,17 @@ func (a *app) updateCommand() *cobra.Command {
 				ms := repeat.d.Milliseconds()
 				req.RepeatIntervalMs = &ms
 			}
-			if !ok && req.When == nil && !repeat.set {
-				return usagef("nothing to change: give --payload, --payload-file, --delay, --at or --every")
+			cronSet := cmd.Flags().Changed("cron")
+			switch {
+			case cronSet && repeat.set:
+				return usagef("give --every or --cron, not both")
+			case tz != "" && !cronSet:
+				return usagef("--tz needs --cron")
+			case cronSet:
+				req.Cron, req.TimeZone = &cron, tz
+			}
+			if !ok && req.When == nil && !repeat.set && !cronSet {
+				return usagef("nothing to change: give --payload, --payload-file, --delay, --at, --every or --cron")
 			}
 			return a.run(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := c.UpdateTask(ctx, req)
@@ -248,7 +259,11 @@ func (a *app) updateCommand() *cobra.Command {
 					return writeJSON(a.env.Stdout, resp)
 				}
 				t := resp.GetTask()
-				fmt.Fprintf(a.env.Stdout, "Updated task %d: due %s, %s.\n", t.GetId(), when(t.GetFireAtMs(), a.env.Now()), every(t.GetRepeatIntervalMs()))
+				repeats := every(t.GetRepeatIntervalMs())
+				if t.GetCron() != "" {
+					repeats = cronString(t)
+				}
+				fmt.Fprintf(a.env.Stdout, "Updated task %d: due %s, %s.\n", t.GetId(), when(t.GetFireAtMs(), a.env.Now()), repeats)
 				return nil
 			})
 		},
@@ -259,6 +274,8 @@ func (a *app) updateCommand() *cobra.Command {
 	f.Var(&delay, "delay", "due this long from now")
 	f.Var(&at, "at", "due at this time (RFC 3339)")
 	f.Var(&repeat, "every", "new repeat interval; 0s makes it a one-shot task")
+	f.StringVar(&cron, "cron", "", "new cron schedule, from its first occurrence at or after the due time or now; '' makes it a one-shot task")
+	f.StringVar(&tz, "tz", "", "IANA time zone of --cron (default UTC)")
 	return cmd
 }
 

@@ -108,6 +108,12 @@ type UpdateRequest struct {
 	Payload  []byte // nil = unchanged; an empty non-nil slice empties it
 	At       *time.Time
 	Interval *time.Duration // replaces any cron schedule
+
+	// Cron, when not nil, replaces the task's repeat with a cron schedule
+	// read in TimeZone ("": the task no longer repeats) and starts a new
+	// occurrence: the first at or after At, or now.
+	Cron     *string
+	TimeZone string
 }
 
 // Status is where a task is in its lifecycle.

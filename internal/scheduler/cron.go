@@ -37,6 +37,39 @@ func validateCron(req *RegisterRequest, now time.Time) error {
 	return nil
 }
 
+// validateCronUpdate checks an update's new schedule.
+func validateCronUpdate(req *UpdateRequest, now time.Time) error {
+	switch {
+	case req.Cron == nil && req.TimeZone != "":
+		return invalid("time_zone", "needs a cron schedule")
+	case req.Cron == nil:
+		return nil
+	case *req.Cron == "" && req.TimeZone != "":
+		return invalid("time_zone", "needs a cron schedule")
+	case *req.Cron != "" && req.Interval != nil:
+		return invalid("cron", "cannot be set together with a repeat interval")
+	case *req.Cron == "":
+		return nil
+	}
+	return validateCron(&RegisterRequest{Cron: *req.Cron, TimeZone: req.TimeZone}, now)
+}
+
+// setCron gives a task an update's new schedule, and with it a new
+// occurrence: the first at or after the update's due time, or now.
+func setCron(upd *storepb.Task, req *UpdateRequest, nowMs int64) {
+	upd.Cron, upd.TimeZone = *req.Cron, req.TimeZone
+	if upd.Cron == "" {
+		return
+	}
+	base := nowMs
+	if req.At != nil {
+		base = req.At.UnixMilli()
+	}
+	upd.IntervalMs = 0
+	upd.DueMs = cronFirst(upd.Cron, upd.TimeZone, base)
+	upd.Attempts, upd.NextAttemptMs, upd.LastError = 0, 0, ""
+}
+
 // cronError names the field a schedule's error is about.
 func cronError(err error) error {
 	msg := strings.TrimPrefix(err.Error(), cron.ErrInvalid.Error()+": ")

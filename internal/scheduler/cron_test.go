@@ -81,3 +81,37 @@ func TestCronRejects(t *testing.T) {
 		}
 	}
 }
+
+// An update gives a task a cron schedule, starting at its first
+// occurrence, or takes it away.
+func TestCronUpdate(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx := context.Background()
+	v := h.register(RegisterRequest{Payload: payload("x"), Delay: time.Hour})
+	half := "30 * * * *"
+	got, err := h.s.Update(ctx, acme, UpdateRequest{ID: v.Task.Id, Cron: &half, TimeZone: "Asia/Kathmandu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kathmandu is 5:45 ahead: minute 30 there is minute 45 in UTC.
+	if got.Task.Cron != half || !time.UnixMilli(got.Task.DueMs).Equal(epoch.Add(45*time.Minute)) {
+		t.Fatalf("with a cron schedule: %v due %v", got.Task.Cron, time.UnixMilli(got.Task.DueMs).Sub(epoch))
+	}
+	none := ""
+	at := epoch.Add(2 * time.Hour)
+	if got, err = h.s.Update(ctx, acme, UpdateRequest{ID: v.Task.Id, Cron: &none, At: &at}); err != nil {
+		t.Fatal(err)
+	}
+	if got.Task.Cron != "" || got.Task.TimeZone != "" || recurring(got.Task) || got.Task.DueMs != at.UnixMilli() {
+		t.Fatalf("without: %v", got.Task)
+	}
+	keyed := h.register(RegisterRequest{Payload: payload("y"), ReplaceKey: "k", Delay: time.Hour})
+	_, err = h.s.Update(ctx, acme, UpdateRequest{ID: keyed.Task.Id, Cron: &half})
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field != "replace_key" {
+		t.Fatalf("a cron schedule for a task with a replace key: %v", err)
+	}
+	if _, err = h.s.Update(ctx, acme, UpdateRequest{ID: v.Task.Id, TimeZone: "UTC", Payload: payload("z")}); !errors.As(err, &fe) || fe.Field != "time_zone" {
+		t.Fatalf("a time zone without a schedule: %v", err)
+	}
+}

@@ -218,6 +218,13 @@ func (p *partition) update(c Caller, req *UpdateRequest, done func(result)) {
 		upd.DueMs = req.At.UnixMilli()
 		upd.Attempts, upd.NextAttemptMs, upd.LastError = 0, 0, ""
 	}
+	if req.Cron != nil {
+		setCron(upd, req, p.wallMs())
+	}
+	if upd.ReplaceKey != "" && recurring(upd) {
+		done(result{err: invalid("replace_key", "is for one-shot tasks, not recurring ones")})
+		return
+	}
 	upd.UpdatedMs = p.wallMs()
 	if err := p.cmd().ReplaceTask(t, upd); err != nil {
 		done(result{err: err})
@@ -227,7 +234,7 @@ func (p *partition) update(c Caller, req *UpdateRequest, done func(result)) {
 	p.then(func(err error) {
 		undo()
 		if err == nil {
-			p.changed(upd, req.At != nil)
+			p.changed(upd, req.At != nil || req.Cron != nil)
 		}
 		done(result{view: p.view(upd), err: err})
 	})

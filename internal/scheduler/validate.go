@@ -93,8 +93,8 @@ func (s *Scheduler) validateUpdate(req *UpdateRequest) error {
 	switch {
 	case req.ID == 0:
 		return invalid("id", "is required")
-	case req.Payload == nil && req.At == nil && req.Interval == nil:
-		return invalid("update", "must change the payload, the due time or the interval")
+	case req.Payload == nil && req.At == nil && req.Interval == nil && req.Cron == nil:
+		return invalid("update", "must change the payload, the due time, the interval or the cron schedule")
 	case len(req.Payload) > s.cfg.MaxPayload:
 		return invalid("payload", "must be at most %d bytes, got %d", s.cfg.MaxPayload, len(req.Payload))
 	case req.At != nil && (req.At.UnixMilli() <= 0 || req.At.Sub(now) > MaxDelay):
@@ -104,5 +104,5 @@ func (s *Scheduler) validateUpdate(req *UpdateRequest) error {
 	case req.Interval != nil && *req.Interval > 0 && *req.Interval < s.cfg.MinInterval:
 		return invalid("interval", "must be at least %v, got %v", s.cfg.MinInterval, *req.Interval)
 	}
-	return nil
+	return validateCronUpdate(req, now)
 }

@@ -45,3 +45,23 @@ func TestCronTask(t *testing.T) {
 		t.Fatalf("recurring tasks: %v, %v", list.GetTasks(), err)
 	}
 }
+
+// UpdateTask gives a task a cron schedule, or takes it away.
+func TestUpdateCron(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, nil)
+	ts.addClients(t)
+	task := ts.register(t, alice, &boomerangv1.RegisterTaskRequest{When: delay(3_600_000)})
+	half := "30 * * * *"
+	up, err := ts.svc.UpdateTask(ctx, alice, &boomerangv1.UpdateTaskRequest{Id: task.Id, Cron: &half})
+	if err != nil || up.Task.Cron != half || up.Task.FireAtMs != epoch.Add(30*time.Minute).UnixMilli() {
+		t.Fatalf("update to cron: %v, %v", up, err)
+	}
+	every := int64(60_000)
+	_, err = ts.svc.UpdateTask(ctx, alice, &boomerangv1.UpdateTaskRequest{Id: task.Id, Cron: &half, RepeatIntervalMs: &every})
+	wantError(t, err, boomerangv1.Status_STATUS_INVALID_REQUEST, "cron")
+	none := ""
+	if up, err = ts.svc.UpdateTask(ctx, alice, &boomerangv1.UpdateTaskRequest{Id: task.Id, Cron: &none}); err != nil || up.Task.Cron != "" {
+		t.Fatalf("update to one-shot: %v, %v", up, err)
+	}
+}

@@ -155,8 +155,9 @@ func (s *Service) UpdateTask(ctx context.Context, p auth.Principal, req *boomera
 		d := time.Duration(*req.RepeatIntervalMs) * time.Millisecond
 		r.Interval = &d
 	}
-	if r.Payload == nil && r.At == nil && r.Interval == nil {
-		return nil, invalid("body", "must set payload, delay_ms, fire_at_ms or repeat_interval_ms")
+	r.Cron, r.TimeZone = req.Cron, req.TimeZone
+	if r.Payload == nil && r.At == nil && r.Interval == nil && r.Cron == nil {
+		return nil, invalid("body", "must set payload, delay_ms, fire_at_ms, repeat_interval_ms or cron")
 	}
 	if len(r.Payload) > delivery.MaxUDPPayload {
 		if err := s.checkUDPPayload(ctx, p, req.Id, len(r.Payload)); err != nil {

@@ -3261,8 +3261,14 @@ type UpdateTaskRequest struct {
 	//	*UpdateTaskRequest_FireAtMs
 	When             isUpdateTaskRequest_When `protobuf_oneof:"when"`
 	RepeatIntervalMs *int64                   `protobuf:"varint,5,opt,name=repeat_interval_ms,json=repeatIntervalMs,proto3,oneof" json:"repeat_interval_ms,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// cron, when set, replaces the task's repeat with a cron schedule read
+	// in time_zone ("": the task no longer repeats) and starts a new
+	// occurrence: the first at or after the new due time, or now. Not with
+	// repeat_interval_ms.
+	Cron          *string `protobuf:"bytes,70,opt,name=cron,proto3,oneof" json:"cron,omitempty"`
+	TimeZone      string  `protobuf:"bytes,71,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateTaskRequest) Reset() {
@@ -3339,6 +3345,20 @@ func (x *UpdateTaskRequest) GetRepeatIntervalMs() int64 {
 		return *x.RepeatIntervalMs
 	}
 	return 0
+}
+
+func (x *UpdateTaskRequest) GetCron() string {
+	if x != nil && x.Cron != nil {
+		return *x.Cron
+	}
+	return ""
+}
+
+func (x *UpdateTaskRequest) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
 }
 
 type isUpdateTaskRequest_When interface {
@@ -8541,18 +8561,21 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"registered\x18\x01 \x01(\v2\".boomerang.v1.RegisterTaskResponseH\x00R\n" +
 	"registered\x12+\n" +
 	"\x05error\x18\x02 \x01(\v2\x13.boomerang.v1.ErrorH\x00R\x05errorB\b\n" +
-	"\x06result\"\xdd\x01\n" +
+	"\x06result\"\x9c\x02\n" +
 	"\x11UpdateTaskRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\apayload\x18\x02 \x01(\fH\x01R\apayload\x88\x01\x01\x12\x1b\n" +
 	"\bdelay_ms\x18\x03 \x01(\x03H\x00R\adelayMs\x12\x1e\n" +
 	"\n" +
 	"fire_at_ms\x18\x04 \x01(\x03H\x00R\bfireAtMs\x121\n" +
-	"\x12repeat_interval_ms\x18\x05 \x01(\x03H\x02R\x10repeatIntervalMs\x88\x01\x01B\x06\n" +
+	"\x12repeat_interval_ms\x18\x05 \x01(\x03H\x02R\x10repeatIntervalMs\x88\x01\x01\x12\x17\n" +
+	"\x04cron\x18F \x01(\tH\x03R\x04cron\x88\x01\x01\x12\x1b\n" +
+	"\ttime_zone\x18G \x01(\tR\btimeZoneB\x06\n" +
 	"\x04whenB\n" +
 	"\n" +
 	"\b_payloadB\x15\n" +
-	"\x13_repeat_interval_ms\"<\n" +
+	"\x13_repeat_interval_msB\a\n" +
+	"\x05_cron\"<\n" +
 	"\x12UpdateTaskResponse\x12&\n" +
 	"\x04task\x18\x01 \x01(\v2\x12.boomerang.v1.TaskR\x04task\"#\n" +
 	"\x11CancelTaskRequest\x12\x0e\n" +

@@ -1301,18 +1301,22 @@ class UpdateClientResponse(_message.Message):
     def __init__(self, client: _Optional[_Union[ClientConfig, _Mapping]] = ...) -> None: ...
 
 class UpdateTaskRequest(_message.Message):
-    __slots__ = ["delay_ms", "fire_at_ms", "id", "payload", "repeat_interval_ms"]
+    __slots__ = ["cron", "delay_ms", "fire_at_ms", "id", "payload", "repeat_interval_ms", "time_zone"]
+    CRON_FIELD_NUMBER: _ClassVar[int]
     DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     FIRE_AT_MS_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     REPEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
+    cron: str
     delay_ms: int
     fire_at_ms: int
     id: int
     payload: bytes
     repeat_interval_ms: int
-    def __init__(self, id: _Optional[int] = ..., payload: _Optional[bytes] = ..., delay_ms: _Optional[int] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ...) -> None: ...
+    time_zone: str
+    def __init__(self, id: _Optional[int] = ..., payload: _Optional[bytes] = ..., delay_ms: _Optional[int] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., cron: _Optional[str] = ..., time_zone: _Optional[str] = ...) -> None: ...
 
 class UpdateTaskResponse(_message.Message):
     __slots__ = ["task"]
