@@ -26,7 +26,7 @@ import (
 // dispatch mode, due in the past, now, or on either side of a short
 // horizon; recurring by interval or by a cron schedule), registrations
 // with a replace key (debounced or not) that replace a waiting task or
-// create one, updates of the due time (into the past too) or the payload,
+// create one, updates of the due time, the cron schedule (into the past too) or the payload,
 // cancels, clock advances, acknowledged and failed attempts, unblock,
 // skip, replay and deletion of dead letters, restarts after a kill,
 // power losses at rest, and power losses right after an acknowledgement,
@@ -261,6 +261,7 @@ func (m *model) update(rt *rapid.T) {
 	t := m.pick(rt, "update")
 	req := UpdateRequest{ID: t.id}
 	newDue := rapid.Bool().Draw(rt, "new_due")
+	toCron := rapid.IntRange(0, 3).Draw(rt, "to_cron") == 0
 	delay := int64(rapid.IntRange(-4, 6).Draw(rt, "new_delay_halfseconds") * 500)
 	if newDue {
 		at := epoch.Add(time.Duration(m.now+delay) * time.Millisecond)
@@ -268,15 +269,34 @@ func (m *model) update(rt *rapid.T) {
 	} else {
 		req.Payload = payload("changed")
 	}
+	if toCron {
+		cron := modelCron
+		req.Cron, req.TimeZone = &cron, "Asia/Kathmandu"
+	}
 	_, err := m.h.s.Update(context.Background(), acme, req)
-	if t.state == mDelivering {
+	switch {
+	case t.state == mDelivering:
 		m.expectErr(rt, err, ErrInFlight)
+		return
+	case toCron && t.replaceKey != "":
+		m.expectErr(rt, err, ErrInvalid)
 		return
 	}
 	m.expectErr(rt, err, nil)
 	if newDue {
+		t.due = m.now + delay
+	}
+	if toCron {
+		// The first occurrence at or after the new due time, or now.
+		base := m.now
+		if newDue {
+			base = t.due
+		}
+		t.due, t.cron, t.interval = ceilTo(base, modelCronMs), true, 0
+	}
+	if newDue || toCron {
 		// A new occurrence: a retrying head gives up its place.
-		t.due, t.attempts, t.nextAttempt = m.now+delay, 0, 0
+		t.attempts, t.nextAttempt = 0, 0
 		m.release(t)
 	}
 	m.step(rt)
