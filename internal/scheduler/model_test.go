@@ -26,8 +26,8 @@ import (
 // dispatch mode, due in the past, now, or on either side of a short
 // horizon; recurring by interval or by a cron schedule), registrations
 // with a replace key (debounced or not) that replace a waiting task or
-// create one, updates of the due time, the cron schedule (into the past too) or the payload,
-// cancels, clock advances, acknowledged and failed attempts, unblock,
+// create one, updates of the due time (into the past too), the cron
+// schedule or the payload, with group "b" under a rate limit, cancels, clock advances, acknowledged and failed attempts, unblock,
 // skip, replay and deletion of dead letters, restarts after a kill,
 // power losses at rest, and power losses right after an acknowledgement,
 // before its outcome may be durable. The store is an in-memory filesystem
