@@ -27,10 +27,11 @@ import (
 // horizon; recurring by interval or by a cron schedule), registrations
 // with a replace key (debounced or not) that replace a waiting task or
 // create one, updates of the due time (into the past too), the cron
-// schedule or the payload, with group "b" under a rate limit, cancels, clock advances, acknowledged and failed attempts, unblock,
-// skip, replay and deletion of dead letters, restarts after a kill,
-// power losses at rest, and power losses right after an acknowledgement,
-// before its outcome may be durable. The store is an in-memory filesystem
+// schedule or the payload, cancels, clock advances, acknowledged and
+// failed attempts, unblock, skip, replay and deletion of dead letters,
+// restarts after a kill, power losses at rest, and power losses right
+// after an acknowledgement, before its outcome may be durable. Group "b"
+// is rate limited throughout. The store is an in-memory filesystem
 // that keeps only what was synced when the power goes.
 func TestSchedulerMatchesModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
