@@ -133,6 +133,9 @@ func TestAgainstServer(t *testing.T) {
 	if out := tina.ok(t, "update", cronID, "--cron", "30 8 * * *", "--tz", "Europe/Zurich"); !strings.Contains(out, `cron "30 8 * * *" in Europe/Zurich`) {
 		t.Fatalf("update --cron printed %q", out)
 	}
+	if out := tina.ok(t, "list"); !strings.Contains(out, `cron "30 8 * * *" in Europe/Zurich`) {
+		t.Fatalf("list with a cron task:\n%s", out)
+	}
 	out = tina.ok(t, "show", cronID)
 	if !strings.Contains(out, `cron "30 8 * * *" in Europe/Zurich`) || strings.Count(out, " 08:30:00 CE") != 5 {
 		t.Fatalf("show of a cron task:\n%s", out)

@@ -259,11 +259,7 @@ func (a *app) updateCommand() *cobra.Command {
 					return writeJSON(a.env.Stdout, resp)
 				}
 				t := resp.GetTask()
-				repeats := every(t.GetRepeatIntervalMs())
-				if t.GetCron() != "" {
-					repeats = cronString(t)
-				}
-				fmt.Fprintf(a.env.Stdout, "Updated task %d: due %s, %s.\n", t.GetId(), when(t.GetFireAtMs(), a.env.Now()), repeats)
+				fmt.Fprintf(a.env.Stdout, "Updated task %d: due %s, %s.\n", t.GetId(), when(t.GetFireAtMs(), a.env.Now()), repeats(t))
 				return nil
 			})
 		},
@@ -333,8 +329,12 @@ func (a *app) showCommand() *cobra.Command {
 	}
 }
 
-// cronString prints a task's cron schedule and its zone.
-func cronString(t *boomerangv1.Task) string {
+// repeats prints how a task repeats: its cron schedule and zone, "every
+// 5m", or "once".
+func repeats(t *boomerangv1.Task) string {
+	if t.GetCron() == "" {
+		return every(t.GetRepeatIntervalMs())
+	}
 	return fmt.Sprintf("cron %q in %s", t.GetCron(), cmp.Or(t.GetTimeZone(), "UTC"))
 }
 
@@ -362,12 +362,8 @@ func writeTask(w io.Writer, t *boomerangv1.Task, now time.Time) error {
 		f.add("Status", statusWord(t))
 	}
 	f.add("Due", when(t.GetFireAtMs(), now))
-	if t.GetCron() == "" {
-		f.add("Repeat", every(t.GetRepeatIntervalMs()))
-	} else {
-		f.add("Repeat", cronString(t))
-		f.add("Then", upcoming(t))
-	}
+	f.add("Repeat", repeats(t))
+	f.add("Then", upcoming(t))
 	f.add("Mode", enumWord(t.GetMode().String(), "DISPATCH_MODE_"))
 	f.add("Payload", payloadPreview(t.GetPayload(), 200))
 	f.add("Attempts", strconv.FormatUint(uint64(t.GetAttempts()), 10))
