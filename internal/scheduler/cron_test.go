@@ -41,6 +41,33 @@ func TestCronAcrossSpringForward(t *testing.T) {
 	}
 }
 
+// TestCronAcrossFallBack: a local time the clocks pass twice fires once,
+// at its first instant, and the schedule goes on the next day.
+func TestCronAcrossFallBack(t *testing.T) {
+	h := newHarness(t, nil)
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.advance(time.Date(2026, 10, 31, 12, 0, 0, 0, ny).Sub(epoch))
+	v := h.register(RegisterRequest{Payload: payload("cron"), Cron: "30 1 * * *", TimeZone: "America/New_York"})
+	first := time.Date(2026, 11, 1, 5, 30, 0, 0, time.UTC) // 01:30 EDT
+	if got := time.UnixMilli(v.Task.DueMs); !got.Equal(first) {
+		t.Fatalf("first occurrence %v, want %v", got.In(ny), first.In(ny))
+	}
+	h.advance(first.Sub(h.clock.Now()))
+	h.ack(h.expect("cron", 1))
+	h.advance(time.Hour) // 01:30 EST: the same local time again
+	h.none()
+	got, err := h.s.Get(context.Background(), acme, v.Task.Id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Date(2026, 11, 2, 6, 30, 0, 0, time.UTC); !time.UnixMilli(got.Task.DueMs).Equal(want) { // 01:30 EST
+		t.Fatalf("next occurrence %v, want %v", time.UnixMilli(got.Task.DueMs).In(ny), want.In(ny))
+	}
+}
+
 // TestCronAfterDowntime: occurrences missed while nothing ran fire once,
 // and the schedule goes on at the first occurrence after now.
 func TestCronAfterDowntime(t *testing.T) {
