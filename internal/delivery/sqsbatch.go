@@ -169,10 +169,12 @@ func sqsError(ctx context.Context, err error) error {
 		return sqsFailure(apiErr.ErrorCode(), apiErr.ErrorMessage(), apiErr.ErrorFault() == smithy.FaultClient, status)
 	}
 	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
+	if errors.As(err, &re) && re.HTTPStatusCode() != 0 {
 		return fmt.Errorf("%w: SQS: HTTP %d", ErrRejected, re.HTTPStatusCode())
 	}
-	return fmt.Errorf("%w: SQS: %w", ErrUnreachable, err)
+	// No answer: the request may or may not have been stored; the
+	// re-send's deduplication id makes that safe.
+	return fmt.Errorf("%w: SQS: %s", ErrUnreachable, safeText(err.Error()))
 }
 
 // sqsValidation are the error codes that say the message itself is
