@@ -68,7 +68,7 @@ const activemqConfig = `<beans xmlns="http://www.springframework.org/schema/bean
 
 // activemqBroker is a throwaway ActiveMQ broker on a free loopback port.
 type activemqBroker struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	port int
 	proc *exec.Cmd
@@ -77,7 +77,7 @@ type activemqBroker struct {
 // startActiveMQ writes the broker's configuration into a temporary
 // directory, starts it there and waits for its STOMP port. It is stopped
 // when the test ends.
-func startActiveMQ(t *testing.T) *activemqBroker {
+func startActiveMQ(t testing.TB) *activemqBroker {
 	t.Helper()
 	if _, err := os.Stat(activemqJar); err != nil {
 		t.Fatalf("ActiveMQ is needed (apt-get install activemq; .ci/run does): %v", err)

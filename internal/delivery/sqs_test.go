@@ -42,7 +42,7 @@ type sqsTarget struct {
 
 // newSQSTarget sets up the target; with the stand-in it also points the
 // standard AWS configuration at test credentials.
-func newSQSTarget(t *testing.T) *sqsTarget {
+func newSQSTarget(t testing.TB) *sqsTarget {
 	t.Helper()
 	queueURL := os.Getenv(sqsQueueEnv)
 	var opts []func(*sqs.Options)

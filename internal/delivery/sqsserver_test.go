@@ -24,7 +24,7 @@ import (
 // to throttle, fail with a 5xx, answer slowly or lose its answer. It is
 // not SQS: make test-sqs runs the same suite against a real queue.
 type sqsStandIn struct {
-	t   *testing.T
+	t   testing.TB
 	srv *httptest.Server
 
 	mu       sync.Mutex
@@ -72,7 +72,7 @@ type standInAttr struct {
 // and on a batch's messages together.
 const standInMaxMessage = 1 << 20
 
-func newSQSStandIn(t *testing.T) *sqsStandIn {
+func newSQSStandIn(t testing.TB) *sqsStandIn {
 	s := &sqsStandIn{t: t, queues: map[string]*standInQueue{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
