@@ -59,7 +59,9 @@ func newSQSTarget(t testing.TB) *sqsTarget {
 		t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 		standIn = newSQSStandIn(t)
 		queueURL = standIn.queue("orders.fifo")
-		opts = append(opts, func(o *sqs.Options) { o.BaseEndpoint = aws.String(strings.TrimSuffix(queueURL, "/000000000000/orders.fifo")) })
+		opts = append(opts, func(o *sqs.Options) {
+			o.BaseEndpoint = aws.String(strings.TrimSuffix(queueURL, "/000000000000/orders.fifo"))
+		})
 	}
 	ep, err := parseSQSEndpoint(sqsEndpointOf(queueURL))
 	if err != nil {
@@ -113,7 +115,9 @@ func (q *sqsTarget) receive(t *testing.T, n int) []types.Message {
 	return got
 }
 
-func attr(m types.Message, name string) string { return aws.ToString(m.MessageAttributes[name].StringValue) }
+func attr(m types.Message, name string) string {
+	return aws.ToString(m.MessageAttributes[name].StringValue)
+}
 
 // payloadOf decodes a message's body as the docs tell consumers to.
 func payloadOf(t *testing.T, m types.Message) []byte {
