@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,12 @@ const (
 	defaultSTOMPSPort = "61612"
 )
 
+// activemqConns is the number of connections per broker. ActiveMQ works
+// through one connection's frames in turn, waiting for its store on each
+// persistent send; sends spread over several connections are written to
+// its journal together.
+const activemqConns = 8
+
 // activemqEndpoint is a parsed
 // activemq[s]://[user[:password]@]host[:port]/(queue|topic)/NAME.
 type activemqEndpoint struct {
@@ -33,28 +40,40 @@ type activemqEndpoint struct {
 }
 
 func parseActiveMQEndpoint(endpoint string) (activemqEndpoint, error) {
+	ep, u, err := parseActiveMQServer(endpoint)
+	if err != nil {
+		return activemqEndpoint{}, err
+	}
+	if err := checkDestination(strings.ReplaceAll(u.Path, GroupPlaceholder, "g")); err != nil {
+		return activemqEndpoint{}, err
+	}
+	ep.destination = u.Path
+	return ep, nil
+}
+
+// parseActiveMQServer parses an endpoint up to its destination: what
+// one connection serves.
+func parseActiveMQServer(endpoint string) (activemqEndpoint, *url.URL, error) {
 	scheme, port := "activemq", defaultSTOMPPort
 	if strings.HasPrefix(endpoint, "activemqs:") {
 		scheme, port = "activemqs", defaultSTOMPSPort
 	}
 	u, err := parseSinkURL(endpoint, scheme, port)
 	if err != nil {
-		return activemqEndpoint{}, err
+		return activemqEndpoint{}, nil, err
 	}
 	if u.RawQuery != "" {
-		return activemqEndpoint{}, errors.New("must not have a query: activemq://host:port/queue/NAME")
+		return activemqEndpoint{}, nil, errors.New("must not have a query: activemq://host:port/queue/NAME")
 	}
-	if err := checkDestination(strings.ReplaceAll(u.Path, GroupPlaceholder, "g")); err != nil {
-		return activemqEndpoint{}, err
-	}
-	ep := activemqEndpoint{addr: u.Host, tls: scheme == "activemqs", destination: u.Path}
+	ep := activemqEndpoint{addr: u.Host, tls: scheme == "activemqs"}
 	if u.User != nil {
 		ep.user = u.User.Username()
 		ep.pass, _ = u.User.Password()
 	}
-	u.Path, u.RawPath = "", ""
-	ep.server = u.String()
-	return ep, nil
+	server := *u
+	server.Path, server.RawPath = "", ""
+	ep.server = server.String()
+	return ep, u, nil
 }
 
 // checkDestination accepts /queue/NAME and /topic/NAME where NAME is a
@@ -85,11 +104,13 @@ func checkDestination(d string) error {
 // Conn: Conn holds its connection's lock while it waits for a receipt, so
 // it carries one send at a time, and a connection that breaks while a
 // send is queued can leave that send waiting for good. Here one
-// connection per broker pipelines every send and a reader matches the
-// receipts, as the raw TCP transport does with Acks.
+// connection pipelines many sends and a reader matches the receipts, as
+// the raw TCP transport does with Acks; attempts take the broker's
+// activemqConns connections in turn.
 type activemqTransport struct {
 	e     *Engine
-	conns *brokers[*stompConn]
+	conns *brokers[*stompConn] // by server and connection number
+	next  atomic.Uint32
 }
 
 func newActiveMQTransport(e *Engine) *activemqTransport {
@@ -98,8 +119,9 @@ func newActiveMQTransport(e *Engine) *activemqTransport {
 	return t
 }
 
-func (t *activemqTransport) dial(ctx context.Context, server string) (*stompConn, error) {
-	ep, err := parseActiveMQEndpoint(server + activemqProbe)
+func (t *activemqTransport) dial(ctx context.Context, key string) (*stompConn, error) {
+	server, _, _ := strings.Cut(key, "#")
+	ep, _, err := parseActiveMQServer(server)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +164,9 @@ func (t *activemqTransport) publish(a *attempt) {
 	// The deadline bounds a write to a broker that stopped reading.
 	ctx, cancel := context.WithTimeout(a.ctx, a.route.timeout)
 	defer cancel()
-	c, release, err := t.conns.acquire(ctx, ep.server, a.begun)
+	// A server URL has no fragment, so "#" sets the connection number apart.
+	key := ep.server + "#" + strconv.Itoa(int(t.next.Add(1)%activemqConns))
+	c, release, err := t.conns.acquire(ctx, key, a.begun)
 	if err != nil {
 		a.finish(err)
 		return
@@ -162,10 +186,6 @@ func (t *activemqTransport) publish(a *attempt) {
 	f.Body = a.task.Payload
 	a.finish(c.send(ctx, f))
 }
-
-// activemqProbe completes a server URL (an endpoint without its
-// destination, the key of its connection) into an endpoint that parses.
-const activemqProbe = "/queue/_"
 
 // headerMessageID carries sinkMessageID where the broker assigns its own
 // message id (ActiveMQ sets message-id itself).
@@ -250,9 +270,12 @@ func (c *stompConn) send(ctx context.Context, f *frame.Frame) error {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
-		c.mu.Lock()
-		delete(c.waits, id)
-		c.mu.Unlock()
+		// No receipt within the attempt's timeout: the broker or the
+		// path to it is in trouble, or the engine is closing. Closing
+		// the connection makes the next attempt dial again rather than
+		// wait on a connection that may be dead; the sends still on it
+		// fail and are retried.
+		c.close()
 		return ErrClosed // the attempt has ended
 	}
 }

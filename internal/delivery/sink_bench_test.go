@@ -45,6 +45,7 @@ func BenchmarkQueueSinks(b *testing.B) {
 		br := startActiveMQ(b)
 		drain(b, br, "/queue/orders.bench")
 		cb := activemqCallback(br.url("/queue/orders.bench"))
+		plainSTOMPLoop(b, br, 16, n) // warms the broker's JIT up for all that follows
 		b.Run("boomerang", func(b *testing.B) {
 			for range b.N {
 				reportSink(b, runSink(b, cb, sinkTasks(n)), n)
