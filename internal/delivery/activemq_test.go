@@ -142,7 +142,8 @@ func (b *activemqBroker) url(dest string) string {
 // consumer subscribes to a queue as the test user.
 func (b *activemqBroker) consumer(queue string) *stomp.Subscription {
 	b.t.Helper()
-	c, err := stomp.Dial("tcp", b.addr(), stomp.ConnOpt.Login(activemqUser, activemqPass), stomp.ConnOpt.HeartBeat(0, 0))
+	c, err := stomp.Dial("tcp", b.addr(), stomp.ConnOpt.Login(activemqUser, activemqPass), stomp.ConnOpt.HeartBeat(0, 0),
+		stomp.ConnOpt.Logger(quietLog{}))
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -328,3 +329,15 @@ func TestActiveMQBrokerKilledAndRestarted(t *testing.T) {
 	}
 	t.Logf("%d tasks, %d re-sent after the restart", len(seen), resent)
 }
+
+// quietLog keeps go-stomp from logging the consumers' ends.
+type quietLog struct{}
+
+func (quietLog) Debugf(string, ...any)   {}
+func (quietLog) Infof(string, ...any)    {}
+func (quietLog) Warningf(string, ...any) {}
+func (quietLog) Errorf(string, ...any)   {}
+func (quietLog) Debug(string)            {}
+func (quietLog) Info(string)             {}
+func (quietLog) Warning(string)          {}
+func (quietLog) Error(string)            {}
