@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/boomerangd/boomerang/internal/egress"
 )
 
 // sqsRequests bounds the requests under way to one queue; attempts that
@@ -158,6 +160,9 @@ func sqsError(ctx context.Context, err error) error {
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w: SQS did not answer in time", ErrTimeout)
+	}
+	if errors.Is(err, egress.ErrDenied) {
+		return dialError(err)
 	}
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) {
