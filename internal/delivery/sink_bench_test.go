@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-stomp/stomp/v3"
 
+	"github.com/boomerangd/boomerang/internal/activemqtest"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
@@ -42,9 +43,9 @@ func sinkTasks(n int) []benchTask {
 func BenchmarkQueueSinks(b *testing.B) {
 	n := *benchSinkTasks
 	b.Run("activemq", func(b *testing.B) {
-		br := startActiveMQ(b)
+		br := activemqtest.Start(b)
 		drain(b, br, "/queue/orders.bench")
-		cb := activemqCallback(br.url("/queue/orders.bench"))
+		cb := activemqCallback(br.URL("/queue/orders.bench"))
 		plainSTOMPLoop(b, br, 16, n) // warms the broker's JIT up for all that follows
 		b.Run("boomerang", func(b *testing.B) {
 			for range b.N {
@@ -91,8 +92,8 @@ func reportSink(b *testing.B, d time.Duration, n int) {
 
 // drain consumes the queue while the benchmark runs, as a consumer
 // would, so that the broker's memory limit does not slow producers.
-func drain(b *testing.B, br *activemqBroker, queue string) {
-	sub := br.consumer(queue)
+func drain(b *testing.B, br *activemqtest.Broker, queue string) {
+	sub := br.Consumer(queue)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -114,10 +115,10 @@ func drain(b *testing.B, br *activemqBroker, queue string) {
 
 // plainSTOMPLoop sends n persistent messages with receipts through
 // go-stomp's Conn, split among conns connections.
-func plainSTOMPLoop(b *testing.B, br *activemqBroker, conns, n int) {
+func plainSTOMPLoop(b *testing.B, br *activemqtest.Broker, conns, n int) {
 	var wg sync.WaitGroup
 	for c := range conns {
-		conn, err := stomp.Dial("tcp", br.addr(), stomp.ConnOpt.Login(activemqUser, activemqPass), stomp.ConnOpt.HeartBeat(0, 0))
+		conn, err := stomp.Dial("tcp", br.Addr(), stomp.ConnOpt.Login(activemqtest.User, activemqtest.Password), stomp.ConnOpt.HeartBeat(0, 0))
 		if err != nil {
 			b.Fatal(err)
 		}
