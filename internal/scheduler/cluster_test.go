@@ -36,23 +36,62 @@ func TestClusterKeepsEveryPromise(t *testing.T) {
 	if *clusterLong {
 		rounds = 400
 	}
-	c := startCluster(t, seed)
-	defer c.stop()
-
-	// Clients work while the chaos lasts.
-	var clients sync.WaitGroup
-	calm := make(chan struct{})
-	for g := range clusterGroups {
-		clients.Go(func() { c.client(g, calm) })
+	nets := map[string]func(t *testing.T) clusterNet{
+		"local": func(*testing.T) clusterNet { return localClusterNet{replica.NewLocalNetwork(seed)} },
+		"tcp":   func(t *testing.T) clusterNet { return newTCPClusterNet(t, seed) },
 	}
-	c.chaos(rounds)
-	close(calm)
-	clients.Wait()
-	c.heal()
-	c.awaitDelivered()
-	evs := c.hist.events()
-	checkHistory(t, evs)
-	logHistory(t, evs)
+	for _, name := range []string{"local", "tcp"} {
+		t.Run(name, func(t *testing.T) {
+			c := startCluster(t, seed, nets[name](t))
+			defer c.stop()
+
+			// Clients work while the chaos lasts.
+			var clients sync.WaitGroup
+			calm := make(chan struct{})
+			for g := range clusterGroups {
+				clients.Go(func() { c.client(g, calm) })
+			}
+			c.chaos(rounds)
+			close(calm)
+			clients.Wait()
+			c.heal()
+			c.awaitDelivered()
+			evs := c.hist.events()
+			checkHistory(t, evs)
+			checkRates(t, evs)
+			logHistory(t, evs)
+		})
+	}
+}
+
+// checkRates checks that no leader started more attempts of the
+// rate-limited group than its limit allows. A new leader counts only the
+// attempts whose outcome was committed, so the check is per term; an
+// attempt held for its shard's lease reaches the receiver a little after
+// it started, hence the slack.
+func checkRates(t *testing.T, evs []event) {
+	t.Helper()
+	const slackMs = 10
+	starts := map[[2]uint64][]int64{} // by node and term
+	for _, e := range evs {
+		if e.kind == evStart && e.group == clusterRatedGroup {
+			k := [2]uint64{e.node, e.term}
+			starts[k] = append(starts[k], e.wallMs)
+		}
+	}
+	total := 0
+	for k, s := range starts {
+		total += len(s)
+		for i := clusterRate.Max; i < len(s); i++ {
+			if gap := s[i] - s[i-clusterRate.Max]; gap < clusterRate.Per.Milliseconds()-slackMs {
+				t.Fatalf("node %d term %d started %d attempts of group %s within %d ms; its limit is %d per %v",
+					k[0], k[1], clusterRate.Max+1, clusterRatedGroup, gap, clusterRate.Max, clusterRate.Per)
+			}
+		}
+	}
+	if total == 0 {
+		t.Fatalf("no attempts of group %s", clusterRatedGroup)
+	}
 }
 
 // logHistory summarizes what the run did.
@@ -72,7 +111,12 @@ const (
 	clusterNodes  = 3
 	clusterGroups = 6
 	clusterShards = 8
+	// clusterRatedGroup starts at most clusterRate attempts: checkRates
+	// holds each leader to it.
+	clusterRatedGroup = "g0"
 )
+
+var clusterRate = RateLimit{Max: 3, Per: 40 * time.Millisecond}
 
 type clusterNode struct {
 	id uint64
@@ -84,7 +128,7 @@ type clusterNode struct {
 
 type cluster struct {
 	t     *testing.T
-	nw    *replica.LocalNetwork
+	nw    clusterNet
 	hist  *history
 	peers []uint64
 
@@ -93,9 +137,9 @@ type cluster struct {
 	rng   *rand.Rand
 }
 
-func startCluster(t *testing.T, seed uint64) *cluster {
+func startCluster(t *testing.T, seed uint64, nw clusterNet) *cluster {
 	c := &cluster{
-		t: t, nw: replica.NewLocalNetwork(seed), hist: &history{},
+		t: t, nw: nw, hist: &history{},
 		rng: rand.New(rand.NewPCG(seed, seed>>1|1)),
 	}
 	for id := range uint64(clusterNodes) {
@@ -122,8 +166,14 @@ func (c *cluster) boot(n *clusterNode) {
 	del := c.hist.deliverer(n.id, func() *replica.Node { return s.Node() }, c.intn)
 	s, err = New(Config{
 		Store: st, Deliverer: del, Partitions: 2,
-		NodeID: n.id, Peers: c.peers, Transport: c.nw, RaftTick: 20 * time.Millisecond,
+		NodeID: n.id, Peers: c.peers, Transport: c.nw.transport(n.id), RaftTick: 20 * time.Millisecond,
 		Retry: FixedRetry{Attempts: 20, Delay: 5 * time.Millisecond},
+		GroupRate: func(_, group string) RateLimit {
+			if group == clusterRatedGroup {
+				return clusterRate
+			}
+			return RateLimit{}
+		},
 	})
 	if err != nil {
 		c.t.Fatal(err)
@@ -131,7 +181,7 @@ func (c *cluster) boot(n *clusterNode) {
 	if err := s.Start(context.Background()); err != nil {
 		c.t.Fatal(err)
 	}
-	c.nw.Join(n.id, s.Node())
+	c.nw.join(n.id, s.Node())
 	c.mu.Lock()
 	n.st, n.s, n.up = st, s, true
 	c.mu.Unlock()
@@ -147,6 +197,7 @@ func (c *cluster) powerCut(n *clusterNode) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = n.s.Stop(ctx)
+	c.nw.leave(n.id)
 	if err := n.st.Close(); err != nil {
 		c.t.Fatal(err)
 	}
@@ -358,9 +409,10 @@ type event struct {
 	node   uint64
 	term   uint64
 	ok     bool
-	leased bool // the node held the shard's lease when it started the attempt
-	at     int  // place in the history
-	start  int  // an answer's attempt: its place in the history
+	leased bool  // the node held the shard's lease when it started the attempt
+	wallMs int64 // an attempt: when the receiver was handed it
+	at     int   // place in the history
+	start  int   // an answer's attempt: its place in the history
 }
 
 // history is what clients were told and what receivers saw, in the order
@@ -413,7 +465,8 @@ func (h *history) deliverer(node uint64, replicas func() *replica.Node, intn fun
 			h.mu.Unlock()
 			return
 		}
-		e := event{kind: evStart, id: d.Task.Id, token: string(d.Task.Payload), group: d.Task.Group, node: node, term: d.Term, leased: leased, at: len(h.evs)}
+		e := event{kind: evStart, id: d.Task.Id, token: string(d.Task.Payload), group: d.Task.Group, node: node, term: d.Term, leased: leased,
+			wallMs: time.Now().UnixMilli(), at: len(h.evs)}
 		h.evs = append(h.evs, e)
 		h.pending.Add(1)
 		h.mu.Unlock()
@@ -537,7 +590,7 @@ func checkHistory(t *testing.T, evs []event) {
 // An ungrouped task registered on any node that leads some shard lands on
 // a shard that node leads, so no node refuses one while it leads.
 func TestUngroupedTasksGoWhereTheNodeLeads(t *testing.T) {
-	c := startCluster(t, 1)
+	c := startCluster(t, 1, localClusterNet{replica.NewLocalNetwork(1)})
 	defer c.stop()
 	deadline := time.Now().Add(waitLimit)
 	led := func(s *Scheduler) []uint16 {

@@ -15,7 +15,7 @@ import (
 // themselves are not part of it.
 var stateTags = []byte{
 	tagTask, tagDue, tagOrder, tagClientIndex, tagGroup, tagBlocked,
-	tagIdempotency, tagIdemExpiry, tagDeadLetter, tagDeadClient, tagShardMeta,
+	tagIdempotency, tagIdemExpiry, tagDeadLetter, tagDeadClient, tagShardMeta, tagReplace,
 }
 
 // snapshotMagic starts an encoded shard snapshot; its last byte is the
