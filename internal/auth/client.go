@@ -227,6 +227,17 @@ func (a *Auth) Defaults(id string) (*storepb.Callback, storepb.DispatchMode, err
 	return e.rec.Callback, e.rec.DefaultMode, nil
 }
 
+// Limits returns a client's registered record, for the limits it sets,
+// from memory: it is on every grouped registration's path. The record
+// must not be changed (records are replaced, never changed in place).
+func (a *Auth) Limits(id string) (*storepb.Client, bool) {
+	e, ok := a.lookup(id)
+	if !ok {
+		return nil, false
+	}
+	return e.rec, true
+}
+
 // CallbackRules returns a client's own callback rules, nil when it has
 // none or is unknown.
 func (a *Auth) CallbackRules(id string) *egress.Policy {

@@ -66,7 +66,14 @@ func ValidateCallback(cb *storepb.Callback, payloadLen int) error {
 	if err := checkEndpoint(cb.Protocol, cb.Endpoint); err != nil {
 		return fieldError("callback.endpoint", "%s", err.Error())
 	}
-	if cb.Protocol == storepb.Protocol_PROTOCOL_UDP && payloadLen > MaxUDPPayload {
+	return CheckPayload(cb, payloadLen)
+}
+
+// CheckPayload checks only what a callback requires of a payload's
+// length: for a callback validated before, such as a client's own, this
+// is all that depends on the task.
+func CheckPayload(cb *storepb.Callback, payloadLen int) error {
+	if cb.GetProtocol() == storepb.Protocol_PROTOCOL_UDP && payloadLen > MaxUDPPayload {
 		return fieldError("payload", "must be at most %d bytes for UDP callbacks (one datagram), got %d", MaxUDPPayload, payloadLen)
 	}
 	return nil

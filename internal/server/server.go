@@ -206,7 +206,7 @@ func (s *Server) bootstrap() error {
 // enforces it: its own, or the server's default maximum.
 func (s *Server) deadLetterLimits(client string) scheduler.DeadLetterLimits {
 	l := scheduler.DeadLetterLimits{MaxEntries: s.cfg.Limits.DeadLetters}
-	if c, err := s.st.Client(client); err == nil {
+	if c, ok := s.auth.Limits(client); ok {
 		if c.DlqMaxEntries > 0 {
 			l.MaxEntries = int(c.DlqMaxEntries)
 		}
@@ -218,7 +218,7 @@ func (s *Server) deadLetterLimits(client string) scheduler.DeadLetterLimits {
 // groupLimit is how many tasks one group of client may hold: its own
 // limit, or the server's (0: the scheduler's default).
 func (s *Server) groupLimit(client string) int {
-	if c, err := s.st.Client(client); err == nil && c.GroupLimit > 0 {
+	if c, ok := s.auth.Limits(client); ok && c.GroupLimit > 0 {
 		return int(c.GroupLimit)
 	}
 	return s.cfg.Limits.GroupTasks

@@ -110,17 +110,15 @@ func (o registrant) registration(req *boomerangv1.RegisterTaskRequest, now time.
 	if r.Mode == storepb.DispatchMode_DISPATCH_MODE_UNSPECIFIED {
 		r.Mode = storepb.DispatchMode_DISPATCH_MODE_NEXT_ON_ERROR
 	}
+	if r.Callback == nil {
+		// The client's own callback passed its checks when it was set.
+		return r, delivery.CheckPayload(o.callback, len(req.Payload))
+	}
 	effective := delivery.Effective(r.Callback, o.callback)
 	if err := delivery.ValidateCallback(effective, len(req.Payload)); err != nil {
 		return r, err
 	}
-	if r.Callback != nil {
-		// The client's own callback passed when it was set.
-		if err := checkCallbackPolicy(o.s.egress.Narrow(o.s.auth.CallbackRules(o.client)), effective); err != nil {
-			return r, err
-		}
-	}
-	return r, nil
+	return r, checkCallbackPolicy(o.s.egress.Narrow(o.s.auth.CallbackRules(o.client)), effective)
 }
 
 // UpdateTask changes a task's payload, due time or interval. A new due
