@@ -54,6 +54,11 @@ type Config struct {
 	// required when Peers holds others.
 	Transport replica.Transport
 
+	// System, if set, is the state machine of the system group (the
+	// registered clients and sessions), which the scheduler's replica
+	// node then hosts beside the task shards (see replica.Config.System).
+	System replica.StateMachine
+
 	// RaftTick is the replication's tick, and ElectionTicks the ticks
 	// after which followers that hear nothing from a leader elect another
 	// (randomly between 1 and 2 times it). Defaults replica.DefaultTick

@@ -122,9 +122,6 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 	forgetDataDirKey(&s.cfg, s.log)
-	if err := s.bootstrap(); err != nil {
-		return err
-	}
 
 	reg := prometheus.NewRegistry()
 	s.reg = reg
@@ -140,7 +137,7 @@ func (s *Server) start(ctx context.Context) error {
 	}
 	s.hist = newHistory(&s.cfg, s.protocolOf)
 	s.sched, err = scheduler.New(scheduler.Config{
-		Store: s.st, Deliverer: s.hist.wrap(deliverer), Retry: retry, OnFinished: s.onFinished, Clock: s.cfg.Clock, Logger: s.log.With("component", "scheduler"),
+		Store: s.st, System: s.auth, Deliverer: s.hist.wrap(deliverer), Retry: retry, OnFinished: s.onFinished, Clock: s.cfg.Clock, Logger: s.log.With("component", "scheduler"),
 		Partitions: s.cfg.Partitions, MaxPayload: s.cfg.MaxPayloadBytes,
 		DeadLetterPolicy:     s.deadLetterLimits,
 		GroupLimit:           s.groupLimit,
@@ -152,6 +149,9 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 	if err := s.sched.Start(ctx); err != nil {
+		return err
+	}
+	if err := s.startSystem(ctx); err != nil {
 		return err
 	}
 	if err := reg.Register(&stateCollector{sched: s.sched, st: s.st, auth: s.auth}); err != nil {
@@ -166,6 +166,21 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 	return s.listen(reg)
+}
+
+// startSystem attaches auth to the replica node, which hosts the system
+// group (clients and sessions) beside the task shards, waits for the
+// group's leader (this node: it stands alone), seals stale records again
+// and creates the first admin.
+func (s *Server) startSystem(ctx context.Context) error {
+	s.auth.Attach(s.sched.Node())
+	if err := s.auth.AwaitLeader(ctx); err != nil {
+		return err
+	}
+	if err := s.auth.Reseal(); err != nil {
+		return err
+	}
+	return s.bootstrap()
 }
 
 // bootstrap creates the first admin, or says when a configured admin

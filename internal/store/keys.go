@@ -20,6 +20,7 @@ const (
 	tagDeadClient  byte = 'r' // r|shard|client|id           → failed, flags
 	tagShardMeta   byte = 'm' // m|shard                     → ShardMeta
 	tagClient      byte = 'k' // k|client                    → Client
+	tagSession     byte = 's' // s|session key               → auth's session record
 )
 
 // schemaKey sorts before every tagged key.
@@ -112,6 +113,10 @@ func clientKey(id string) []byte {
 	return appendString(append(make([]byte, 0, 3+len(id)), tagClient), id)
 }
 
+func sessionKey(key []byte) []byte {
+	return append(binary.AppendUvarint(append(make([]byte, 0, 3+len(key)), tagSession), uint64(len(key))), key...)
+}
+
 // shardPrefix is the prefix of every key of one key space and shard.
 func shardPrefix(tag byte, shard uint16) []byte { return appendShard(nil, tag, shard) }
 
@@ -162,6 +167,8 @@ func (p keyParts) encode() []byte {
 		return shardMetaKey(p.shard)
 	case tagClient:
 		return clientKey(p.a)
+	case tagSession:
+		return sessionKey([]byte(p.a))
 	}
 	return nil
 }
@@ -177,7 +184,7 @@ func decodeKey(k []byte) (keyParts, error) {
 	}
 	p := keyParts{tag: k[0]}
 	r := keyReader{buf: k[1:]}
-	if p.tag != tagClient {
+	if p.tag != tagClient && p.tag != tagSession {
 		p.shard = r.uint16()
 	}
 	switch p.tag {
@@ -205,7 +212,7 @@ func decodeKey(k []byte) (keyParts, error) {
 	case tagRaftEntry:
 		p.seq = r.uint64() // the entry's index
 	case tagShardMeta, tagRaftHardState, tagRaftTruncated:
-	case tagClient:
+	case tagClient, tagSession:
 		p.a = r.string()
 	default:
 		return keyParts{}, fmt.Errorf("%w: unknown key space %q", errBadKey, p.tag)
