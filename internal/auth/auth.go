@@ -289,4 +289,3 @@ func (a *Auth) lookup(id string) (*entry, bool) {
 	e, ok := a.clients[id]
 	return e, ok
 }
-
