@@ -255,26 +255,27 @@ func (a *Auth) Leased(uint16) {}
 // Restore implements replica.StateMachine: every entry given to Apply
 // is applied already, so the snapshot is written at once and the state
 // read again.
-func (a *Auth) Restore(_ uint16, write func() error) {
-	if err := write(); err != nil {
-		a.fail(err)
-		return
-	}
-	if err := a.load(); err != nil {
-		a.fail(err)
-	}
-}
+func (a *Auth) Restore(shard uint16, write func() error) { a.replace(shard, write) }
 
 // Drop implements replica.StateMachine: the node no longer hosts the
 // system group, whose state goes.
-func (a *Auth) Drop(_ uint16, write func() error) {
-	if err := write(); err != nil {
+func (a *Auth) Drop(shard uint16, write func() error) { a.replace(shard, write) }
+
+// replace writes new state with write and reads it.
+func (a *Auth) replace(shard uint16, write func() error) {
+	err := write()
+	if err == nil {
+		err = a.load()
+	}
+	var applied uint64
+	if err == nil {
+		applied, err = a.AppliedIndex(shard)
+	}
+	if err != nil {
 		a.fail(err)
 		return
 	}
-	if err := a.load(); err != nil {
-		a.fail(err)
-	}
+	a.noteApplied(applied)
 }
 
 // fail stops changes after a storage failure: the state in memory may be
