@@ -82,6 +82,7 @@ func (o *options) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.MaxLoginWait, "max-login-wait", auth.DefaultMaxLoginWait, "how long a login waits for its password check before BUSY")
 	fs.Float64Var(&c.LoginsPerSource, "logins-per-source", auth.DefaultLoginsPerSource, "login attempts per second from one source address (bursts of 5 s worth); more get BUSY")
 	fs.IntVar(&c.Partitions, "partitions", 0, "scheduler partitions, a power of two (0: GOMAXPROCS rounded up)")
+	fs.IntVar(&c.Shards, "shards", 0, "virtual shards of a new data directory, a power of two (0: 64); fixed once the directory exists")
 	fs.Var(&o.pools, "pool", "dispatch pool name=maxConcurrent[,maxPerSecond]; repeatable (maxPerSecond 0: no rate limit)")
 	fs.DurationVar(&c.DeliveryTimeout, "delivery-timeout", delivery.DefaultTimeout, "timeout of a delivery attempt whose callback sets none")
 	fs.IntVar(&c.Limits.GroupTasks, "group-limit", scheduler.DefaultGroupLimit, "tasks one group may hold, for clients that set no limit; more get GROUP_FULL")

@@ -229,6 +229,9 @@ func (n *Node) TransferLeadership(ctx context.Context, shard uint16, peer uint64
 		if g == nil || !g.leader {
 			return ErrNotLeader
 		}
+		if _, ok := g.rn.Status().Config.Voters.IDs()[peer]; !ok {
+			return fmt.Errorf("replica: shard %d: node %d is not a voter", shard, peer)
+		}
 		n.yieldLease(g)
 		g.rn.TransferLeader(peer)
 		return nil
@@ -241,6 +244,12 @@ func (n *Node) TransferLeadership(ctx context.Context, shard uint16, peer uint64
 		err := n.do(ctx, func() error {
 			g := n.groups[shard]
 			done = g == nil || !g.leader
+			if !done && g.rn.Status().LeadTransferee == raft.None {
+				// Raft gave up on the transfer (the peer did not catch up
+				// within an election timeout): ask again.
+				n.yieldLease(g)
+				g.rn.TransferLeader(peer)
+			}
 			return nil
 		})
 		if err != nil || done {

@@ -533,3 +533,51 @@ func checkHistory(t *testing.T, evs []event) {
 		}
 	}
 }
+
+// An ungrouped task registered on any node that leads some shard lands on
+// a shard that node leads, so no node refuses one while it leads.
+func TestUngroupedTasksGoWhereTheNodeLeads(t *testing.T) {
+	c := startCluster(t, 1)
+	defer c.stop()
+	deadline := time.Now().Add(waitLimit)
+	led := func(s *Scheduler) []uint16 {
+		var out []uint16
+		for shard := range uint16(clusterShards) {
+			if s.Node().Leased(shard) {
+				out = append(out, shard)
+			}
+		}
+		return out
+	}
+	for {
+		total := 0
+		for _, n := range c.nodes {
+			total += len(led(n.s))
+		}
+		if total == clusterShards {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d shards have a leased leader", total, clusterShards)
+		}
+		time.Sleep(5 * time.Millisecond) // waiting for elections
+	}
+	for _, n := range c.nodes {
+		mine := led(n.s)
+		for range 2 * clusterShards {
+			v, _, err := n.s.Register(context.Background(), RegisterRequest{Client: "c", Payload: []byte("x"), Delay: time.Hour})
+			if len(mine) == 0 {
+				if !errors.Is(err, ErrNotLeader) {
+					t.Fatalf("node %d leads nothing, and Register answered %v", n.id, err)
+				}
+				break
+			}
+			if err != nil {
+				t.Fatalf("node %d leads shards %v, and Register failed: %v", n.id, mine, err)
+			}
+			if shard := store.ShardOf(v.Task.Id); !slices.Contains(mine, shard) {
+				t.Fatalf("node %d placed a task on shard %d; it leads %v", n.id, shard, mine)
+			}
+		}
+	}
+}

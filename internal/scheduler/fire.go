@@ -31,6 +31,7 @@ func (p *partition) advance() {
 	}
 	clear(p.fired)
 	p.fired = p.fired[:0]
+	p.startAll()
 }
 
 // fire handles a task's expired timer: a retry of its group's head, or a
@@ -42,8 +43,8 @@ func (p *partition) fire(id uint64) {
 		}
 		return
 	}
-	if p.busy < p.slots && len(p.ready) == 0 {
-		p.startTask(id)
+	if p.used() < p.slots && len(p.ready) == 0 {
+		p.starting = append(p.starting, id)
 		return
 	}
 	p.ready = append(p.ready, readyItem{id: id})
@@ -52,39 +53,64 @@ func (p *partition) fire(id uint64) {
 // pump starts waiting work, oldest first, while delivery slots are free.
 func (p *partition) pump() {
 	n := 0
-	for n < len(p.ready) && p.busy < p.slots {
+	for n < len(p.ready) && p.used() < p.slots {
 		it := p.ready[n]
 		n++
 		if it.run != nil {
 			it.run.state = runIdle
 			p.runGroup(it.run, true)
 		} else {
-			p.startTask(it.id)
+			p.starting = append(p.starting, it.id)
 		}
 	}
 	left := copy(p.ready, p.ready[n:])
 	clear(p.ready[left:])
 	p.ready = p.ready[:left]
+	p.startAll()
 }
 
-// startTask starts a due task of no ordered group, reading its record
-// now: waiting tasks cost only their id. A task that changed since its
-// timer was set is left to that change, which puts it back in line.
-func (p *partition) startTask(id uint64) {
-	if _, changing := p.pending[id]; changing {
+// used counts the delivery slots taken, by deliveries under way and by
+// tasks about to start.
+func (p *partition) used() int { return p.busy + len(p.starting) }
+
+// startAll starts the due tasks of no ordered group collected in
+// p.starting, reading their records with one iterator: waiting tasks
+// cost only their id.
+func (p *partition) startAll() {
+	if len(p.starting) == 0 {
 		return
 	}
-	if _, armed := p.timers[id]; armed || p.flights[id] != nil {
-		return
+	ids := p.starting[:0]
+	for _, id := range p.starting {
+		_, changing := p.pending[id]
+		_, armed := p.timers[id]
+		// A task that changed since its timer was set is left to that
+		// change, which puts it back in line.
+		if !changing && !armed && p.flights[id] == nil {
+			ids = append(ids, id)
+		}
 	}
-	t, ok, err := p.current(id)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	tasks := make([]*storepb.Task, 0, len(ids))
+	err := p.s.cfg.Store.Tasks(ids, func(_ uint64, t *storepb.Task) {
+		if t != nil {
+			tasks = append(tasks, t)
+		}
+	})
+	clear(p.starting)
+	p.starting = p.starting[:0]
 	if err != nil {
 		p.s.fail(err)
 		return
 	}
-	if !ok {
-		return
+	for _, t := range tasks {
+		p.startTask(t)
 	}
+}
+
+// startTask starts t, a due task of no ordered group as stored.
+func (p *partition) startTask(t *storepb.Task) {
 	if store.Ordered(t) {
 		p.wakeGroup(t.Client, t.Group, store.WakeMs(t))
 		return
@@ -93,8 +119,8 @@ func (p *partition) startTask(id uint64) {
 		p.applyTask(t)
 		return
 	}
-	f := &flight{id: id}
-	p.flights[id] = f
+	f := &flight{id: t.Id}
+	p.flights[t.Id] = f
 	p.deliver(f, t)
 }
 

@@ -109,7 +109,7 @@ func (p *partition) runGroup(g *groupRun, front bool) {
 		p.sleepUntil(g, head.Due)
 		return
 	}
-	if p.busy >= p.slots || (!front && len(p.ready) > 0) {
+	if p.used() >= p.slots || (!front && len(p.ready) > 0) {
 		g.state = runReady
 		p.ready = append(p.ready, readyItem{run: g})
 		return

@@ -120,10 +120,27 @@ func finish(pc *pendingCmd, err error) {
 // runs the continuations of this node's commands among them.
 func (p *partition) apply(committed []replica.Committed) {
 	b := p.s.cfg.Store.NewStateBatch()
-	var done []*pendingCmd
-	for _, c := range committed {
+	entries := make([][]*storepb.CommandBatch, len(committed))
+	var all []*storepb.Command
+	for i, c := range committed {
 		for _, e := range c.Entries {
-			err := applyEntry(b, c.Shard, e, p.noteID, func(cmd *storepb.Command) {
+			batch, err := decodeEntry(c.Shard, e)
+			if err != nil {
+				p.s.fail(err)
+				return
+			}
+			entries[i] = append(entries[i], batch)
+			all = append(all, batch.GetCommands()...)
+		}
+	}
+	if err := b.Prefetch(all); err != nil {
+		p.s.fail(err)
+		return
+	}
+	var done []*pendingCmd
+	for i, c := range committed {
+		for j, e := range c.Entries {
+			err := applyCommands(b, c.Shard, e.GetIndex(), entries[i][j], p.noteID, func(cmd *storepb.Command) {
 				if cmd.Node == p.s.cfg.NodeID {
 					done = append(done, p.applied(c.Shard, cmd.Proposal)...)
 				}
@@ -156,16 +173,31 @@ func (p *partition) apply(committed []replica.Committed) {
 // batch: a pure function of the state and the entry, the same on every
 // replica and in every replay. Each command applied is passed to each.
 func applyEntry(b *store.Batch, shard uint16, e *raftpb.Entry, lastID func(uint16, uint64), each func(*storepb.Command)) error {
-	if e.GetType() != raftpb.EntryType_EntryNormal || len(e.Data) == 0 {
-		return nil
+	batch, err := decodeEntry(shard, e)
+	if err != nil {
+		return err
 	}
+	return applyCommands(b, shard, e.GetIndex(), batch, lastID, each)
+}
+
+// decodeEntry returns the commands of a log entry: none for an entry
+// that holds no commands (empty, or a configuration change).
+func decodeEntry(shard uint16, e *raftpb.Entry) (*storepb.CommandBatch, error) {
 	var batch storepb.CommandBatch
-	if err := proto.Unmarshal(e.Data, &batch); err != nil {
-		return fmt.Errorf("%w: shard %d log entry %d: %v", store.ErrCorrupt, shard, e.GetIndex(), err)
+	if e.GetType() != raftpb.EntryType_EntryNormal || len(e.Data) == 0 {
+		return &batch, nil
 	}
+	if err := proto.Unmarshal(e.Data, &batch); err != nil {
+		return nil, fmt.Errorf("%w: shard %d log entry %d: %v", store.ErrCorrupt, shard, e.GetIndex(), err)
+	}
+	return &batch, nil
+}
+
+// applyCommands applies the commands of shard's log entry index to b.
+func applyCommands(b *store.Batch, shard uint16, index uint64, batch *storepb.CommandBatch, lastID func(uint16, uint64), each func(*storepb.Command)) error {
 	for _, cmd := range batch.Commands {
 		if err := b.Apply(cmd, lastID); err != nil {
-			return fmt.Errorf("shard %d log entry %d: %w", shard, e.GetIndex(), err)
+			return fmt.Errorf("shard %d log entry %d: %w", shard, index, err)
 		}
 		each(cmd)
 	}

@@ -28,12 +28,13 @@ type partition struct {
 	wallNs  int64                  // the last wall reading, Unix ns; never goes back
 	timers  map[uint64]wheel.Timer // ungrouped tasks' due timers and every retry timer, by task id
 
-	flights map[uint64]*flight   // started tasks until they settle: delivering, settling, retrying
-	runs    map[string]*groupRun // groups with something to do, by store.GroupRef
-	ready   []readyItem          // due work waiting for a delivery slot, in order
-	slots   int                  // delivery slots: attempts this partition may have under way
-	busy    int                  // attempts under way
-	blocked int                  // groups in runBlocked
+	flights  map[uint64]*flight   // started tasks until they settle: delivering, settling, retrying
+	runs     map[string]*groupRun // groups with something to do, by store.GroupRef
+	ready    []readyItem          // due work waiting for a delivery slot, in order
+	starting []uint64             // due tasks of no group taking a slot, to read and start
+	slots    int                  // delivery slots: attempts this partition may have under way
+	busy     int                  // attempts under way
+	blocked  int                  // groups in runBlocked
 
 	// pending overlays decisions that are proposed but not yet applied:
 	// the task as decided, or nil once deleted.

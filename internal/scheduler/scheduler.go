@@ -220,7 +220,17 @@ func (s *Scheduler) shardFor(req *RegisterRequest) uint16 {
 	case req.IdempotencyKey != "":
 		return s.cfg.Store.GroupShard(req.Client, "\x00"+req.IdempotencyKey)
 	}
-	return uint16(s.rr.Add(1) % uint32(s.cfg.Store.Shards()))
+	// Anywhere this node leads, so that a node of a cluster places the
+	// task itself; a node that leads nothing answers ErrNotLeader for the
+	// first shard tried.
+	n := uint32(s.cfg.Store.Shards())
+	first := s.rr.Add(1)
+	for i := range n {
+		if shard := uint16((first + i) % n); s.node.Leased(shard) {
+			return shard
+		}
+	}
+	return uint16(first % n)
 }
 
 // Update changes a task's payload, due time or interval.

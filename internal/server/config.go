@@ -202,6 +202,12 @@ type Config struct {
 	// Default: GOMAXPROCS rounded up.
 	Partitions int
 
+	// Shards is the number of virtual shards of a new data directory, a
+	// power of two (default store.DefaultShards). An existing directory
+	// keeps the number it was created with; a different non-zero value is
+	// refused at start.
+	Shards int
+
 	// Limits bound what tasks and clients may hold; zero fields take the
 	// scheduler's defaults.
 	Limits Limits
@@ -362,6 +368,8 @@ func (c *Config) validate() error {
 			c.MaxFrameBytes, c.MaxPayloadBytes, MinFrameOverhead)
 	case c.Partitions < 1 || c.Partitions&(c.Partitions-1) != 0 || c.Partitions > store.MaxShards:
 		return fmt.Errorf("server: Config.Partitions must be a power of two between 1 and %d, got %d", store.MaxShards, c.Partitions)
+	case c.Shards < 0 || c.Shards&(c.Shards-1) != 0 || c.Shards > store.MaxShards:
+		return fmt.Errorf("server: Config.Shards must be 0 or a power of two up to %d, got %d", store.MaxShards, c.Shards)
 	case c.MaxInFlight < 1 || c.MaxConnections < 1 || c.MaxPendingLogins < 1 || c.MaxPendingLoginsPerAddr < 1:
 		return errors.New("server: Config.MaxInFlight, MaxConnections, MaxPendingLogins and MaxPendingLoginsPerAddr must be positive")
 	case c.MaxConnBufferBytes < c.MaxFrameBytes || c.MaxBufferBytes < c.MaxConnBufferBytes:

@@ -104,7 +104,7 @@ func (s *Server) start(ctx context.Context) error {
 	if err := prepareDataDir(s.cfg.DataDir, s.cfg.AllowOpenDataDir); err != nil {
 		return err
 	}
-	if s.st, err = store.Open(s.cfg.DataDir, store.Options{Logger: s.log.With("component", "store"), FS: s.cfg.StoreFS}); err != nil {
+	if s.st, err = store.Open(s.cfg.DataDir, store.Options{Logger: s.log.With("component", "store"), FS: s.cfg.StoreFS, Shards: s.cfg.Shards}); err != nil {
 		return err
 	}
 	// After the store: a new key file in a directory without a store

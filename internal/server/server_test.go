@@ -92,3 +92,39 @@ func TestStopBeforeStart(t *testing.T) {
 		t.Fatal("addresses before Start")
 	}
 }
+
+// The number of shards is chosen when the data directory is created and
+// a start that asks for another is refused with the reason.
+func TestShardsAreFixedAtCreation(t *testing.T) {
+	shards := 8
+	ts := startServer(t, func(c *Config) { c.Shards = shards })
+	if got := ts.st.Shards(); got != 8 {
+		t.Fatalf("a new store with Shards 8 has %d shards", got)
+	}
+	ts.stop(t)
+
+	shards = 16
+	s, err := New(Config{DataDir: ts.dir, TCPAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
+		AdminPassword: adminPassword, PasswordHash: lightHash, Partitions: 2, Shards: shards})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	err = s.Start(context.Background())
+	if err == nil {
+		_ = s.Stop(context.Background())
+		t.Fatal("a store of 8 shards started with Shards 16")
+	}
+	if !errors.Is(err, store.ErrSchema) || !strings.Contains(err.Error(), "has 8 shards, not 16") {
+		t.Fatalf("start with another number of shards: %v", err)
+	}
+
+	shards = 0 // as recorded
+	ts.start(t)
+	if got := ts.st.Shards(); got != 8 {
+		t.Fatalf("reopened with Shards 0: %d shards", got)
+	}
+
+	if _, err := New(Config{DataDir: ts.dir, Shards: 12, AdminPassword: adminPassword}); err == nil {
+		t.Fatal("Shards 12 (not a power of two) accepted")
+	}
+}

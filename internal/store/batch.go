@@ -30,6 +30,9 @@ type Batch struct {
 	spent     bool   // a commit failed; Pebble will not take this batch again
 	rec       []byte // the record being written
 	buf       []byte // scratch for small values
+	// known holds tasks as stored before the batch (nil: none), read
+	// ahead by Prefetch; a task the batch writes leaves it.
+	known map[uint64]*storepb.Task
 }
 
 // NewBatch returns an empty batch for s.
@@ -80,6 +83,7 @@ func (b *Batch) PutTask(t *storepb.Task) error {
 	if err := b.encodeTask(t); err != nil {
 		return err
 	}
+	delete(b.known, t.Id)
 	b.set(taskKey(t.Id), markWrittenOnce(b.rec, true))
 	b.putTaskIndexes(t)
 	return b.done()
@@ -97,6 +101,7 @@ func (b *Batch) ReplaceTask(old, updated *storepb.Task) error {
 	if old.Id != updated.Id {
 		return invalidf("ReplaceTask of task %#x with task %#x", old.Id, updated.Id)
 	}
+	delete(b.known, updated.Id)
 	b.set(taskKey(updated.Id), markWrittenOnce(b.rec, false))
 	if indexed(old) != indexed(updated) {
 		b.deleteTaskIndexes(old)
@@ -110,6 +115,7 @@ func (b *Batch) DeleteTask(t *storepb.Task) error {
 	if err := b.checkTask(t); err != nil {
 		return err
 	}
+	delete(b.known, t.Id)
 	if t.WrittenOnce {
 		b.singleDelete(taskKey(t.Id))
 	} else {

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
@@ -238,8 +239,41 @@ func (b *Batch) SetApplied(shard uint16, applied, lastID uint64) error {
 
 // task reads a task through the batch.
 func (b *Batch) task(id uint64) (*storepb.Task, error) {
+	if t, ok := b.known[id]; ok {
+		if t == nil {
+			return nil, fmt.Errorf("%w: task %#x", errMissing, id)
+		}
+		return t, nil
+	}
 	t := new(storepb.Task)
 	return t, b.get(taskKey(id), t)
+}
+
+// Prefetch reads ahead, with one iterator, the stored tasks that the
+// commands about to be applied replace or delete: for many of them that
+// is several times cheaper than reading each when its mutation applies.
+// It must be called once, before the batch writes anything.
+func (b *Batch) Prefetch(cmds []*storepb.Command) error {
+	var ids []uint64
+	for _, c := range cmds {
+		for _, m := range c.Mutations {
+			switch c := m.Change.(type) {
+			case *storepb.Mutation_ReplaceTask:
+				ids = append(ids, c.ReplaceTask.Id)
+			case *storepb.Mutation_DeleteTask:
+				ids = append(ids, c.DeleteTask)
+			}
+		}
+	}
+	if len(ids) < 2 {
+		return nil
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if b.known == nil {
+		b.known = make(map[uint64]*storepb.Task, len(ids))
+	}
+	return b.s.tasks(ids, func(id uint64, t *storepb.Task) { b.known[id] = t })
 }
 
 // get reads a record through the batch, which must be a state batch.

@@ -22,7 +22,17 @@ func (s *Store) Task(id uint64) (*storepb.Task, error) {
 // one iterator: for many ids that is several times cheaper than a Task
 // call for each. fn gets every id in order with its task, or nil if there
 // is none.
-func (s *Store) Tasks(ids []uint64, fn func(id uint64, t *storepb.Task)) (err error) {
+func (s *Store) Tasks(ids []uint64, fn func(id uint64, t *storepb.Task)) error {
+	return s.tasks(ids, func(id uint64, t *storepb.Task) {
+		if t != nil {
+			t.WrittenOnce = false
+		}
+		fn(id, t)
+	})
+}
+
+// tasks is Tasks with the records as stored, written_once included.
+func (s *Store) tasks(ids []uint64, fn func(id uint64, t *storepb.Task)) (err error) {
 	if len(ids) == 0 {
 		return nil
 	}
