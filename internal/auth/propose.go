@@ -106,7 +106,10 @@ func (a *Auth) answer(proposal uint64, out outcome) {
 	done := a.waiting[proposal]
 	a.pmu.Unlock()
 	if done != nil {
-		done <- out // buffered, and each proposal is applied once
+		select {
+		case done <- out:
+		default: // a duplicate of the proposal, committed twice: the first answered
+		}
 	}
 }
 

@@ -185,6 +185,9 @@ func (a *Auth) applyPutSession(b *store.Batch, ps *authpb.PutSession, at time.Ti
 		return outcome{}, fmt.Errorf("%w: session record without a key", store.ErrCorrupt)
 	}
 	s.index = index
+	if a.sessions.get(s.key) != nil {
+		return outcome{}, nil // a duplicate of the proposal (a message the network repeated)
+	}
 	if e, ok := a.lookup(s.client); !ok || e.role != s.role {
 		return outcome{code: refusedNotFound}, nil // deregistered, or its role changed, meanwhile
 	}

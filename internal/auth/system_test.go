@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -348,6 +349,52 @@ func TestSystemGroupSnapshotCatchUp(t *testing.T) {
 	}
 	if _, err := down.a.Login("c07", "c07-password", testSource); err != nil {
 		t.Fatalf("login on the restored node: %v", err)
+	}
+	c.checkSameState()
+}
+
+// Logins on every node at once, over a network that delays, duplicates
+// and reorders messages (a repeated proposal is committed twice), leave
+// every node with the same clients and sessions, each session valid
+// everywhere.
+func TestSystemGroupUnderFaults(t *testing.T) {
+	t.Parallel()
+	c := startSystemCluster(t, 16)
+	leader := c.awaitLeader()
+	if _, _, err := leader.a.RegisterClient(ClientSpec{ID: "alice", Password: "alice-password"}); err != nil {
+		t.Fatal(err)
+	}
+	c.awaitApplied()
+	c.nw.SetFaults(replica.Faults{Duplicate: 0.2, Reorder: 0.2, MaxDelay: 5 * time.Millisecond})
+	const perNode = 10
+	ids := make([][]string, len(c.nodes))
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		wg.Go(func() {
+			for range perNode {
+				s, err := n.a.Login("alice", "alice-password", testSource)
+				if err != nil {
+					t.Errorf("node %d: login: %v", n.id, err)
+					return
+				}
+				ids[i] = append(ids[i], s.ID)
+			}
+		})
+	}
+	wg.Wait()
+	c.nw.SetFaults(replica.Faults{})
+	c.awaitApplied()
+	for _, n := range c.nodes {
+		if got := len(n.a.ListSessions("alice")); got != perNode*systemNodes {
+			t.Errorf("node %d lists %d sessions, want %d", n.id, got, perNode*systemNodes)
+		}
+		for _, list := range ids {
+			for _, id := range list {
+				if _, err := n.a.Authenticate(id); err != nil {
+					t.Errorf("node %d: %v", n.id, err)
+				}
+			}
+		}
 	}
 	c.checkSameState()
 }
