@@ -53,9 +53,9 @@
 // UNAUTHORIZED that means "not allowed" costs one extra login); so a
 // Client carries on past a session that expired or was ended. A Client
 // made with WithSession and no credentials cannot log in again: its
-// calls then fail with
-// ErrSessionExpired or ErrUnauthorized. Session returns the session in
-// use, for tools that save it; Logout ends it on the server.
+// calls then fail with ErrSessionExpired or ErrUnauthorized. Session
+// returns the session in use, for tools that save it; Logout ends it on
+// the server.
 //
 // # Connection loss and reconnection
 //
