@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -141,11 +140,8 @@ func (a *Auth) load() error {
 		e.stale = stale
 		clients[rec.Id] = e
 	}
-	a.mu.Lock()
-	a.clients = clients
-	a.mu.Unlock()
-	a.sessions.reset()
-	return a.st.ScanSessions(func(_, v []byte) error {
+	var sessions []*session
+	err = a.st.ScanSessions(func(_, v []byte) error {
 		var r authpb.Session
 		if err := proto.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("%w: session record: %v", store.ErrCorrupt, err)
@@ -154,9 +150,17 @@ func (a *Auth) load() error {
 		if !ok {
 			return fmt.Errorf("%w: session record without a key", store.ErrCorrupt)
 		}
-		a.sessions.add(s, math.MaxInt) // the log bounded them
+		sessions = append(sessions, s)
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.clients = clients
+	a.mu.Unlock()
+	a.sessions.replaceAll(sessions)
+	return nil
 }
 
 // Reseal seals again, with the first of Config.SecretKeys, every

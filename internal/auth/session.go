@@ -211,12 +211,16 @@ func (t *sessions) sweep(before time.Time) []*session {
 	return gone
 }
 
-// reset forgets every session.
-func (t *sessions) reset() {
+// replaceAll makes list every session, at once for lookups.
+func (t *sessions) replaceAll(list []*session) {
+	byKey, byClient := make(map[sessionKey]*session, len(list)), map[string][]*session{}
+	for _, s := range list {
+		byKey[s.key] = s
+		byClient[s.client] = append(byClient[s.client], s)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	clear(t.byKey)
-	clear(t.byClient)
+	t.byKey, t.byClient = byKey, byClient
 }
 
 // forget drops client's sessions for which drop says so and returns
