@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -293,23 +294,41 @@ func (c *cluster) converge() {
 	for _, sh := range c.shards() {
 		deadline := time.Now().Add(waitLimit)
 		for {
-			first := c.rs[0].rec.entries(sh)
-			same := true
-			for _, r := range c.rs[1:] {
-				same = same && slices.Equal(r.rec.entries(sh), first)
-			}
-			if same {
+			if c.agree(sh) {
 				break
 			}
 			if time.Now().After(deadline) {
 				for _, r := range c.rs {
-					c.t.Logf("replica %d shard %d: %d entries", r.id, sh, len(r.rec.entries(sh)))
+					c.t.Logf("replica %d shard %d: %d entries; %s", r.id, sh, len(r.rec.entries(sh)), r.status(sh))
 				}
 				c.t.Fatalf("shard %d: the replicas never agreed", sh)
 			}
 			time.Sleep(5 * time.Millisecond) // polling the replicas
 		}
 	}
+}
+
+// agree reports whether every replica applied shard's log up to the
+// same index, with the same entries. A replica that restored a snapshot
+// knows only the entries after it: they must end the others' lists.
+func (c *cluster) agree(shard uint16) bool {
+	index := make(map[uint64]bool)
+	for _, r := range c.rs {
+		r.rec.mu.Lock()
+		index[r.rec.index[shard]] = true
+		r.rec.mu.Unlock()
+	}
+	if len(index) != 1 {
+		return false
+	}
+	longest := c.longest(shard)
+	for _, r := range c.rs {
+		es := r.rec.entries(shard)
+		if !slices.Equal(es, longest[len(longest)-len(es):]) {
+			return false
+		}
+	}
+	return true
 }
 
 // batch names the entries commit proposes: n on each shard.
@@ -326,8 +345,8 @@ func (b batch) entries(shard uint16) []string {
 	return out
 }
 
-// caughtUp waits until every replica has applied the batches and r,
-// restarted, has applied since its restart the end of the others' log.
+// caughtUp waits until the batches are applied and every replica, r
+// included, agrees on the log (see agree).
 func (c *cluster) caughtUp(r *replica, batches ...batch) {
 	c.t.Helper()
 	for _, sh := range c.shards() {
@@ -335,16 +354,21 @@ func (c *cluster) caughtUp(r *replica, batches ...batch) {
 		for _, b := range batches {
 			want = append(want, b.entries(sh)...)
 		}
-		waitFor(c.t, fmt.Sprintf("shard %d to catch up", sh), func() bool {
-			for _, other := range c.rs {
-				if !isSubset(want, other.rec.entries(sh)) {
-					return false
-				}
-			}
-			log, got := c.rs[0].rec.entries(sh), r.rec.entries(sh)
-			return slices.Equal(c.rs[1].rec.entries(sh), log) && len(got) <= len(log) && slices.Equal(got, log[len(log)-len(got):])
+		waitFor(c.t, fmt.Sprintf("replica %d to catch up on shard %d", r.id, sh), func() bool {
+			return isSubset(want, c.longest(sh)) && c.agree(sh)
 		})
 	}
+}
+
+// longest returns the longest list of entries of shard a replica applied.
+func (c *cluster) longest(shard uint16) []string {
+	var out []string
+	for _, r := range c.rs {
+		if es := r.rec.entries(shard); len(es) > len(out) {
+			out = es
+		}
+	}
+	return out
 }
 
 func isSubset(want, have []string) bool {
@@ -352,3 +376,19 @@ func isSubset(want, have []string) bool {
 }
 
 func (c *cluster) shards() []uint16 { return c.rs[0].node.cfg.Shards }
+
+// status describes what r's node knows of shard, for a failure message.
+func (r *replica) status(shard uint16) string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	st, err := r.node.Status(ctx)
+	if err != nil {
+		return err.Error()
+	}
+	for _, s := range st {
+		if s.Shard == shard {
+			return fmt.Sprintf("%+v", s)
+		}
+	}
+	return "not hosted"
+}
