@@ -398,3 +398,37 @@ func TestSystemGroupUnderFaults(t *testing.T) {
 	}
 	c.checkSameState()
 }
+
+// When the leader stops, the other two elect another and go on taking
+// changes, through either of them; the old leader catches up when it
+// comes back, and its acknowledged changes are kept.
+func TestSystemGroupFailover(t *testing.T) {
+	t.Parallel()
+	c := startSystemCluster(t, 0)
+	old := c.awaitLeader()
+	if _, _, err := old.a.RegisterClient(ClientSpec{ID: "before", Password: "before-password"}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := old.a.Login("before", "before-password", testSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.stop(old)
+	leader := c.awaitLeader()
+	for _, n := range c.up() {
+		if _, _, err := n.a.RegisterClient(ClientSpec{ID: fmt.Sprintf("after-%d", n.id), Password: "after-password"}); err != nil {
+			t.Fatalf("node %d (leader %d): %v", n.id, leader.id, err)
+		}
+	}
+	c.start(old)
+	c.awaitApplied()
+	for _, n := range c.nodes {
+		if got := len(n.a.ListClients()); got != systemNodes {
+			t.Errorf("node %d has %d clients, want %d", n.id, got, systemNodes)
+		}
+		if _, err := n.a.Authenticate(s.ID); err != nil {
+			t.Errorf("node %d: the session made before the failover: %v", n.id, err)
+		}
+	}
+	c.checkSameState()
+}
