@@ -36,23 +36,31 @@ func TestClusterKeepsEveryPromise(t *testing.T) {
 	if *clusterLong {
 		rounds = 400
 	}
-	c := startCluster(t, seed)
-	defer c.stop()
-
-	// Clients work while the chaos lasts.
-	var clients sync.WaitGroup
-	calm := make(chan struct{})
-	for g := range clusterGroups {
-		clients.Go(func() { c.client(g, calm) })
+	nets := map[string]func(t *testing.T) clusterNet{
+		"local": func(*testing.T) clusterNet { return localClusterNet{replica.NewLocalNetwork(seed)} },
+		"tcp":   func(t *testing.T) clusterNet { return newTCPClusterNet(t, seed) },
 	}
-	c.chaos(rounds)
-	close(calm)
-	clients.Wait()
-	c.heal()
-	c.awaitDelivered()
-	evs := c.hist.events()
-	checkHistory(t, evs)
-	logHistory(t, evs)
+	for _, name := range []string{"local", "tcp"} {
+		t.Run(name, func(t *testing.T) {
+			c := startCluster(t, seed, nets[name](t))
+			defer c.stop()
+
+			// Clients work while the chaos lasts.
+			var clients sync.WaitGroup
+			calm := make(chan struct{})
+			for g := range clusterGroups {
+				clients.Go(func() { c.client(g, calm) })
+			}
+			c.chaos(rounds)
+			close(calm)
+			clients.Wait()
+			c.heal()
+			c.awaitDelivered()
+			evs := c.hist.events()
+			checkHistory(t, evs)
+			logHistory(t, evs)
+		})
+	}
 }
 
 // logHistory summarizes what the run did.
@@ -84,7 +92,7 @@ type clusterNode struct {
 
 type cluster struct {
 	t     *testing.T
-	nw    *replica.LocalNetwork
+	nw    clusterNet
 	hist  *history
 	peers []uint64
 
@@ -93,9 +101,9 @@ type cluster struct {
 	rng   *rand.Rand
 }
 
-func startCluster(t *testing.T, seed uint64) *cluster {
+func startCluster(t *testing.T, seed uint64, nw clusterNet) *cluster {
 	c := &cluster{
-		t: t, nw: replica.NewLocalNetwork(seed), hist: &history{},
+		t: t, nw: nw, hist: &history{},
 		rng: rand.New(rand.NewPCG(seed, seed>>1|1)),
 	}
 	for id := range uint64(clusterNodes) {
@@ -122,7 +130,7 @@ func (c *cluster) boot(n *clusterNode) {
 	del := c.hist.deliverer(n.id, func() *replica.Node { return s.Node() }, c.intn)
 	s, err = New(Config{
 		Store: st, Deliverer: del, Partitions: 2,
-		NodeID: n.id, Peers: c.peers, Transport: c.nw, RaftTick: 20 * time.Millisecond,
+		NodeID: n.id, Peers: c.peers, Transport: c.nw.transport(n.id), RaftTick: 20 * time.Millisecond,
 		Retry: FixedRetry{Attempts: 20, Delay: 5 * time.Millisecond},
 	})
 	if err != nil {
@@ -131,7 +139,7 @@ func (c *cluster) boot(n *clusterNode) {
 	if err := s.Start(context.Background()); err != nil {
 		c.t.Fatal(err)
 	}
-	c.nw.Join(n.id, s.Node())
+	c.nw.join(n.id, s.Node())
 	c.mu.Lock()
 	n.st, n.s, n.up = st, s, true
 	c.mu.Unlock()
@@ -147,6 +155,7 @@ func (c *cluster) powerCut(n *clusterNode) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = n.s.Stop(ctx)
+	c.nw.leave(n.id)
 	if err := n.st.Close(); err != nil {
 		c.t.Fatal(err)
 	}
@@ -537,7 +546,7 @@ func checkHistory(t *testing.T, evs []event) {
 // An ungrouped task registered on any node that leads some shard lands on
 // a shard that node leads, so no node refuses one while it leads.
 func TestUngroupedTasksGoWhereTheNodeLeads(t *testing.T) {
-	c := startCluster(t, 1)
+	c := startCluster(t, 1, localClusterNet{replica.NewLocalNetwork(1)})
 	defer c.stop()
 	deadline := time.Now().Add(waitLimit)
 	led := func(s *Scheduler) []uint16 {
