@@ -9,7 +9,7 @@ PKGS        ?= ./...
 PYTHON      ?= /usr/bin/python3
 PROTOC      ?= protoc
 
-.PHONY: all build test test-go test-ts test-py test-web ui fmt-check vet lint bench proto clean
+.PHONY: all build test test-go test-sqs test-ts test-py test-web ui fmt-check vet lint bench proto clean
 
 all: build
 
@@ -23,6 +23,14 @@ test: fmt-check vet test-go test-ts test-py test-web
 
 test-go:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+# The SQS FIFO sink's suite against a real queue instead of the in-test
+# stand-in: BOOMERANG_TEST_SQS_FIFO_URL names the queue, the standard AWS
+# configuration (AWS_REGION, credentials) reaches it. Not part of test.
+test-sqs:
+	@test -n "$$BOOMERANG_TEST_SQS_FIFO_URL" || \
+		{ echo "make test-sqs: set BOOMERANG_TEST_SQS_FIFO_URL to a FIFO queue's URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME.fifo) and AWS credentials"; exit 1; }
+	$(GO) test -race -count=1 -timeout 5m -run '^TestSQSSuite$$' -v ./internal/delivery
 
 # The TypeScript SDK (sdk/typescript): its dependencies from the lock
 # file, then its tests against the real server, which they build.

@@ -94,12 +94,14 @@ func TestPayloadPreview(t *testing.T) {
 
 func TestParseCallback(t *testing.T) {
 	for in, want := range map[string]*boomerangv1.Callback{
-		"http://127.0.0.1:8080/hook":   {Protocol: boomerangv1.Protocol_PROTOCOL_HTTP, Endpoint: "http://127.0.0.1:8080/hook"},
-		"grpc://10.0.0.5:9000":         {Protocol: boomerangv1.Protocol_PROTOCOL_GRPC, Endpoint: "10.0.0.5:9000"},
-		"tcp://h:1":                    {Protocol: boomerangv1.Protocol_PROTOCOL_TCP, Endpoint: "h:1"},
-		"udp://h:2":                    {Protocol: boomerangv1.Protocol_PROTOCOL_UDP, Endpoint: "h:2"},
-		"nats://h:4222/orders.{group}": {Protocol: boomerangv1.Protocol_PROTOCOL_NATS, Endpoint: "nats://h:4222/orders.{group}"},
-		"amqp://h/?routing_key=orders": {Protocol: boomerangv1.Protocol_PROTOCOL_AMQP, Endpoint: "amqp://h/?routing_key=orders"},
+		"http://127.0.0.1:8080/hook":      {Protocol: boomerangv1.Protocol_PROTOCOL_HTTP, Endpoint: "http://127.0.0.1:8080/hook"},
+		"grpc://10.0.0.5:9000":            {Protocol: boomerangv1.Protocol_PROTOCOL_GRPC, Endpoint: "10.0.0.5:9000"},
+		"tcp://h:1":                       {Protocol: boomerangv1.Protocol_PROTOCOL_TCP, Endpoint: "h:1"},
+		"udp://h:2":                       {Protocol: boomerangv1.Protocol_PROTOCOL_UDP, Endpoint: "h:2"},
+		"nats://h:4222/orders.{group}":    {Protocol: boomerangv1.Protocol_PROTOCOL_NATS, Endpoint: "nats://h:4222/orders.{group}"},
+		"amqp://h/?routing_key=orders":    {Protocol: boomerangv1.Protocol_PROTOCOL_AMQP, Endpoint: "amqp://h/?routing_key=orders"},
+		"activemq://h:61613/queue/orders": {Protocol: boomerangv1.Protocol_PROTOCOL_ACTIVEMQ, Endpoint: "activemq://h:61613/queue/orders"},
+		"sqs://eu-west-1/orders.fifo":     {Protocol: boomerangv1.Protocol_PROTOCOL_SQS, Endpoint: "sqs://eu-west-1/orders.fifo"},
 	} {
 		got, err := parseCallback(in, 0, "")
 		if err != nil || got.GetProtocol() != want.GetProtocol() || got.GetEndpoint() != want.GetEndpoint() {

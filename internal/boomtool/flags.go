@@ -126,14 +126,15 @@ var modeNames = []string{"next-on-error", "block-on-error", "immediate"}
 
 // parseCallback reads a callback URL: http(s)://… for webhooks,
 // grpc://host:port, tcp://host:port, udp://host:port, or a queue sink:
-// nats://host:port/subject or amqp(s)://host:port/vhost?….
+// nats://host:port/subject, amqp(s)://host:port/vhost?…,
+// activemq(s)://host:port/queue/NAME or sqs://HOST/ACCOUNT/NAME.fifo.
 func parseCallback(s string, timeout time.Duration, pool string) (*boomerangv1.Callback, error) {
 	if s == "" {
 		return nil, nil
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {
-		return nil, usagef("bad callback %q: want http://host/path, https://…, grpc://host:port, tcp://host:port, udp://host:port, nats://host:port/subject or amqp://host:port/vhost?routing_key=…", s)
+		return nil, usagef("bad callback %q: want http://host/path, https://…, grpc://host:port, tcp://host:port, udp://host:port, nats://host:port/subject, amqp://host:port/vhost?routing_key=…, activemq://host:port/queue/NAME or sqs://HOST/ACCOUNT/NAME.fifo", s)
 	}
 	cb := &boomerangv1.Callback{TimeoutMs: timeout.Milliseconds(), Pool: pool}
 	switch u.Scheme {
@@ -149,8 +150,12 @@ func parseCallback(s string, timeout time.Duration, pool string) (*boomerangv1.C
 		cb.Protocol, cb.Endpoint = boomerangv1.Protocol_PROTOCOL_NATS, s
 	case "amqp", "amqps":
 		cb.Protocol, cb.Endpoint = boomerangv1.Protocol_PROTOCOL_AMQP, s
+	case "activemq", "activemqs":
+		cb.Protocol, cb.Endpoint = boomerangv1.Protocol_PROTOCOL_ACTIVEMQ, s
+	case "sqs":
+		cb.Protocol, cb.Endpoint = boomerangv1.Protocol_PROTOCOL_SQS, s
 	default:
-		return nil, usagef("bad callback %q: the scheme must be http, https, grpc, tcp, udp, nats, amqp or amqps", s)
+		return nil, usagef("bad callback %q: the scheme must be http, https, grpc, tcp, udp, nats, amqp, amqps, activemq, activemqs or sqs", s)
 	}
 	return cb, nil
 }

@@ -22,7 +22,7 @@ import (
 // directly so that it needs no service manager.
 const rabbitBin = "/usr/lib/rabbitmq/bin/rabbitmq-server"
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -90,7 +90,7 @@ func startRabbit(t *testing.T) string {
 
 // startProcess starts cmd in its own process group and, when the test
 // ends, stops the group with SIGTERM (SIGKILL after 30 s).
-func startProcess(t *testing.T, cmd *exec.Cmd) {
+func startProcess(t testing.TB, cmd *exec.Cmd) {
 	t.Helper()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

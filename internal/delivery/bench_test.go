@@ -42,6 +42,8 @@ func benchReceiver(b *testing.B, protocol string, handled *atomic.Int64) (*store
 	switch protocol {
 	case "none":
 		return nil, func() {}
+	case "sink":
+		return benchSinkCallback, func() {}
 	case "http":
 		r, err := client.NewHTTPReceiver(client.HTTPReceiverConfig{Secret: testSecret, Handler: h})
 		if err != nil {

@@ -58,7 +58,7 @@ func ValidateCallback(cb *storepb.Callback, payloadLen int) error {
 	case len(cb.Pool) > MaxPoolNameLen || strings.ContainsRune(cb.Pool, 0):
 		return fieldError("callback.pool", "must be at most %d bytes without NUL", MaxPoolNameLen)
 	case cb.Protocol == storepb.Protocol_PROTOCOL_UNSPECIFIED:
-		return fieldError("callback.protocol", "is required: HTTP, GRPC, TCP, UDP, NATS or AMQP")
+		return fieldError("callback.protocol", "is required: HTTP, GRPC, TCP, UDP, NATS, AMQP, ACTIVEMQ or SQS")
 	}
 	if _, ok := storepb.Protocol_name[int32(cb.Protocol)]; !ok {
 		return fieldError("callback.protocol", "unknown protocol %d", cb.Protocol)
@@ -91,6 +91,12 @@ func checkEndpoint(p storepb.Protocol, endpoint string) error {
 		return err
 	case p == storepb.Protocol_PROTOCOL_AMQP:
 		_, err := parseAMQPEndpoint(endpoint)
+		return err
+	case p == storepb.Protocol_PROTOCOL_ACTIVEMQ:
+		_, err := parseActiveMQEndpoint(endpoint)
+		return err
+	case p == storepb.Protocol_PROTOCOL_SQS:
+		_, err := parseSQSEndpoint(endpoint)
 		return err
 	}
 	return checkHostPort(endpoint)

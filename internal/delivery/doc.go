@@ -62,10 +62,22 @@
 //     connection; the broker's confirm is success, a nack or a return (no
 //     queue took the message) is a rejection. message_id is the same
 //     occurrence id.
+//   - ACTIVEMQ: a persistent STOMP 1.2 SEND with a receipt request to
+//     ActiveMQ Classic (activemq://host:port/queue/NAME or /topic/NAME,
+//     {group} allowed), pipelined on one connection per broker; the
+//     receipt is success, an ERROR frame about the message a rejection.
+//     The group travels as JMSXGroupID (ActiveMQ's message groups), the
+//     occurrence id as Boomerang-Message-Id.
+//   - SQS: SendMessage or SendMessageBatch to an SQS FIFO queue with the
+//     AWS SDK (sqs://HOST/ACCOUNT/NAME.fifo or sqs://REGION/NAME.fifo),
+//     MessageGroupId the group (or the task id), MessageDeduplicationId
+//     the occurrence id; attempts waiting for one queue share batches.
+//     Validation errors are permanent, everything else is retried.
 //
 // Queue messages carry the webhook's Boomerang-* headers (not the
 // signature); a broker that cannot be reached is put in the same dial
-// backoff as a raw TCP endpoint. sink.go parses both endpoint kinds.
+// backoff as a raw TCP endpoint. sink.go parses the NATS and AMQP
+// endpoints, activemq.go and sqs.go their own.
 //
 // Every transport carries the attempt's term (scheduler.Delivery.Term),
 // the fencing token receivers use to drop a replaced leader's late

@@ -42,6 +42,8 @@ func TestEgressPolicyRefusesDeniedDestinations(t *testing.T) {
 	}()
 	_, httpPort, _ := net.SplitHostPort(srv.Listener.Addr().String())
 	_, tcpPort, _ := net.SplitHostPort(ln.Addr().String())
+	t.Setenv(sqsQueueEnv, "")
+	newSQSTarget(t) // AWS credentials for the SQS sink, which signs before it dials
 	policy, err := egress.New(nil, []string{"127.0.0.0/8", "::1"})
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +57,10 @@ func TestEgressPolicyRefusesDeniedDestinations(t *testing.T) {
 		{Protocol: storepb.Protocol_PROTOCOL_NATS, Endpoint: "nats://127.0.0.1:" + tcpPort + "/orders"},
 		{Protocol: storepb.Protocol_PROTOCOL_NATS, Endpoint: "nats://localhost:" + tcpPort + "/orders"},
 		{Protocol: storepb.Protocol_PROTOCOL_AMQP, Endpoint: "amqp://localhost:" + tcpPort + "/?routing_key=orders"},
+		{Protocol: storepb.Protocol_PROTOCOL_ACTIVEMQ, Endpoint: "activemq://127.0.0.1:" + tcpPort + "/queue/orders"},
+		{Protocol: storepb.Protocol_PROTOCOL_ACTIVEMQ, Endpoint: "activemq://localhost:" + tcpPort + "/queue/orders"},
+		{Protocol: storepb.Protocol_PROTOCOL_SQS, Endpoint: "sqs://127.0.0.1:" + tcpPort + "/1/orders.fifo?tls=false&region=us-east-1"},
+		{Protocol: storepb.Protocol_PROTOCOL_SQS, Endpoint: "sqs://localhost:" + tcpPort + "/1/orders.fifo?tls=false&region=us-east-1"},
 	} {
 		e, _ := newEngine(t, cb, func(c *Config) { c.Egress = policy })
 		err := deliver(e, task("x"), 1).wait(t)

@@ -67,6 +67,8 @@ func New(cfg Config) (*Engine, error) {
 	e.byProto[storepb.Protocol_PROTOCOL_UDP] = newUDPTransport(e)
 	e.byProto[storepb.Protocol_PROTOCOL_NATS] = newNATSTransport(e)
 	e.byProto[storepb.Protocol_PROTOCOL_AMQP] = newAMQPTransport(e)
+	e.byProto[storepb.Protocol_PROTOCOL_ACTIVEMQ] = newActiveMQTransport(e)
+	e.byProto[storepb.Protocol_PROTOCOL_SQS] = newSQSTransport(e)
 	go e.janitor()
 	return e, nil
 }

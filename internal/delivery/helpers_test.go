@@ -125,7 +125,7 @@ func (o outcome) pending(t *testing.T) {
 }
 
 // eventually polls cond until it holds, failing the test at waitLimit.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()

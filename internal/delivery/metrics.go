@@ -10,7 +10,7 @@ import (
 
 // protocolLabels are the protocol label values, by storepb.Protocol;
 // "none" is an attempt that failed before its protocol was known.
-var protocolLabels = [...]string{"none", "http", "grpc", "tcp", "udp", "nats", "amqp"}
+var protocolLabels = [...]string{"none", "http", "grpc", "tcp", "udp", "nats", "amqp", "activemq", "sqs"}
 
 // metrics are the engine's Prometheus metrics. Every series is created
 // up front, so the hot path only increments.

@@ -150,7 +150,12 @@ func parseSinkURL(endpoint, scheme, port string) (*url.URL, error) {
 // sinkHost is the broker host of a queue sink's endpoint, for the
 // callback policy; ok is false for other protocols.
 func sinkHost(p storepb.Protocol, endpoint string) (string, bool) {
-	if p != storepb.Protocol_PROTOCOL_NATS && p != storepb.Protocol_PROTOCOL_AMQP {
+	switch p {
+	case storepb.Protocol_PROTOCOL_NATS, storepb.Protocol_PROTOCOL_AMQP, storepb.Protocol_PROTOCOL_ACTIVEMQ:
+	case storepb.Protocol_PROTOCOL_SQS:
+		ep, err := parseSQSEndpoint(endpoint)
+		return ep.host(), err == nil
+	default:
 		return "", false
 	}
 	u, err := url.Parse(endpoint)

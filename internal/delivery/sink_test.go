@@ -11,6 +11,7 @@ func TestValidateSinkCallbacks(t *testing.T) {
 	const (
 		n = storepb.Protocol_PROTOCOL_NATS
 		a = storepb.Protocol_PROTOCOL_AMQP
+		m = storepb.Protocol_PROTOCOL_ACTIVEMQ
 	)
 	for _, tc := range []struct {
 		p        storepb.Protocol
@@ -38,6 +39,17 @@ func TestValidateSinkCallbacks(t *testing.T) {
 		{a, "amqp://rabbit/?routing_key=" + strings.Repeat("k", 256), false},
 		{a, "nats://rabbit/?routing_key=x", false},
 		{a, "amqp://rabbit:70000/?routing_key=x", false},
+		{m, "activemq://user:pw@127.0.0.1:61613/queue/orders", true},
+		{m, "activemq://broker/topic/orders.{group}", true},
+		{m, "activemqs://broker:61612/queue/orders", true},
+		{m, "activemq://broker", false},                // no destination
+		{m, "activemq://broker/orders", false},         // neither queue nor topic
+		{m, "activemq://broker/queue/", false},         // empty name
+		{m, "activemq://broker/queue/orders.>", false}, // wildcard
+		{m, "activemq://broker/queue/a,b", false},      // composite
+		{m, "activemq://broker/queue/a/b", false},      // slash
+		{m, "activemq://broker/queue/x?persistent=0", false},
+		{m, "stomp://broker/queue/x", false},
 	} {
 		err := ValidateCallback(&storepb.Callback{Protocol: tc.p, Endpoint: tc.endpoint}, 0)
 		if (err == nil) != tc.valid {

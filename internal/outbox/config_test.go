@@ -34,6 +34,19 @@ func TestParseSource(t *testing.T) {
 	}
 }
 
+func TestParseCallbackQueueSinks(t *testing.T) {
+	for raw, want := range map[string]storepb.Protocol{
+		"activemq://mq:61613/queue/orders.{group}":                   storepb.Protocol_PROTOCOL_ACTIVEMQ,
+		"activemqs://mq/queue/orders":                                storepb.Protocol_PROTOCOL_ACTIVEMQ,
+		"sqs://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo": storepb.Protocol_PROTOCOL_SQS,
+	} {
+		cb, err := ParseCallback(raw)
+		if err != nil || cb.Protocol != want || cb.Endpoint != raw {
+			t.Errorf("ParseCallback(%q) = %v, %v", raw, cb, err)
+		}
+	}
+}
+
 func TestConfigValidation(t *testing.T) {
 	good := func() Config {
 		return Config{Name: "orders", DSN: "postgres://x/y", Target: Target{Client: "c"}}

@@ -159,7 +159,8 @@ func callbackSetting(raw, pool string, timeout time.Duration) (*storepb.Callback
 
 // ParseCallback reads a callback URL: http(s)://… for a webhook,
 // grpc://host:port, tcp://host:port, udp://host:port, or a queue:
-// nats://host:port/subject, amqp(s)://host:port/vhost?….
+// nats://host:port/subject, amqp(s)://host:port/vhost?…,
+// activemq(s)://host:port/queue/NAME, sqs://HOST/ACCOUNT/NAME.fifo.
 func ParseCallback(raw string) (*storepb.Callback, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
@@ -178,8 +179,12 @@ func ParseCallback(raw string) (*storepb.Callback, error) {
 		return &storepb.Callback{Protocol: storepb.Protocol_PROTOCOL_NATS, Endpoint: raw}, nil
 	case "amqp", "amqps":
 		return &storepb.Callback{Protocol: storepb.Protocol_PROTOCOL_AMQP, Endpoint: raw}, nil
+	case "activemq", "activemqs":
+		return &storepb.Callback{Protocol: storepb.Protocol_PROTOCOL_ACTIVEMQ, Endpoint: raw}, nil
+	case "sqs":
+		return &storepb.Callback{Protocol: storepb.Protocol_PROTOCOL_SQS, Endpoint: raw}, nil
 	}
-	return nil, fmt.Errorf("outbox: callback %q: the scheme must be http, https, grpc, tcp, udp, nats, amqp or amqps", raw)
+	return nil, fmt.Errorf("outbox: callback %q: the scheme must be http, https, grpc, tcp, udp, nats, amqp, amqps, activemq, activemqs or sqs", raw)
 }
 
 // splitSettings splits comma-separated key=value settings; a value may

@@ -18,15 +18,18 @@ import (
 // a quorum answers a heartbeat the leader sent at t, none of them votes
 // for another node before t plus the election timeout, and no other node
 // can win before then: the leader holds the lease until t plus the
-// election timeout, less two ticks for the phase of the followers' tick
-// clocks and for a margin. The first lease comes with the commit of the
+// election timeout, less three ticks. A follower counts the timeout in
+// its own ticks, whose phase differs from the leader's (one tick), and
+// may count a tick that was waiting in its ticker at once after the
+// heartbeat that reset it (another); the third keeps a real gap between
+// one leader's lease and the next one's. The first lease comes with the commit of the
 // leader's own first entry, which a quorum accepted after it was elected;
 // the loop renews it every tick with a ReadIndex round, whose heartbeat
 // carries its send time. A group of one voter holds its lease for good.
 
 // leaseSpan returns how long an acknowledgement sent at t keeps the lease.
 func (n *Node) leaseSpan() time.Duration {
-	return time.Duration(n.cfg.ElectionTicks-2) * n.cfg.Tick
+	return time.Duration(n.cfg.ElectionTicks-3) * n.cfg.Tick
 }
 
 // Leased reports whether this node holds the lease of shard: it leads

@@ -137,8 +137,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("replica: Config.Peers %v must include the node's own id %d", c.Peers, c.ID)
 	case len(c.Peers) > 1 && c.Transport == nil:
 		return errors.New("replica: Config.Transport is required with other peers")
-	case c.ElectionTicks <= c.HeartbeatTicks || c.ElectionTicks < 3:
-		return errors.New("replica: Config.ElectionTicks must be at least 3 and exceed HeartbeatTicks")
+	case c.ElectionTicks <= c.HeartbeatTicks || c.ElectionTicks < 4:
+		return errors.New("replica: Config.ElectionTicks must be at least 4 and exceed HeartbeatTicks")
 	}
 	return nil
 }

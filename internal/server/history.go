@@ -40,7 +40,7 @@ type protocolCount struct{ delivered, failed uint64 }
 
 // numProtocols sizes the per-protocol counters; an unknown protocol counts
 // as PROTOCOL_UNSPECIFIED.
-const numProtocols = int(storepb.Protocol_PROTOCOL_UDP) + 1
+const numProtocols = int(storepb.Protocol_PROTOCOL_SQS) + 1
 
 // liveTask is one task's attempts at its current occurrence.
 type liveTask struct {

@@ -165,6 +165,8 @@ const (
 	Protocol_PROTOCOL_UDP         Protocol = 4 // one datagram per delivery, at most once
 	Protocol_PROTOCOL_NATS        Protocol = 5 // publish to NATS JetStream: nats://host:port/subject
 	Protocol_PROTOCOL_AMQP        Protocol = 6 // publish to RabbitMQ with confirms: amqp://host:port/vhost?exchange=…&routing_key=…
+	Protocol_PROTOCOL_ACTIVEMQ    Protocol = 7 // publish to ActiveMQ over STOMP with receipts: activemq://host:port/queue/NAME
+	Protocol_PROTOCOL_SQS         Protocol = 8 // send to an SQS FIFO queue: sqs://host/account/NAME.fifo or sqs://region/NAME.fifo
 )
 
 // Enum value maps for Protocol.
@@ -177,6 +179,8 @@ var (
 		4: "PROTOCOL_UDP",
 		5: "PROTOCOL_NATS",
 		6: "PROTOCOL_AMQP",
+		7: "PROTOCOL_ACTIVEMQ",
+		8: "PROTOCOL_SQS",
 	}
 	Protocol_value = map[string]int32{
 		"PROTOCOL_UNSPECIFIED": 0,
@@ -186,6 +190,8 @@ var (
 		"PROTOCOL_UDP":         4,
 		"PROTOCOL_NATS":        5,
 		"PROTOCOL_AMQP":        6,
+		"PROTOCOL_ACTIVEMQ":    7,
+		"PROTOCOL_SQS":         8,
 	}
 )
 
@@ -544,7 +550,7 @@ func (x *Error) GetField() string {
 type Callback struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Protocol      Protocol               `protobuf:"varint,1,opt,name=protocol,proto3,enum=boomerang.v1.Protocol" json:"protocol,omitempty"`
-	Endpoint      string                 `protobuf:"bytes,2,opt,name=endpoint,proto3" json:"endpoint,omitempty"`                     // URL for HTTP, NATS and AMQP, host:port otherwise
+	Endpoint      string                 `protobuf:"bytes,2,opt,name=endpoint,proto3" json:"endpoint,omitempty"`                     // URL for HTTP and the queue sinks, host:port otherwise
 	TimeoutMs     int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"` // per delivery attempt; 0 = server default
 	Pool          string                 `protobuf:"bytes,4,opt,name=pool,proto3" json:"pool,omitempty"`                             // dispatch pool; "" = default pool
 	unknownFields protoimpl.UnknownFields
@@ -8708,7 +8714,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x19DISPATCH_MODE_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bDISPATCH_MODE_NEXT_ON_ERROR\x10\x01\x12 \n" +
 	"\x1cDISPATCH_MODE_BLOCK_ON_ERROR\x10\x02\x12\x1b\n" +
-	"\x17DISPATCH_MODE_IMMEDIATE\x10\x03*\x94\x01\n" +
+	"\x17DISPATCH_MODE_IMMEDIATE\x10\x03*\xbd\x01\n" +
 	"\bProtocol\x12\x18\n" +
 	"\x14PROTOCOL_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rPROTOCOL_HTTP\x10\x01\x12\x11\n" +
@@ -8716,7 +8722,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\fPROTOCOL_TCP\x10\x03\x12\x10\n" +
 	"\fPROTOCOL_UDP\x10\x04\x12\x11\n" +
 	"\rPROTOCOL_NATS\x10\x05\x12\x11\n" +
-	"\rPROTOCOL_AMQP\x10\x06*N\n" +
+	"\rPROTOCOL_AMQP\x10\x06\x12\x15\n" +
+	"\x11PROTOCOL_ACTIVEMQ\x10\a\x12\x10\n" +
+	"\fPROTOCOL_SQS\x10\b*N\n" +
 	"\aBackoff\x12\x17\n" +
 	"\x13BACKOFF_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rBACKOFF_FIXED\x10\x01\x12\x17\n" +

@@ -137,6 +137,8 @@ const (
 	Protocol_PROTOCOL_UDP         Protocol = 4
 	Protocol_PROTOCOL_NATS        Protocol = 5
 	Protocol_PROTOCOL_AMQP        Protocol = 6
+	Protocol_PROTOCOL_ACTIVEMQ    Protocol = 7
+	Protocol_PROTOCOL_SQS         Protocol = 8
 )
 
 // Enum value maps for Protocol.
@@ -149,6 +151,8 @@ var (
 		4: "PROTOCOL_UDP",
 		5: "PROTOCOL_NATS",
 		6: "PROTOCOL_AMQP",
+		7: "PROTOCOL_ACTIVEMQ",
+		8: "PROTOCOL_SQS",
 	}
 	Protocol_value = map[string]int32{
 		"PROTOCOL_UNSPECIFIED": 0,
@@ -158,6 +162,8 @@ var (
 		"PROTOCOL_UDP":         4,
 		"PROTOCOL_NATS":        5,
 		"PROTOCOL_AMQP":        6,
+		"PROTOCOL_ACTIVEMQ":    7,
+		"PROTOCOL_SQS":         8,
 	}
 )
 
@@ -347,7 +353,7 @@ func (x *RetryPolicy) GetMaxAttempts() uint32 {
 type Callback struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Protocol      Protocol               `protobuf:"varint,1,opt,name=protocol,proto3,enum=boomerang.store.v1.Protocol" json:"protocol,omitempty"`
-	Endpoint      string                 `protobuf:"bytes,2,opt,name=endpoint,proto3" json:"endpoint,omitempty"` // URL for HTTP, host:port otherwise
+	Endpoint      string                 `protobuf:"bytes,2,opt,name=endpoint,proto3" json:"endpoint,omitempty"` // URL for HTTP and the queue sinks, host:port otherwise
 	TimeoutMs     int64                  `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
 	Pool          string                 `protobuf:"bytes,4,opt,name=pool,proto3" json:"pool,omitempty"` // dispatch pool name; empty = default
 	unknownFields protoimpl.UnknownFields
@@ -1518,7 +1524,7 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\vBackoffKind\x12\x1c\n" +
 	"\x18BACKOFF_KIND_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12BACKOFF_KIND_FIXED\x10\x01\x12\x1c\n" +
-	"\x18BACKOFF_KIND_EXPONENTIAL\x10\x02*\x94\x01\n" +
+	"\x18BACKOFF_KIND_EXPONENTIAL\x10\x02*\xbd\x01\n" +
 	"\bProtocol\x12\x18\n" +
 	"\x14PROTOCOL_UNSPECIFIED\x10\x00\x12\x11\n" +
 	"\rPROTOCOL_HTTP\x10\x01\x12\x11\n" +
@@ -1526,7 +1532,9 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\fPROTOCOL_TCP\x10\x03\x12\x10\n" +
 	"\fPROTOCOL_UDP\x10\x04\x12\x11\n" +
 	"\rPROTOCOL_NATS\x10\x05\x12\x11\n" +
-	"\rPROTOCOL_AMQP\x10\x06*\xac\x01\n" +
+	"\rPROTOCOL_AMQP\x10\x06\x12\x15\n" +
+	"\x11PROTOCOL_ACTIVEMQ\x10\a\x12\x10\n" +
+	"\fPROTOCOL_SQS\x10\b*\xac\x01\n" +
 	"\x02Op\x12\x12\n" +
 	"\x0eOP_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vOP_REGISTER\x10\x01\x12\r\n" +
