@@ -449,12 +449,15 @@ func TestScheduleOptions(t *testing.T) {
 	req := &boomerangv1.RegisterTaskRequest{}
 	for _, o := range []ScheduleOption{At(at), Every(5 * time.Minute), InGroup("g"), WithIdempotencyKey("k"),
 		WithMode(boomerangv1.DispatchMode_DISPATCH_MODE_IMMEDIATE), WithCallback(&boomerangv1.Callback{Endpoint: "e"}),
-		WithRetry(&boomerangv1.RetryPolicy{MaxAttempts: 3})} {
+		WithRetry(&boomerangv1.RetryPolicy{MaxAttempts: 3}), Cron("0 9 * * MON-FRI", "Europe/Zurich"),
+		Replacing("r"), Debounce(time.Second, time.Minute)} {
 		o(req)
 	}
 	if req.GetFireAtMs() != at.UnixMilli() || req.GetRepeatIntervalMs() != 300_000 || req.GetGroup() != "g" ||
 		req.GetIdempotencyKey() != "k" || req.GetMode() != boomerangv1.DispatchMode_DISPATCH_MODE_IMMEDIATE ||
-		req.GetCallback().GetEndpoint() != "e" || req.GetRetry().GetMaxAttempts() != 3 {
+		req.GetCallback().GetEndpoint() != "e" || req.GetRetry().GetMaxAttempts() != 3 ||
+		req.GetCron() != "0 9 * * MON-FRI" || req.GetTimeZone() != "Europe/Zurich" ||
+		req.GetReplaceKey() != "r" || req.GetDebounceMs() != 1000 || req.GetMaxWaitMs() != 60_000 {
 		t.Fatalf("options gave %v", req)
 	}
 	After(90 * time.Second)(req)

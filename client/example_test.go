@@ -165,3 +165,48 @@ func ExampleWithSession() {
 	fmt.Println(c.Session().ID == saved.ID)
 	// Output: true
 }
+
+// A task that fires at nine in the morning, Zurich time, on weekdays.
+func ExampleCron() {
+	ctx := context.Background()
+	c, err := client.Dial(ctx, addr, client.Credentials{ClientID: adminID, Password: adminPassword})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	task, err := c.Schedule(ctx, []byte("daily report"), client.Cron("0 9 * * MON-FRI", "Europe/Zurich"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	zurich, err := time.LoadLocation("Europe/Zurich")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(task.GetCron(), "in", task.GetTimeZone(), "next at", time.UnixMilli(task.GetFireAtMs()).In(zurich).Format("15:04"))
+	// Output: 0 9 * * MON-FRI in Europe/Zurich next at 09:00
+}
+
+// A burst of registrations with one replace key delivers once: each
+// replaces the waiting task and pushes it back, up to the maximum wait.
+func ExampleReplacing() {
+	ctx := context.Background()
+	c, err := client.Dial(ctx, addr, client.Credentials{ClientID: adminID, Password: adminPassword})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	first, err := c.Schedule(ctx, []byte("reindex 1"), client.Replacing("reindex"), client.Debounce(30*time.Second, 5*time.Minute))
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp, err := c.RegisterTask(ctx, &boomerangv1.RegisterTaskRequest{
+		Payload: []byte("reindex 2"), ReplaceKey: "reindex", DebounceMs: 30_000, MaxWaitMs: 300_000,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("replaced:", resp.GetReplaced(), "same task:", resp.GetTask().GetId() == first.GetId())
+	// Output: replaced: true same task: true
+}

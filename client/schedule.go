@@ -30,6 +30,34 @@ func Every(d time.Duration) ScheduleOption {
 	return func(r *boomerangv1.RegisterTaskRequest) { r.RepeatIntervalMs = d.Milliseconds() }
 }
 
+// Cron repeats the task on a calendar schedule instead of an interval:
+// expr has five fields (minute hour day-of-month month day-of-week) or six
+// with seconds first, and is read in the IANA time zone timeZone ("" =
+// UTC). The first occurrence is the first at or after the due time (now
+// unless After or At says otherwise).
+func Cron(expr, timeZone string) ScheduleOption {
+	return func(r *boomerangv1.RegisterTaskRequest) { r.Cron, r.TimeZone = expr, timeZone }
+}
+
+// Replacing gives the task a replace key: a registration with the key
+// replaces the payload and due time of the client's waiting task with it
+// in the same group (or among its ungrouped tasks), keeping its id and
+// place, instead of adding a task; once an attempt of that task has
+// started, a new one is added. RegisterTask's response says which
+// happened (replaced). Not with WithIdempotencyKey or a repeat.
+func Replacing(key string) ScheduleOption {
+	return func(r *boomerangv1.RegisterTaskRequest) { r.ReplaceKey = key }
+}
+
+// Debounce, with Replacing, makes the task due d after the latest
+// registration with its key instead of After or At, and no later than
+// maxWait (0: no limit) after the registration that created it.
+func Debounce(d, maxWait time.Duration) ScheduleOption {
+	return func(r *boomerangv1.RegisterTaskRequest) {
+		r.DebounceMs, r.MaxWaitMs = d.Milliseconds(), maxWait.Milliseconds()
+	}
+}
+
 // InGroup puts the task in a group: a group's tasks are delivered one at a
 // time, in due order.
 func InGroup(group string) ScheduleOption {

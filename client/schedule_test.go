@@ -256,3 +256,56 @@ func BenchmarkSchedule(b *testing.B) {
 		})
 	}
 }
+
+// A cron task is due at its first occurrence, and GetTask shows the ones
+// after it.
+func TestScheduleCron(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	task, err := c.Schedule(ctx, []byte("report"), client.Cron("0 9 * * MON-FRI", "Europe/Zurich"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zurich, err := time.LoadLocation("Europe/Zurich")
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := time.UnixMilli(task.GetFireAtMs()).In(zurich)
+	if due.Hour() != 9 || due.Minute() != 0 || due.Weekday() == time.Saturday || due.Weekday() == time.Sunday || !due.After(time.Now()) {
+		t.Fatalf("first occurrence %v", due)
+	}
+	got, err := c.GetTask(ctx, &boomerangv1.GetTaskRequest{Id: task.GetId()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next := got.GetTask().GetNextFireAtMs(); len(next) == 0 || next[0] <= task.GetFireAtMs() {
+		t.Fatalf("next occurrences %v after %d", next, task.GetFireAtMs())
+	}
+	_, err = c.Schedule(ctx, nil, client.Cron("0 9 * * *", "Nowhere/Land"))
+	var e *client.Error
+	if !errors.As(err, &e) || e.Field != "time_zone" {
+		t.Fatalf("unknown time zone: %v", err)
+	}
+}
+
+// A registration with a replace key replaces the waiting task, and the
+// response says so.
+func TestScheduleReplacing(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	first, err := c.Schedule(ctx, []byte("v1"), client.Replacing("reindex"), client.Debounce(time.Hour, 2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &boomerangv1.RegisterTaskRequest{Payload: []byte("v2"), ReplaceKey: "reindex", DebounceMs: time.Hour.Milliseconds()}
+	resp, err := c.RegisterTask(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !resp.GetReplaced() || resp.GetCreated() || resp.GetTask().GetId() != first.GetId() || string(resp.GetTask().GetPayload()) != "v2" {
+		t.Fatalf("second registration: %v", resp)
+	}
+	if resp.GetTask().GetFireAtMs() < first.GetFireAtMs() {
+		t.Fatalf("debounced due %d before the first's %d", resp.GetTask().GetFireAtMs(), first.GetFireAtMs())
+	}
+}

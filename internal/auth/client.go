@@ -58,6 +58,12 @@ type ClientSpec struct {
 	// CallbackAllow and CallbackDeny are the client's own callback rules
 	// (see package egress).
 	CallbackAllow, CallbackDeny []string
+
+	// GroupRate is the default rate limit of the client's groups (nil or
+	// a zero max: none); GroupRates the limits of groups of their own.
+	// The caller validates them.
+	GroupRate  *storepb.RateLimit
+	GroupRates map[string]*storepb.RateLimit
 }
 
 // ClientInfo is a registered client as the API shows it: its record
@@ -126,6 +132,9 @@ func (a *Auth) registerLocked(spec ClientSpec, o putOptions) (ClientInfo, []byte
 		deny:    slices.Clone(spec.CallbackDeny),
 		rules:   rules,
 		secrets: []*authpb.Secret{{Key: slices.Clone(secret)}},
+	}
+	if err := setGroupRates(e.rec, true, spec.GroupRate, spec.GroupRates); err != nil {
+		return ClientInfo{}, nil, err
 	}
 	if err := a.put(e, o); err != nil {
 		return ClientInfo{}, nil, err

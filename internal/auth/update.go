@@ -44,6 +44,13 @@ type ClientUpdate struct {
 	// SetRules replaces the callback rules.
 	SetRules                    bool
 	CallbackAllow, CallbackDeny []string
+
+	// SetGroupRate replaces the default rate limit of the client's
+	// groups with GroupRate (nil or a zero max: none); GroupRates sets the
+	// limits of groups of their own (a zero max removes a group's).
+	SetGroupRate bool
+	GroupRate    *storepb.RateLimit
+	GroupRates   map[string]*storepb.RateLimit
 }
 
 // UpdateClient changes a client's settings. Demoting the last admin gives
@@ -85,6 +92,9 @@ func (a *Auth) UpdateClient(id string, u ClientUpdate) (ClientInfo, error) {
 	}
 	if u.GroupLimit != nil {
 		e.rec.GroupLimit = *u.GroupLimit
+	}
+	if err := setGroupRates(e.rec, u.SetGroupRate, u.GroupRate, u.GroupRates); err != nil {
+		return ClientInfo{}, err
 	}
 	roleChanged := u.Role != 0 && u.Role != old.role
 	if roleChanged {

@@ -40,6 +40,7 @@ type settings struct {
 	attempts, dlqMax, groupLimit         uint32
 	multiplier, jitter                   float64
 	allow, deny                          []string
+	rates                                rateFlags
 }
 
 func (s *settings) register(f *pflag.FlagSet) {
@@ -59,6 +60,7 @@ func (s *settings) register(f *pflag.FlagSet) {
 	f.Uint32Var(&s.groupLimit, "group-limit", 0, "tasks one of its groups may hold (0: the server's default)")
 	f.StringArrayVar(&s.allow, "callback-allow", nil, "its callbacks may only go here: a network, address or host pattern (*.example.com); repeatable")
 	f.StringArrayVar(&s.deny, "callback-deny", nil, "its callbacks may not go here; repeatable")
+	s.rates.register(f)
 }
 
 func completeSettings(cmd *cobra.Command) {
@@ -130,9 +132,14 @@ func (s *registration) request(id string) (*boomerangv1.RegisterClientRequest, b
 	if err != nil {
 		return nil, false, err
 	}
+	rate, rates, err := s.rates.limits()
+	if err != nil {
+		return nil, false, err
+	}
 	req := &boomerangv1.RegisterClientRequest{
 		ClientId: id, Password: s.password, Admin: s.admin, Role: role, Callback: cb, DefaultMode: mode,
 		SigningSecret: []byte(s.secret), CallbackRules: s.rules(), GroupLimit: s.groupLimit,
+		GroupRateLimit: rate, GroupRateLimits: rates,
 	}
 	generated := false
 	if req.Password == "" {
@@ -313,6 +320,8 @@ func (a *app) writeClient(cl *boomerangv1.ClientConfig) error {
 	if n := cl.GetGroupLimit(); n > 0 {
 		f.add("Group limit", fmt.Sprintf("%d tasks", n))
 	}
+	f.add("Group rate", rateString(cl.GetGroupRateLimit()))
+	f.add("Group rates", groupRatesString(cl.GetGroupRateLimits()))
 	if dl := cl.GetDeadLetters(); dl != nil {
 		f.add("Dead letters", deadLetterString(dl))
 	}

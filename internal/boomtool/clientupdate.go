@@ -27,7 +27,8 @@ client's sessions. --callback-allow and --callback-deny replace the client's
 rules as a whole.`,
 		Example: `  boomtool client update billing --callback https://billing.example.com/hooks --mode block-on-error
   boomtool client update billing --max-attempts 5 --backoff fixed --retry-initial 30s
-  boomtool client update ops --role read-only`,
+  boomtool client update ops --role read-only
+  boomtool client update billing --group-rate 10/1s --group-rate-for invoices=1/1m`,
 		Args: exactArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			changed := cmd.Flags().Changed
@@ -44,6 +45,10 @@ rules as a whole.`,
 			}
 			if changed("group-limit") {
 				req.GroupLimit = &s.groupLimit
+			}
+			var err error
+			if req.GroupRateLimit, req.GroupRateLimits, err = s.rates.limits(); err != nil {
+				return err
 			}
 			if changed("mode") {
 				m, err := parseMode(s.mode)

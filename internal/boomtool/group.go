@@ -84,6 +84,7 @@ func (a *app) writeGroup(w io.Writer, g *boomerangv1.Group) error {
 	f.add("Group", g.GetGroup())
 	f.add("Tasks", strconv.FormatUint(g.GetTasks(), 10))
 	f.add("Blocked", strconv.FormatBool(g.GetBlocked()))
+	f.add("Rate limit", rateString(g.GetRateLimit()))
 	if g.GetBlocked() {
 		f.add("Blocked by dead letter", strconv.FormatUint(g.GetBlockedDeadLetterId(), 10))
 		f.add("Blocked since", when(g.GetBlockedSinceMs(), a.env.Now()))

@@ -204,7 +204,7 @@ func (a *app) writeTaskTable(resp *boomerangv1.ListTasksResponse) error {
 	t := newTable(a.env.Stdout, "ID", "CLIENT", "GROUP", "DUE", "REPEAT", "STATUS", "ATTEMPTS", "PAYLOAD")
 	for _, task := range resp.GetTasks() {
 		t.row(strconv.FormatUint(task.GetId(), 10), task.GetClient(), dash(task.GetGroup()),
-			relative(time.UnixMilli(task.GetFireAtMs()), now), every(task.GetRepeatIntervalMs()),
+			relative(time.UnixMilli(task.GetFireAtMs()), now), repeats(task),
 			statusWord(task), strconv.FormatUint(uint64(task.GetAttempts()), 10),
 			payloadPreview(task.GetPayload(), 40))
 	}

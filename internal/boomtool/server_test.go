@@ -128,6 +128,50 @@ func TestAgainstServer(t *testing.T) {
 	if out := tina.json(t, "dlq", "purge", "--error", "HTTP 404", "--dry-run"); len(out) != 0 {
 		t.Fatalf("dlq purge with no dead letters: %v", out)
 	}
+	out = tina.ok(t, "set", "report", "--cron", "0 9 * * MON-FRI", "--tz", "Europe/Zurich")
+	cronID := strings.TrimSuffix(strings.Fields(out)[2], ",")
+	if out := tina.ok(t, "update", cronID, "--cron", "30 8 * * *", "--tz", "Europe/Zurich"); !strings.Contains(out, `cron "30 8 * * *" in Europe/Zurich`) {
+		t.Fatalf("update --cron printed %q", out)
+	}
+	if out := tina.ok(t, "list"); !strings.Contains(out, `cron "30 8 * * *" in Europe/Zurich`) {
+		t.Fatalf("list with a cron task:\n%s", out)
+	}
+	out = tina.ok(t, "show", cronID)
+	if !strings.Contains(out, `cron "30 8 * * *" in Europe/Zurich`) || strings.Count(out, " 08:30:00 CE") != 5 {
+		t.Fatalf("show of a cron task:\n%s", out)
+	}
+	tina.ok(t, "delete", cronID)
+	out = tina.ok(t, "set", "v1", "--replace", "reindex", "--debounce", "1h", "--max-wait", "2h")
+	replaceID := strings.TrimSuffix(strings.Fields(out)[2], ",")
+	out = tina.ok(t, "set", "v2", "--replace", "reindex", "--debounce", "1h")
+	if !strings.HasPrefix(out, "Replaced waiting task "+replaceID+" with replace key \"reindex\"") {
+		t.Fatalf("set --replace again printed %q", out)
+	}
+	if out := tina.ok(t, "show", replaceID); !strings.Contains(out, `"v2"`) || !strings.Contains(out, "reindex") {
+		t.Fatalf("show of a replaced task:\n%s", out)
+	}
+	tina.ok(t, "delete", replaceID)
+	admin.ok(t, "client", "update", "tina", "--group-rate", "5/1s", "--group-rate-for", "slow=1/1h")
+	if out := admin.ok(t, "client", "show", "tina"); !strings.Contains(out, "5 per 1s") || !strings.Contains(out, "slow: 1 per 1h") {
+		t.Fatalf("client show with rate limits:\n%s", out)
+	}
+	tina.ok(t, "set", "x", "--group", "slow", "--delay", "1h")
+	if out := tina.ok(t, "group", "show", "slow"); !strings.Contains(out, "Rate limit:") || !strings.Contains(out, "1 per 1h") {
+		t.Fatalf("group show with a rate limit:\n%s", out)
+	}
+	tina.ok(t, "delete-all", "--group", "slow")
+	code, _, errOut = admin.run("", "client", "update", "tina", "--group-rate", "5")
+	if code != 2 || !strings.Contains(errOut, "want N/DURATION") {
+		t.Fatalf("bad --group-rate: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = tina.run("", "set", "x", "--debounce", "1s")
+	if code != 2 || !strings.Contains(errOut, "--debounce needs --replace") {
+		t.Fatalf("--debounce alone: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = tina.run("", "set", "x", "--cron", "0 9 * * *", "--tz", "Nowhere/Land")
+	if code != 1 || !strings.Contains(errOut, "time zone") {
+		t.Fatalf("unknown time zone: exit %d, %q", code, errOut)
+	}
 	code, _, errOut = tina.run("", "set", "x", "--every", "-1s")
 	if code != 2 || !strings.Contains(errOut, "must not be negative") {
 		t.Fatalf("negative interval: exit %d, %q", code, errOut)

@@ -30,6 +30,11 @@ type taskLine struct {
 	Delay           string  `json:"delay"`
 	At              string  `json:"at"`
 	Every           string  `json:"every"`
+	Cron            string  `json:"cron"`
+	TZ              string  `json:"tz"`
+	Replace         string  `json:"replace"`
+	Debounce        string  `json:"debounce"`
+	MaxWait         string  `json:"max-wait"`
 	Group           string  `json:"group"`
 	Key             string  `json:"key"`
 	Mode            string  `json:"mode"`
@@ -160,7 +165,7 @@ func parseTaskLine(line []byte) (client.Task, error) {
 	if err := dec.Decode(&l); err != nil {
 		return client.Task{}, fmt.Errorf("not a task object: %v", strings.TrimPrefix(err.Error(), "json: "))
 	}
-	spec := taskSpec{group: l.Group, key: l.Key, mode: l.Mode, callback: l.Callback, pool: l.Pool, maxAttempts: l.MaxAttempts, empty: l.Empty, inFile: true}
+	spec := taskSpec{group: l.Group, key: l.Key, cron: l.Cron, tz: l.TZ, replace: l.Replace, mode: l.Mode, callback: l.Callback, pool: l.Pool, maxAttempts: l.MaxAttempts, empty: l.Empty, inFile: true}
 	switch {
 	case l.Payload != nil && l.PayloadBase64 != nil:
 		return client.Task{}, errors.New(`give "payload" or "payload-base64", not both`)
@@ -172,7 +177,7 @@ func parseTaskLine(line []byte) (client.Task, error) {
 	for _, f := range []struct {
 		value string
 		into  interface{ Set(string) error }
-	}{{l.Delay, &spec.delay}, {l.Every, &spec.every}, {l.CallbackTimeout, &spec.cbTimeout}, {l.At, &spec.at}} {
+	}{{l.Delay, &spec.delay}, {l.Every, &spec.every}, {l.Debounce, &spec.debounce}, {l.MaxWait, &spec.maxWait}, {l.CallbackTimeout, &spec.cbTimeout}, {l.At, &spec.at}} {
 		if f.value == "" {
 			continue
 		}
@@ -209,7 +214,7 @@ func (a *app) writeFileResult(line int, r client.ScheduleResult) error {
 	case r.Err != nil:
 		res.Result = &boomerangv1.RegisterTaskResult_Error{Error: &boomerangv1.Error{Message: r.Err.Error()}}
 	default:
-		res.Result = &boomerangv1.RegisterTaskResult_Registered{Registered: &boomerangv1.RegisterTaskResponse{Task: r.Task, Created: r.Created}}
+		res.Result = &boomerangv1.RegisterTaskResult_Registered{Registered: &boomerangv1.RegisterTaskResponse{Task: r.Task, Created: r.Created, Replaced: !r.Created && r.Task.GetReplaceKey() != ""}}
 	}
 	b, err := protojson.Marshal(res)
 	if err != nil {

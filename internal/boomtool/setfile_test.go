@@ -28,6 +28,9 @@ const taskFile = `{"payload": "invoice 42", "delay": "90s", "group": "customer-7
 {"empty": true, "every": "1ms", "group": "heartbeat"}
 {"payload": "again", "key": "k-1", "delay": "1h"}
 {"payload": "ping", "every": "1h", "delay": "1h", "mode": "immediate", "max-attempts": 3, "callback": "udp://127.0.0.1:9", "callback-timeout": "2s"}
+{"payload": "report", "cron": "0 9 * * MON-FRI", "tz": "Europe/Zurich"}
+{"payload": "v1", "replace": "reindex", "debounce": "1h"}
+{"payload": "v2", "replace": "reindex", "debounce": "1h", "max-wait": "2h"}
 `
 
 // Every line's task is scheduled on its own; a task the server refuses
@@ -40,12 +43,13 @@ func TestSetFromFile(t *testing.T) {
 	}
 	code, out, errOut := lena.run("", "set", "--file", path)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if code != 1 || !strings.Contains(errOut, "1 of 5 tasks failed") || len(lines) != 5 {
+	if code != 1 || !strings.Contains(errOut, "1 of 8 tasks failed") || len(lines) != 8 {
 		t.Fatalf("exit %d, stdout:\n%s\nstderr: %s", code, out, errOut)
 	}
 	for i, want := range []string{
 		"line 1: Scheduled task ", "line 2: Scheduled task ", "line 4: invalid repeat_interval_ms",
-		`line 5: Task `, "line 6: Scheduled task ",
+		`line 5: Task `, "line 6: Scheduled task ", "line 7: Scheduled task ", "line 8: Scheduled task ",
+		`line 9: Replaced waiting task `,
 	} {
 		if !strings.HasPrefix(lines[i], want) {
 			t.Errorf("result %d: %q, want it to start with %q", i, lines[i], want)

@@ -1,6 +1,7 @@
 package boomtool
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -24,8 +25,10 @@ func (a *app) setCommand() *cobra.Command {
 		Use:   "set [PAYLOAD]",
 		Short: "Schedule a task, or every task of a file",
 		Long: `Schedule a task: its payload is delivered to the client's callback when due.
-Without --delay or --at it is due now; --every repeats it. A task needs a
-payload, unless --empty says an empty one is meant.
+Without --delay or --at it is due now; --every repeats it, or --cron on a
+calendar schedule read in the time zone --tz (the first occurrence at or
+after the due time). A task needs a payload, unless --empty says an empty
+one is meant.
 
 With --file, schedule every task of a file (- for standard input) instead:
 one JSON object per line, with the fields of the flags (see docs/cli.md).`,
@@ -33,6 +36,8 @@ one JSON object per line, with the fields of the flags (see docs/cli.md).`,
   boomtool set 'report' --at 2026-12-01T10:00:00Z --every 24h --group reports
   boomtool set --payload-file order.bin --group customer-7 --key order-1001
   boomtool set --empty --every 1m --group heartbeat
+  boomtool set 'daily report' --cron '0 9 * * MON-FRI' --tz Europe/Zurich
+  boomtool set 'reindex' --replace reindex --debounce 30s --max-wait 5m
   boomtool set --file tasks.jsonl`,
 		Args: maxArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -72,9 +77,14 @@ one JSON object per line, with the fields of the flags (see docs/cli.md).`,
 	f.Var(&spec.delay, "delay", "due after this long, e.g. 90s, 5m, 1h30m, 2d")
 	f.Var(&spec.at, "at", "due at this time (RFC 3339), e.g. 2026-12-01T10:00:00Z")
 	f.Var(&spec.every, "every", "repeat at this interval after each due time, e.g. 5m")
+	f.StringVar(&spec.cron, "cron", "", "repeat on this cron schedule: minute hour day month weekday, seconds first optional, e.g. '0 9 * * MON-FRI'")
+	f.StringVar(&spec.tz, "tz", "", "IANA time zone of --cron, e.g. Europe/Zurich (default UTC)")
 	f.StringVar(&payloadFile, "payload-file", "", "read the payload from this file (- for standard input)")
 	f.StringVar(&spec.group, "group", "", "group key: a group's tasks are delivered in order, one at a time")
 	f.StringVar(&spec.key, "key", "", "idempotency key: a repeat with the same key returns the existing task")
+	f.StringVar(&spec.replace, "replace", "", "replace key: replaces the waiting task with this key (payload and due time) instead of adding one")
+	f.Var(&spec.debounce, "debounce", "with --replace: due this long after the latest registration with the key")
+	f.Var(&spec.maxWait, "max-wait", "with --debounce: due at most this long after the first registration with the key")
 	f.StringVar(&spec.mode, "mode", "", "dispatch mode: next-on-error, block-on-error or immediate (default: the client's)")
 	f.StringVar(&spec.callback, "callback", "", "deliver to this callback instead of the client's: http(s)://…, grpc://, tcp:// or udp://host:port")
 	f.Var(&spec.cbTimeout, "callback-timeout", "per-attempt timeout of --callback")
@@ -88,6 +98,9 @@ one JSON object per line, with the fields of the flags (see docs/cli.md).`,
 
 // scheduled says what a registration did: "Scheduled task 42, due …".
 func (a *app) scheduled(t *boomerangv1.Task, created bool) string {
+	if !created && t.GetReplaceKey() != "" {
+		return fmt.Sprintf("Replaced waiting task %d with replace key %q; due %s", t.GetId(), t.GetReplaceKey(), when(t.GetFireAtMs(), a.env.Now()))
+	}
 	if !created {
 		return fmt.Sprintf("Task %d already exists with idempotency key %q; due %s", t.GetId(), t.GetIdempotencyKey(), when(t.GetFireAtMs(), a.env.Now()))
 	}
@@ -100,8 +113,10 @@ type taskSpec struct {
 	payload                 []byte
 	given, empty            bool
 	delay, every, cbTimeout durationFlag
+	debounce, maxWait       durationFlag
 	at                      timeFlag
 	group, key, mode        string
+	cron, tz, replace       string
 	callback, pool          string
 	maxAttempts             uint32
 	inFile                  bool // from --file: errors name JSON fields, not flags
@@ -131,6 +146,14 @@ func (s *taskSpec) options() ([]client.ScheduleOption, error) {
 		return nil, usagef("the payload is empty: pass %s if an empty task is meant", empty)
 	case s.delay.set && s.at.set:
 		return nil, usagef("give %s or %s, not both", s.name("delay"), s.name("at"))
+	case s.cron != "" && s.every.d != 0:
+		return nil, usagef("give %s or %s, not both", s.name("every"), s.name("cron"))
+	case s.tz != "" && s.cron == "":
+		return nil, usagef("%s needs %s", s.name("tz"), s.name("cron"))
+	case s.debounce.set && s.replace == "":
+		return nil, usagef("%s needs %s", s.name("debounce"), s.name("replace"))
+	case s.maxWait.set && !s.debounce.set:
+		return nil, usagef("%s needs %s", s.name("max-wait"), s.name("debounce"))
 	}
 	m, err := parseMode(s.mode)
 	if err != nil {
@@ -149,6 +172,15 @@ func (s *taskSpec) options() ([]client.ScheduleOption, error) {
 	case s.at.set:
 		opts = append(opts, client.At(s.at.t))
 	}
+	if s.cron != "" {
+		opts = append(opts, client.Cron(s.cron, s.tz))
+	}
+	if s.replace != "" {
+		opts = append(opts, client.Replacing(s.replace))
+	}
+	if s.debounce.set {
+		opts = append(opts, client.Debounce(s.debounce.d, s.maxWait.d))
+	}
 	if cb != nil {
 		opts = append(opts, client.WithCallback(cb))
 	}
@@ -163,13 +195,15 @@ func (a *app) updateCommand() *cobra.Command {
 		delay, repeat  durationFlag
 		at             timeFlag
 		payload, file  string
+		cron, tz       string
 		payloadChanged bool
 	)
 	cmd := &cobra.Command{
 		Use:   "update ID",
-		Short: "Change a task's payload, due time or repeat interval",
+		Short: "Change a task's payload, due time, repeat interval or cron schedule",
 		Example: `  boomtool update 42 --delay 10m
-  boomtool update 42 --payload 'invoice 42, second reminder' --every 0s`,
+  boomtool update 42 --payload 'invoice 42, second reminder' --every 0s
+  boomtool update 42 --cron '0 8 * * MON-FRI' --tz Europe/Zurich`,
 		Args: exactArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseID("task", args[0])
@@ -204,8 +238,17 @@ func (a *app) updateCommand() *cobra.Command {
 				ms := repeat.d.Milliseconds()
 				req.RepeatIntervalMs = &ms
 			}
-			if !ok && req.When == nil && !repeat.set {
-				return usagef("nothing to change: give --payload, --payload-file, --delay, --at or --every")
+			cronSet := cmd.Flags().Changed("cron")
+			switch {
+			case cronSet && repeat.set:
+				return usagef("give --every or --cron, not both")
+			case tz != "" && !cronSet:
+				return usagef("--tz needs --cron")
+			case cronSet:
+				req.Cron, req.TimeZone = &cron, tz
+			}
+			if !ok && req.When == nil && !repeat.set && !cronSet {
+				return usagef("nothing to change: give --payload, --payload-file, --delay, --at, --every or --cron")
 			}
 			return a.run(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := c.UpdateTask(ctx, req)
@@ -216,7 +259,7 @@ func (a *app) updateCommand() *cobra.Command {
 					return writeJSON(a.env.Stdout, resp)
 				}
 				t := resp.GetTask()
-				fmt.Fprintf(a.env.Stdout, "Updated task %d: due %s, %s.\n", t.GetId(), when(t.GetFireAtMs(), a.env.Now()), every(t.GetRepeatIntervalMs()))
+				fmt.Fprintf(a.env.Stdout, "Updated task %d: due %s, %s.\n", t.GetId(), when(t.GetFireAtMs(), a.env.Now()), repeats(t))
 				return nil
 			})
 		},
@@ -227,6 +270,8 @@ func (a *app) updateCommand() *cobra.Command {
 	f.Var(&delay, "delay", "due this long from now")
 	f.Var(&at, "at", "due at this time (RFC 3339)")
 	f.Var(&repeat, "every", "new repeat interval; 0s makes it a one-shot task")
+	f.StringVar(&cron, "cron", "", "new cron schedule, from its first occurrence at or after the due time or now; '' makes it a one-shot task")
+	f.StringVar(&tz, "tz", "", "IANA time zone of --cron (default UTC)")
 	return cmd
 }
 
@@ -284,6 +329,29 @@ func (a *app) showCommand() *cobra.Command {
 	}
 }
 
+// repeats prints how a task repeats: its cron schedule and zone, "every
+// 5m", or "once".
+func repeats(t *boomerangv1.Task) string {
+	if t.GetCron() == "" {
+		return every(t.GetRepeatIntervalMs())
+	}
+	return fmt.Sprintf("cron %q in %s", t.GetCron(), cmp.Or(t.GetTimeZone(), "UTC"))
+}
+
+// upcoming prints a cron task's next occurrences in its time zone, where
+// its schedule is read.
+func upcoming(t *boomerangv1.Task) string {
+	loc, err := time.LoadLocation(t.GetTimeZone())
+	if err != nil {
+		loc = time.UTC
+	}
+	var out []string
+	for _, ms := range t.GetNextFireAtMs() {
+		out = append(out, time.UnixMilli(ms).In(loc).Format("Mon 2006-01-02 15:04:05 MST"))
+	}
+	return strings.Join(out, ", ")
+}
+
 // writeTask prints every set field of a task.
 func writeTask(w io.Writer, t *boomerangv1.Task, now time.Time) error {
 	f := newFields(w)
@@ -294,7 +362,8 @@ func writeTask(w io.Writer, t *boomerangv1.Task, now time.Time) error {
 		f.add("Status", statusWord(t))
 	}
 	f.add("Due", when(t.GetFireAtMs(), now))
-	f.add("Repeat", every(t.GetRepeatIntervalMs()))
+	f.add("Repeat", repeats(t))
+	f.add("Then", upcoming(t))
 	f.add("Mode", enumWord(t.GetMode().String(), "DISPATCH_MODE_"))
 	f.add("Payload", payloadPreview(t.GetPayload(), 200))
 	f.add("Attempts", strconv.FormatUint(uint64(t.GetAttempts()), 10))
@@ -302,6 +371,7 @@ func writeTask(w io.Writer, t *boomerangv1.Task, now time.Time) error {
 	f.add("Last error", t.GetLastError())
 	f.add("Fired", times(t.GetFires()))
 	f.add("Idempotency key", t.GetIdempotencyKey())
+	f.add("Replace key", t.GetReplaceKey())
 	f.add("Callback", callbackString(t.GetCallback()))
 	f.add("Retry", retryString(t.GetRetry()))
 	f.add("Created", when(t.GetCreatedMs(), now))

@@ -325,6 +325,41 @@ func extraRequests() []op {
 		{name: "list_dead_letters/filtered", req: &boomerangv1.Request{RequestId: 23, SessionId: session, Body: &boomerangv1.Request_ListDeadLetters{ListDeadLetters: &boomerangv1.ListDeadLettersRequest{
 			Group: group, FailedBeforeMs: dueMs, ErrorContains: "HTTP 5", PayloadContains: payload,
 		}}}},
+		{name: "register_task/cron", req: &boomerangv1.Request{RequestId: 24, SessionId: session, Body: &boomerangv1.Request_RegisterTask{RegisterTask: &boomerangv1.RegisterTaskRequest{
+			Payload: []byte("report"), Cron: "0 9 * * MON-FRI", TimeZone: "Europe/Zurich",
+		}}}},
+		{name: "register_task/debounce", req: &boomerangv1.Request{RequestId: 25, SessionId: session, Body: &boomerangv1.Request_RegisterTask{RegisterTask: &boomerangv1.RegisterTaskRequest{
+			Payload: []byte("reindex"), Group: group, ReplaceKey: "reindex", DebounceMs: 30000, MaxWaitMs: 300000,
+		}}}},
+		{name: "update_task/cron", req: &boomerangv1.Request{RequestId: 26, SessionId: session, Body: &boomerangv1.Request_UpdateTask{UpdateTask: &boomerangv1.UpdateTaskRequest{
+			Id: taskID, Cron: proto.String("*/10 * * * * *"), TimeZone: "Australia/Lord_Howe",
+		}}}},
+		{name: "update_client/group_rates", req: &boomerangv1.Request{RequestId: 27, SessionId: session, Body: &boomerangv1.Request_UpdateClient{UpdateClient: &boomerangv1.UpdateClientRequest{
+			ClientId: "billing", GroupRateLimit: &boomerangv1.RateLimit{MaxDeliveries: 10, IntervalMs: 1000},
+			GroupRateLimits: map[string]*boomerangv1.RateLimit{group: {MaxDeliveries: 1, IntervalMs: 60000}},
+		}}}},
+	}
+}
+
+// extraResponses carry what the per-operation set leaves out: a cron
+// task's schedule and next occurrences, a replaced task, a group's and a
+// client's rate limits.
+func extraResponses() []op {
+	cronTask := task()
+	cronTask.RepeatIntervalMs, cronTask.Cron, cronTask.TimeZone = 0, "0 9 * * MON-FRI", "Europe/Zurich"
+	cronTask.NextFireAtMs = []int64{dueMs + 86400000, dueMs + 3*86400000}
+	replaced := plainTask(taskID)
+	replaced.ReplaceKey = "reindex"
+	rated := clientConfig()
+	rated.GroupRateLimit = &boomerangv1.RateLimit{MaxDeliveries: 10, IntervalMs: 1000}
+	rated.GroupRateLimits = map[string]*boomerangv1.RateLimit{group: {MaxDeliveries: 1, IntervalMs: 60000}}
+	return []op{
+		{name: "get_task/cron", resp: &boomerangv1.Response{RequestId: 24, Body: &boomerangv1.Response_GetTask{GetTask: &boomerangv1.GetTaskResponse{Task: cronTask}}}},
+		{name: "register_task/replaced", resp: &boomerangv1.Response{RequestId: 25, Body: &boomerangv1.Response_RegisterTask{RegisterTask: &boomerangv1.RegisterTaskResponse{Task: replaced, Replaced: true}}}},
+		{name: "get_group/rate_limit", resp: &boomerangv1.Response{RequestId: 26, Body: &boomerangv1.Response_GetGroup{GetGroup: &boomerangv1.GetGroupResponse{Group: &boomerangv1.Group{
+			Client: "billing", Group: group, Tasks: 3, RateLimit: &boomerangv1.RateLimit{MaxDeliveries: 1, IntervalMs: 60000},
+		}}}}},
+		{name: "update_client/group_rates", resp: &boomerangv1.Response{RequestId: 27, Body: &boomerangv1.Response_UpdateClient{UpdateClient: &boomerangv1.UpdateClientResponse{Client: rated}}}},
 	}
 }
 
@@ -364,13 +399,16 @@ type envelopes struct {
 }
 
 func envelopesFile(t *testing.T) envelopes {
-	f := envelopes{Format: formatVersion, Comment: "boomerang.v1.Request and Response envelopes of the raw TCP protocol: one request and one response per operation, in service order, then extra requests and one error response per status. See README.md."}
+	f := envelopes{Format: formatVersion, Comment: "boomerang.v1.Request and Response envelopes of the raw TCP protocol: one request and one response per operation, in service order, then extra requests, extra responses and one error response per status. See README.md."}
 	for _, o := range operations() {
 		f.Requests = append(f.Requests, newMessageVector(t, o.name, o.req))
 		f.Responses = append(f.Responses, newMessageVector(t, o.name, o.resp))
 	}
 	for _, o := range extraRequests() {
 		f.Requests = append(f.Requests, newMessageVector(t, o.name, o.req))
+	}
+	for _, o := range extraResponses() {
+		f.Responses = append(f.Responses, newMessageVector(t, o.name, o.resp))
 	}
 	for _, o := range errorResponses() {
 		f.Responses = append(f.Responses, newMessageVector(t, o.name, o.resp))

@@ -72,6 +72,12 @@ type RegisterRequest struct {
 	// time; 0 means once.
 	Interval time.Duration
 
+	// Cron repeats the task on a calendar schedule read in TimeZone (IANA;
+	// "" = UTC) instead of an interval; see package cron. The first
+	// occurrence is the first at or after the due time above.
+	Cron     string
+	TimeZone string
+
 	Mode     storepb.DispatchMode // UNSPECIFIED = Config.DefaultMode
 	Retry    *storepb.RetryPolicy // nil = the retry decider's default
 	Callback *storepb.Callback    // nil = the client's default
@@ -81,6 +87,19 @@ type RegisterRequest struct {
 	// creating another, for Config.IdempotencyRetention after the first,
 	// even once that task has finished (StatusFinished).
 	IdempotencyKey string
+
+	// ReplaceKey, if set, replaces the payload and due time of the
+	// client's task with this key in the same group (or among its
+	// ungrouped tasks) while it waits, keeping its id and place; once an
+	// attempt of it has started, a new task is created. One-shot tasks
+	// only; not with IdempotencyKey.
+	ReplaceKey string
+	// Debounce, with ReplaceKey, makes the task due Debounce after the
+	// latest registration with the key, and MaxWait (0: no limit) caps
+	// that at MaxWait after the registration that created it. It replaces
+	// At and Delay.
+	Debounce time.Duration
+	MaxWait  time.Duration
 }
 
 // UpdateRequest changes a task. Nil fields are left as they are.
@@ -88,7 +107,13 @@ type UpdateRequest struct {
 	ID       uint64
 	Payload  []byte // nil = unchanged; an empty non-nil slice empties it
 	At       *time.Time
-	Interval *time.Duration
+	Interval *time.Duration // replaces any cron schedule
+
+	// Cron, when not nil, replaces the task's repeat with a cron schedule
+	// read in TimeZone ("": the task no longer repeats) and starts a new
+	// occurrence: the first at or after At, or now.
+	Cron     *string
+	TimeZone string
 }
 
 // Status is where a task is in its lifecycle.

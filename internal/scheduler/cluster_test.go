@@ -58,8 +58,39 @@ func TestClusterKeepsEveryPromise(t *testing.T) {
 			c.awaitDelivered()
 			evs := c.hist.events()
 			checkHistory(t, evs)
+			checkRates(t, evs)
 			logHistory(t, evs)
 		})
+	}
+}
+
+// checkRates checks that no leader started more attempts of the
+// rate-limited group than its limit allows. A new leader counts only the
+// attempts whose outcome was committed, so the check is per term; an
+// attempt held for its shard's lease reaches the receiver a little after
+// it started, hence the slack.
+func checkRates(t *testing.T, evs []event) {
+	t.Helper()
+	const slackMs = 10
+	starts := map[[2]uint64][]int64{} // by node and term
+	for _, e := range evs {
+		if e.kind == evStart && e.group == clusterRatedGroup {
+			k := [2]uint64{e.node, e.term}
+			starts[k] = append(starts[k], e.wallMs)
+		}
+	}
+	total := 0
+	for k, s := range starts {
+		total += len(s)
+		for i := clusterRate.Max; i < len(s); i++ {
+			if gap := s[i] - s[i-clusterRate.Max]; gap < clusterRate.Per.Milliseconds()-slackMs {
+				t.Fatalf("node %d term %d started %d attempts of group %s within %d ms; its limit is %d per %v",
+					k[0], k[1], clusterRate.Max+1, clusterRatedGroup, gap, clusterRate.Max, clusterRate.Per)
+			}
+		}
+	}
+	if total == 0 {
+		t.Fatalf("no attempts of group %s", clusterRatedGroup)
 	}
 }
 
@@ -80,7 +111,12 @@ const (
 	clusterNodes  = 3
 	clusterGroups = 6
 	clusterShards = 8
+	// clusterRatedGroup starts at most clusterRate attempts: checkRates
+	// holds each leader to it.
+	clusterRatedGroup = "g0"
 )
+
+var clusterRate = RateLimit{Max: 3, Per: 40 * time.Millisecond}
 
 type clusterNode struct {
 	id uint64
@@ -132,6 +168,12 @@ func (c *cluster) boot(n *clusterNode) {
 		Store: st, Deliverer: del, Partitions: 2,
 		NodeID: n.id, Peers: c.peers, Transport: c.nw.transport(n.id), RaftTick: 20 * time.Millisecond,
 		Retry: FixedRetry{Attempts: 20, Delay: 5 * time.Millisecond},
+		GroupRate: func(_, group string) RateLimit {
+			if group == clusterRatedGroup {
+				return clusterRate
+			}
+			return RateLimit{}
+		},
 	})
 	if err != nil {
 		c.t.Fatal(err)
@@ -367,9 +409,10 @@ type event struct {
 	node   uint64
 	term   uint64
 	ok     bool
-	leased bool // the node held the shard's lease when it started the attempt
-	at     int  // place in the history
-	start  int  // an answer's attempt: its place in the history
+	leased bool  // the node held the shard's lease when it started the attempt
+	wallMs int64 // an attempt: when the receiver was handed it
+	at     int   // place in the history
+	start  int   // an answer's attempt: its place in the history
 }
 
 // history is what clients were told and what receivers saw, in the order
@@ -422,7 +465,8 @@ func (h *history) deliverer(node uint64, replicas func() *replica.Node, intn fun
 			h.mu.Unlock()
 			return
 		}
-		e := event{kind: evStart, id: d.Task.Id, token: string(d.Task.Payload), group: d.Task.Group, node: node, term: d.Term, leased: leased, at: len(h.evs)}
+		e := event{kind: evStart, id: d.Task.Id, token: string(d.Task.Payload), group: d.Task.Group, node: node, term: d.Term, leased: leased,
+			wallMs: time.Now().UnixMilli(), at: len(h.evs)}
 		h.evs = append(h.evs, e)
 		h.pending.Add(1)
 		h.mu.Unlock()

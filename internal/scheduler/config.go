@@ -138,6 +138,11 @@ type Config struct {
 	// an answer of 0): DefaultGroupLimit.
 	GroupLimit func(client string) int
 
+	// GroupRate returns the rate limit of a client's ordered group, read
+	// by the leader when the group's next attempt is due. Default (nil,
+	// or a zero RateLimit): none.
+	GroupRate func(client, group string) RateLimit
+
 	// MinInterval is the shortest repeat interval a recurring task may
 	// have. Default one second.
 	MinInterval time.Duration

@@ -121,7 +121,7 @@ func (p *partition) revive(dl *storepb.DeadLetter, keepPlace bool) (*storepb.Tas
 	}
 	t := clone(dl.Task)
 	t.Id = id
-	t.IntervalMs, t.IdempotencyKey = 0, ""
+	t.IntervalMs, t.Cron, t.TimeZone, t.IdempotencyKey, t.ReplaceKey = 0, "", "", "", ""
 	t.Attempts, t.NextAttemptMs, t.LastError = 0, 0, ""
 	t.UpdatedMs = p.wallMs()
 	if !keepPlace {

@@ -15,13 +15,19 @@ import (
 // Applying a shard's log is a pure function of the log: replaying every
 // shard's log from empty state gives state byte-identical to the
 // scheduler's, whatever the workload did (registrations, updates, cancels,
-// retries, dead letters, replays, unblocks, recurring tasks, idempotency
+// retries, dead letters, replays, unblocks, recurring and cron tasks, rate-limited groups, idempotency
 // keys and their expiry).
 func TestReplayingTheLogGivesTheSameState(t *testing.T) {
 	h := newHarness(t, func(c *Config) {
 		c.LogRetention = math.MaxUint32 // keep every entry
 		c.Retry = FixedRetry{Attempts: 2, Delay: time.Second}
 		c.IdempotencyRetention = time.Hour
+		c.GroupRate = func(_, group string) RateLimit { // counts group g's starts, never holds them
+			if group == "g" {
+				return RateLimit{Max: 100, Per: time.Hour}
+			}
+			return RateLimit{}
+		}
 	})
 	ctx, acme := context.Background(), Caller{Client: "acme"}
 	block := storepb.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR
@@ -31,6 +37,7 @@ func TestReplayingTheLogGivesTheSameState(t *testing.T) {
 	h.register(RegisterRequest{Payload: payload("head"), Group: "b", Mode: block})
 	h.register(RegisterRequest{Payload: payload("next"), Group: "b"})
 	h.register(RegisterRequest{Payload: payload("every"), Interval: time.Minute, Delay: time.Minute})
+	h.register(RegisterRequest{Payload: payload("hourly"), Cron: "0 * * * *", TimeZone: "Europe/Zurich", Delay: time.Minute})
 	later := h.register(RegisterRequest{Payload: payload("later"), Delay: time.Hour})
 	h.register(RegisterRequest{Payload: payload("untouched"), Delay: 10 * time.Hour})
 	h.register(RegisterRequest{Payload: payload("untouched"), Group: "u", Delay: 10 * time.Hour})

@@ -113,6 +113,17 @@
 // afterwards. A new due time starts a new occurrence: a retrying head
 // gives up its place, and its group looks at its order again.
 //
+// # Cron, replace keys and rate limits
+//
+// A task may repeat on a cron schedule in a time zone instead of an
+// interval (cron.go, package cron); a registration with a replace key
+// replaces the waiting task with that key, optionally debounced
+// (debounce.go); an ordered group may be rate limited (ratelimit.go).
+// Like every other time, the next cron occurrence, a debounced due time
+// and an attempt's start time are decided by the leader and carried in
+// the records; a rate-limited group waits, in order, until its limit
+// lets its head start.
+//
 // # Recovery
 //
 // Start rebuilds each partition from the store: id reservations, blocked

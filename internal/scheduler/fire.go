@@ -138,7 +138,7 @@ func (p *partition) applyTask(t *storepb.Task) {
 }
 
 func (p *partition) deliver(f *flight, t *storepb.Task) {
-	f.state, f.task = flightDelivering, t
+	f.state, f.task, f.startedMs = flightDelivering, t, p.wallMs()
 	p.busy++
 	p.s.deliveries.Add(1)
 	p.send(f)
@@ -199,6 +199,16 @@ func (p *partition) retry(f *flight) {
 	if t.NextAttemptMs > p.wallMs() {
 		p.arm(f.id, t.NextAttemptMs)
 		return
+	}
+	if f.run != nil {
+		if at, err := p.rateWait(t.Client, t.Group, p.wallMs()); err != nil || at > 0 {
+			if err != nil {
+				p.s.fail(err)
+				return
+			}
+			p.arm(f.id, at)
+			return
+		}
 	}
 	p.deliver(f, t)
 }

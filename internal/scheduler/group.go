@@ -91,7 +91,9 @@ func (p *partition) runGroup(g *groupRun, front bool) {
 		return
 	}
 	if !ok {
-		p.forget(g)
+		if !p.rateIdle(g) {
+			p.forget(g)
+		}
 		return
 	}
 	// The store shows changes as soon as they are in the log, before they
@@ -107,6 +109,14 @@ func (p *partition) runGroup(g *groupRun, front bool) {
 	now := p.wallMs()
 	if head.Due > now {
 		p.sleepUntil(g, head.Due)
+		return
+	}
+	if at, err := p.rateWait(g.client, g.group, now); err != nil || at > 0 {
+		if err != nil {
+			p.s.fail(err)
+			return
+		}
+		p.rateSleep(g, at)
 		return
 	}
 	if p.used() >= p.slots || (!front && len(p.ready) > 0) {

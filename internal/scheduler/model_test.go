@@ -24,23 +24,33 @@ import (
 //
 // Operations: registrations (grouped or not, recurring or not, every
 // dispatch mode, due in the past, now, or on either side of a short
-// horizon), updates of the due time (into the past too) or the payload,
-// cancels, clock advances, acknowledged and failed attempts, unblock,
-// skip, replay and deletion of dead letters, restarts after a kill,
-// power losses at rest, and power losses right after an acknowledgement,
-// before its outcome may be durable. The store is an in-memory filesystem
+// horizon; recurring by interval or by a cron schedule), registrations
+// with a replace key (debounced or not) that replace a waiting task or
+// create one, updates of the due time (into the past too), the cron
+// schedule or the payload, cancels, clock advances, acknowledged and
+// failed attempts, unblock, skip, replay and deletion of dead letters,
+// restarts after a kill, power losses at rest, and power losses right
+// after an acknowledgement, before its outcome may be durable. Group "b"
+// is rate limited throughout. The store is an in-memory filesystem
 // that keeps only what was synced when the power goes.
 func TestSchedulerMatchesModel(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		h := &harness{t: rt, dir: "/data", fs: store.NewMemFS(), clock: newFakeClock(), del: newRecorder(), tune: func(c *Config) {
 			c.Horizon, c.LoadInterval = 3*time.Second, time.Second
 			c.Retry = FixedRetry{Attempts: modelAttempts, Delay: time.Second}
+			c.GroupRate = func(_, group string) RateLimit {
+				if group == "b" {
+					return modelRate
+				}
+				return RateLimit{}
+			}
 		}}
 		h.open()
 		defer h.crash() // attempts may be left under way
 		m := &model{h: h, tasks: map[uint64]*mTask{}, groups: map[string]*mGroup{}, dls: map[uint64]*mDL{}, attempts: map[uint64]*attempt{}}
 		rt.Repeat(map[string]func(*rapid.T){
 			"register": m.register,
+			"replace":  m.replace,
 			"update":   m.update,
 			"cancel":   m.cancel,
 			"advance":  m.advance,
@@ -56,6 +66,16 @@ func TestSchedulerMatchesModel(t *testing.T) {
 
 const modelAttempts = 2
 
+// modelRate limits group "b": at most two attempts start in any 3 s.
+var modelRate = RateLimit{Max: 2, Per: 3 * time.Second}
+
+// modelCron fires every 3 s of local time in a zone 5:45 ahead of UTC:
+// every multiple of modelCronMs since epoch.
+const (
+	modelCron   = "*/3 * * * * *"
+	modelCronMs = 3000
+)
+
 type mState uint8
 
 const (
@@ -69,9 +89,13 @@ type mTask struct {
 	group       string
 	due         int64 // ms since epoch
 	interval    int64
+	cron        bool // every modelCronMs, by the schedule modelCron
+	replaceKey  string
+	created     int64 // when registered, ms since epoch: a debounce's max wait counts from here
 	mode        storepb.DispatchMode
 	attempts    int
 	nextAttempt int64 // 0: none
+	startedAt   int64 // when the attempt under way started
 	state       mState
 }
 
@@ -83,8 +107,28 @@ func (t *mTask) gated() bool {
 func (t *mTask) wake() int64 { return max(t.due, t.nextAttempt) }
 
 type mGroup struct {
-	running *mTask // started head: delivering or retrying
-	blocked uint64 // the dead letter blocking it; 0: not blocked
+	running *mTask  // started head: delivering or retrying
+	blocked uint64  // the dead letter blocking it; 0: not blocked
+	starts  []int64 // attempts whose outcome was recorded: what a rate limit counts
+}
+
+// rateAllows reports whether group name's rate limit lets an attempt
+// start now: fewer than Max recorded starts within the last Per.
+func (m *model) rateAllows(name string) bool {
+	if name != "b" {
+		return true
+	}
+	starts := m.group(name).starts
+	return len(starts) < modelRate.Max || starts[len(starts)-modelRate.Max]+modelRate.Per.Milliseconds() <= m.now
+}
+
+// recorded notes that the outcome of t's attempt is durable: its start
+// counts for its group's rate limit.
+func (m *model) recorded(t *mTask) {
+	if t.gated() {
+		g := m.group(t.group)
+		g.starts = append(g.starts, t.startedAt)
+	}
 }
 
 // mDL is a dead letter; id is learned from the scheduler once it exists.
@@ -125,13 +169,84 @@ func (m *model) group(name string) *mGroup {
 func (m *model) register(rt *rapid.T) {
 	group := rapid.SampledFrom([]string{"", "a", "b"}).Draw(rt, "group")
 	delay := rapid.IntRange(-4, 8).Draw(rt, "delay_halfseconds") * 500
-	interval := rapid.SampledFrom([]int{0, 0, 0, 1500}).Draw(rt, "interval_ms")
+	interval := rapid.SampledFrom([]int{0, 0, 0, 1500, -1}).Draw(rt, "interval_ms (-1: cron)")
 	mode := rapid.SampledFrom(modelModes).Draw(rt, "mode")
-	v := m.h.register(RegisterRequest{
+	req := RegisterRequest{
 		Group: group, At: epoch.Add(time.Duration(m.now+int64(delay)) * time.Millisecond),
 		Interval: time.Duration(interval) * time.Millisecond, Mode: mode,
-	})
-	m.tasks[v.Task.Id] = &mTask{id: v.Task.Id, seq: v.Task.Id, group: group, due: m.now + int64(delay), interval: int64(interval), mode: mode}
+	}
+	t := &mTask{group: group, due: m.now + int64(delay), interval: int64(interval), mode: mode}
+	if interval < 0 {
+		req.Interval, req.Cron, req.TimeZone = 0, modelCron, "Asia/Kathmandu"
+		t.interval, t.cron = 0, true
+		t.due = ceilTo(t.due, modelCronMs) // the first occurrence at or after
+	}
+	v := m.h.register(req)
+	t.id, t.seq = v.Task.Id, v.Task.Id
+	if got := v.Task.DueMs - epoch.UnixMilli(); got != t.due {
+		rt.Fatalf("registered task %d due %d, model %d", t.id, got, t.due)
+	}
+	m.tasks[t.id] = t
+	m.step(rt)
+}
+
+// ceilTo rounds ms up to a multiple of step.
+func ceilTo(ms, step int64) int64 {
+	q := ms / step
+	if q*step < ms {
+		q++
+	}
+	return q * step
+}
+
+// replace registers with a replace key, debounced or not: the model
+// replaces its waiting task with the key in the same group, if any, and
+// otherwise expects a new task.
+func (m *model) replace(rt *rapid.T) {
+	group := rapid.SampledFrom([]string{"", "a", "b"}).Draw(rt, "group")
+	key := rapid.SampledFrom([]string{"k1", "k2"}).Draw(rt, "replace_key")
+	mode := rapid.SampledFrom(modelModes).Draw(rt, "mode")
+	debounce := int64(rapid.SampledFrom([]int{0, 1000, 2000}).Draw(rt, "debounce_ms"))
+	req := RegisterRequest{Client: "acme", Group: group, Payload: payload("replacing"), Mode: mode, ReplaceKey: key}
+	var due, maxWait int64
+	if debounce > 0 {
+		maxWait = int64(rapid.SampledFrom([]int{0, 1500, 3000}).Draw(rt, "max_wait_ms"))
+		req.Debounce, req.MaxWait = time.Duration(debounce)*time.Millisecond, time.Duration(maxWait)*time.Millisecond
+	} else {
+		due = m.now + int64(rapid.IntRange(-4, 8).Draw(rt, "delay_halfseconds")*500)
+		req.At = epoch.Add(time.Duration(due) * time.Millisecond)
+	}
+	var target *mTask
+	for _, t := range m.tasks {
+		if t.group == group && t.replaceKey == key && t.state == mWaiting && t.attempts == 0 && t.nextAttempt == 0 {
+			target = t
+		}
+	}
+	created := m.now
+	if target != nil {
+		created = target.created
+	}
+	if debounce > 0 {
+		due = m.now + debounce
+		if maxWait > 0 {
+			due = min(due, created+maxWait)
+		}
+	}
+	v, wasCreated, err := m.h.s.Register(context.Background(), req)
+	m.expectErr(rt, err, nil)
+	switch {
+	case target != nil && (wasCreated || v.Task.Id != target.id):
+		rt.Fatalf("registration with key %q of group %q: created %v task %d, want task %d replaced", key, group, wasCreated, v.Task.Id, target.id)
+	case target == nil && !wasCreated:
+		rt.Fatalf("registration with key %q of group %q replaced task %d; the model has none waiting", key, group, v.Task.Id)
+	case v.Task.DueMs-epoch.UnixMilli() != due:
+		rt.Fatalf("task %d due %d, model %d", v.Task.Id, v.Task.DueMs-epoch.UnixMilli(), due)
+	}
+	if target == nil {
+		target = &mTask{id: v.Task.Id, seq: v.Task.Id, group: group, mode: mode, replaceKey: key, created: m.now}
+		m.tasks[target.id] = target
+	}
+	target.due = due
 	m.step(rt)
 }
 
@@ -147,6 +262,7 @@ func (m *model) update(rt *rapid.T) {
 	t := m.pick(rt, "update")
 	req := UpdateRequest{ID: t.id}
 	newDue := rapid.Bool().Draw(rt, "new_due")
+	toCron := rapid.IntRange(0, 3).Draw(rt, "to_cron") == 0
 	delay := int64(rapid.IntRange(-4, 6).Draw(rt, "new_delay_halfseconds") * 500)
 	if newDue {
 		at := epoch.Add(time.Duration(m.now+delay) * time.Millisecond)
@@ -154,15 +270,34 @@ func (m *model) update(rt *rapid.T) {
 	} else {
 		req.Payload = payload("changed")
 	}
+	if toCron {
+		cron := modelCron
+		req.Cron, req.TimeZone = &cron, "Asia/Kathmandu"
+	}
 	_, err := m.h.s.Update(context.Background(), acme, req)
-	if t.state == mDelivering {
+	switch {
+	case t.state == mDelivering:
 		m.expectErr(rt, err, ErrInFlight)
+		return
+	case toCron && t.replaceKey != "":
+		m.expectErr(rt, err, ErrInvalid)
 		return
 	}
 	m.expectErr(rt, err, nil)
 	if newDue {
+		t.due = m.now + delay
+	}
+	if toCron {
+		// The first occurrence at or after the new due time, or now.
+		base := m.now
+		if newDue {
+			base = t.due
+		}
+		t.due, t.cron, t.interval = ceilTo(base, modelCronMs), true, 0
+	}
+	if newDue || toCron {
 		// A new occurrence: a retrying head gives up its place.
-		t.due, t.attempts, t.nextAttempt = m.now+delay, 0, 0
+		t.attempts, t.nextAttempt = 0, 0
 		m.release(t)
 	}
 	m.step(rt)
@@ -208,6 +343,7 @@ func (m *model) pickAttempt(rt *rapid.T) (*attempt, *mTask) {
 
 func (m *model) resolve(rt *rapid.T) {
 	a, t := m.pickAttempt(rt)
+	m.recorded(t)
 	if rapid.Bool().Draw(rt, "ack") {
 		a.done(nil)
 		m.finish(t)
@@ -244,6 +380,15 @@ func (m *model) finish(t *mTask) {
 		m.group(t.group).running = nil
 	}
 	t.state = mWaiting
+	if t.cron {
+		// The next multiple after the due time, or the first at or after now.
+		due := ceilTo(t.due+1, modelCronMs)
+		if due < m.now {
+			due = ceilTo(m.now, modelCronMs)
+		}
+		t.due, t.attempts, t.nextAttempt = due, 0, 0
+		return
+	}
 	if t.interval == 0 {
 		delete(m.tasks, t.id)
 		return
@@ -284,7 +429,8 @@ func (m *model) unblock(rt *rapid.T, skip bool) {
 // (unblock), or due now as a new acceptance (replay).
 func (m *model) revive(rt *rapid.T, dl *mDL, v TaskView, keepPlace bool) {
 	t := dl.task
-	t.id, t.interval, t.attempts, t.nextAttempt, t.state = v.Task.Id, 0, 0, 0, mWaiting
+	t.id, t.interval, t.cron, t.attempts, t.nextAttempt, t.state = v.Task.Id, 0, false, 0, 0, mWaiting
+	t.replaceKey = ""
 	if !keepPlace {
 		t.seq, t.due = v.Task.Id, m.now
 	}
@@ -390,6 +536,7 @@ func (m *model) ackThenPowerOff(rt *rapid.T) {
 	}
 	m.restarted()
 	if survived {
+		m.recorded(t)
 		m.finish(t)
 	}
 	m.step(rt)
@@ -445,6 +592,9 @@ func (m *model) run() bool {
 		if g.blocked != 0 {
 			continue
 		}
+		if !m.rateAllows(name) {
+			continue
+		}
 		if h := g.running; h != nil {
 			if h.state == mRetrying && h.nextAttempt <= m.now {
 				m.deliver(h)
@@ -468,7 +618,7 @@ func (m *model) run() bool {
 }
 
 func (m *model) deliver(t *mTask) {
-	t.state = mDelivering
+	t.state, t.startedAt = mDelivering, m.now
 	m.expected[fmt.Sprintf("%d#%d", t.id, t.attempts+1)] = true
 }
 

@@ -23,6 +23,9 @@ func (p *partition) register(req *RegisterRequest, shard uint16, done func(resul
 			return
 		}
 	}
+	if p.replaceWaiting(req, shard, done) {
+		return
+	}
 	id, err := p.allocID(shard)
 	if err != nil {
 		done(result{err: err})
@@ -34,10 +37,13 @@ func (p *partition) register(req *RegisterRequest, shard uint16, done func(resul
 		Client:         req.Client,
 		Group:          req.Group,
 		Payload:        req.Payload,
-		DueMs:          dueMs(req, now),
+		DueMs:          firstDue(req, now),
 		IntervalMs:     req.Interval.Milliseconds(),
 		Mode:           req.Mode,
+		Cron:           req.Cron,
+		TimeZone:       req.TimeZone,
 		IdempotencyKey: req.IdempotencyKey,
+		ReplaceKey:     req.ReplaceKey,
 		Retry:          req.Retry,
 		Callback:       req.Callback,
 		CreatedMs:      now,
@@ -45,6 +51,9 @@ func (p *partition) register(req *RegisterRequest, shard uint16, done func(resul
 	}
 	if t.Mode == storepb.DispatchMode_DISPATCH_MODE_UNSPECIFIED {
 		t.Mode = p.s.cfg.DefaultMode
+	}
+	if t.Cron != "" {
+		t.DueMs = cronFirst(t.Cron, t.TimeZone, t.DueMs)
 	}
 	if err := p.groupHasRoom(t); err != nil {
 		done(result{err: err})
@@ -56,6 +65,7 @@ func (p *partition) register(req *RegisterRequest, shard uint16, done func(resul
 		done(result{err: err})
 		return
 	}
+	p.noteReplaceKey(t)
 	releaseRec, err := p.countTask(t, +1)
 	if err != nil { // a storage failure: the task is in the batch
 		p.s.fail(err)
@@ -201,11 +211,19 @@ func (p *partition) update(c Caller, req *UpdateRequest, done func(result)) {
 	}
 	if req.Interval != nil {
 		upd.IntervalMs = req.Interval.Milliseconds()
+		upd.Cron, upd.TimeZone = "", ""
 	}
 	if req.At != nil {
 		// A new due time starts a new occurrence.
 		upd.DueMs = req.At.UnixMilli()
 		upd.Attempts, upd.NextAttemptMs, upd.LastError = 0, 0, ""
+	}
+	if req.Cron != nil {
+		setCron(upd, req, p.wallMs())
+	}
+	if upd.ReplaceKey != "" && recurring(upd) {
+		done(result{err: invalid("replace_key", "is for one-shot tasks, not recurring ones")})
+		return
 	}
 	upd.UpdatedMs = p.wallMs()
 	if err := p.cmd().ReplaceTask(t, upd); err != nil {
@@ -216,7 +234,7 @@ func (p *partition) update(c Caller, req *UpdateRequest, done func(result)) {
 	p.then(func(err error) {
 		undo()
 		if err == nil {
-			p.changed(upd, req.At != nil)
+			p.changed(upd, req.At != nil || req.Cron != nil)
 		}
 		done(result{view: p.view(upd), err: err})
 	})

@@ -33,8 +33,9 @@ func (p *partition) delivered(f *flight, derr error) {
 	t := f.task
 	now := p.wall()
 	p.begin(store.ShardOf(t.Id), storepb.Op_OP_OUTCOME)
-	var err error
+	err := p.noteStart(f, t)
 	switch {
+	case err != nil:
 	case derr == nil:
 		err = p.succeeded(f, t, now)
 	default:
@@ -123,24 +124,37 @@ func (p *partition) retrying(f *flight, t *storepb.Task, attempts uint32, msg st
 }
 
 // nextOccurrence is a recurring task's next occurrence after a delivered or
-// dead-lettered one, or nil for a one-shot task. It follows the previous
+// dead-lettered one, or nil for a one-shot task (or a cron schedule with
+// no more occurrences). By interval or by cron schedule, it follows the previous
 // due time. Occurrences already in the past are skipped up to the first
 // one at or after now: a task that missed several (during downtime, or
 // behind a receiver slower than its interval) fires once, not in a burst.
 func nextOccurrence(t *storepb.Task, now time.Time) *storepb.Task {
-	if t.IntervalMs <= 0 {
+	due, ok := nextDue(t, now)
+	if !ok {
 		return nil
-	}
-	due := t.DueMs + t.IntervalMs
-	if nowMs := now.UnixMilli(); due < nowMs {
-		missed := (nowMs - due + t.IntervalMs - 1) / t.IntervalMs
-		due += missed * t.IntervalMs
 	}
 	n := clone(t)
 	n.DueMs, n.Attempts, n.NextAttemptMs, n.LastError = due, 0, 0, ""
 	n.Fires++
 	n.UpdatedMs = now.UnixMilli()
 	return n
+}
+
+// nextDue is when a recurring task's next occurrence is due.
+func nextDue(t *storepb.Task, now time.Time) (int64, bool) {
+	if t.Cron != "" {
+		return cronNext(t, now)
+	}
+	if t.IntervalMs <= 0 {
+		return 0, false
+	}
+	due := t.DueMs + t.IntervalMs
+	if nowMs := now.UnixMilli(); due < nowMs {
+		missed := (nowMs - due + t.IntervalMs - 1) / t.IntervalMs
+		due += missed * t.IntervalMs
+	}
+	return due, true
 }
 
 // commitOutcome journals the change from t to next (nil: delete t, and

@@ -74,7 +74,7 @@ func searchMatch(q SearchQuery) func(*storepb.Task) bool {
 			q.Shard != nil && store.ShardOf(t.Id) != *q.Shard,
 			!q.DueFrom.IsZero() && t.DueMs < from,
 			!q.DueTo.IsZero() && t.DueMs >= to,
-			q.Recurring != nil && *q.Recurring != (t.IntervalMs > 0),
+			q.Recurring != nil && *q.Recurring != recurring(t),
 			q.Retrying != nil && *q.Retrying != (t.NextAttemptMs > 0),
 			q.Match != nil && !q.Match(t):
 			return false

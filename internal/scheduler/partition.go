@@ -47,6 +47,7 @@ type partition struct {
 	idleRecs   list.List            // keys of cached records no decision holds, most recent first
 	idem       map[string]*idemWait // registrations by idempotency key, not yet applied
 	idemKeys   map[uint16]int       // idempotency keys remembered, per led shard
+	replacing  map[string]uint64    // new tasks by replace key (replaceRef), not yet applied
 
 	leading      map[uint16]uint64    // shards this node leads, and the term
 	unleased     map[uint16][]*flight // started attempts waiting for their shard's lease
@@ -107,6 +108,9 @@ type flight struct {
 	// while retrying (read again for the next attempt).
 	task *storepb.Task
 	held bool // delivering, but waiting for its shard's lease
+	// startedMs is when the attempt under way started (wall), which a
+	// rate limit counts once its outcome is recorded.
+	startedMs int64
 }
 
 type pendingTask struct {
@@ -155,6 +159,7 @@ func newPartition(s *Scheduler, index int) (*partition, error) {
 		recs:         make(map[string]*groupRec),
 		idem:         make(map[string]*idemWait),
 		idemKeys:     make(map[uint16]int),
+		replacing:    make(map[string]uint64),
 		leading:      make(map[uint16]uint64),
 		unleased:     make(map[uint16][]*flight),
 		lastID:       make(map[uint16]uint64),

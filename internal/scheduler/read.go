@@ -26,7 +26,7 @@ func (s *Scheduler) List(ctx context.Context, c Caller, q ListQuery) ([]TaskView
 		switch {
 		case !q.DueFrom.IsZero() && t.DueMs < from,
 			!q.DueTo.IsZero() && t.DueMs >= to,
-			q.Recurring != nil && *q.Recurring != (t.IntervalMs > 0),
+			q.Recurring != nil && *q.Recurring != recurring(t),
 			q.Retrying != nil && *q.Retrying != (t.NextAttemptMs > 0):
 			return false
 		}

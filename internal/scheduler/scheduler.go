@@ -211,14 +211,16 @@ func (s *Scheduler) Register(ctx context.Context, req RegisterRequest) (view Tas
 	return r.view, r.created, err
 }
 
-// shardFor places a new task: with its group, with its idempotency key
-// (so a repeat finds it), or anywhere.
+// shardFor places a new task: with its group, with its idempotency or
+// replace key (so a repeat finds it), or anywhere.
 func (s *Scheduler) shardFor(req *RegisterRequest) uint16 {
 	switch {
 	case req.Group != "":
 		return s.cfg.Store.GroupShard(req.Client, req.Group)
 	case req.IdempotencyKey != "":
 		return s.cfg.Store.GroupShard(req.Client, "\x00"+req.IdempotencyKey)
+	case req.ReplaceKey != "":
+		return s.cfg.Store.ReplaceKeyShard(req.Client, req.ReplaceKey)
 	}
 	// Anywhere this node leads, so that a node of a cluster places the
 	// task itself; a node that leads nothing answers ErrNotLeader for the

@@ -148,11 +148,12 @@ func (p *partition) idleRecord(k string, g *groupRec) {
 	delete(p.recs, old)
 }
 
-// saveGroup writes g's record, or deletes it when the group has no tasks
-// and is not blocked: nothing is left to remember.
+// saveGroup writes g's record, or deletes it when the group has no tasks,
+// is not blocked and has no starts its rate limit counts: nothing is left
+// to remember.
 func (p *partition) saveGroup(g *groupRec) {
 	r := g.rec
-	if r.Tasks == 0 && r.BlockedTask == 0 {
+	if r.Tasks == 0 && r.BlockedTask == 0 && len(r.RecentStartsMs) == 0 {
 		_ = p.cmd().DeleteGroup(uint16(r.Shard), r.Client, r.Group)
 		return
 	}

@@ -25,6 +25,7 @@ func (s *Scheduler) validateRegister(req *RegisterRequest) error {
 	for field, v := range map[string]string{
 		"client": req.Client, "group": req.Group, "idempotency_key": req.IdempotencyKey,
 		"callback.endpoint": req.Callback.GetEndpoint(), "callback.pool": req.Callback.GetPool(),
+		"cron": req.Cron, "time_zone": req.TimeZone, "replace_key": req.ReplaceKey,
 	} {
 		if !utf8.ValidString(v) {
 			return invalid(field, "must be valid UTF-8")
@@ -59,6 +60,12 @@ func (s *Scheduler) validateRegister(req *RegisterRequest) error {
 	if _, ok := storepb.DispatchMode_name[int32(req.Mode)]; !ok {
 		return invalid("mode", "unknown dispatch mode %d", req.Mode)
 	}
+	if err := validateCron(req, now); err != nil {
+		return err
+	}
+	if err := validateReplace(req); err != nil {
+		return err
+	}
 	return validateRetry(req.Retry)
 }
 
@@ -86,8 +93,8 @@ func (s *Scheduler) validateUpdate(req *UpdateRequest) error {
 	switch {
 	case req.ID == 0:
 		return invalid("id", "is required")
-	case req.Payload == nil && req.At == nil && req.Interval == nil:
-		return invalid("update", "must change the payload, the due time or the interval")
+	case req.Payload == nil && req.At == nil && req.Interval == nil && req.Cron == nil:
+		return invalid("update", "must change the payload, the due time, the interval or the cron schedule")
 	case len(req.Payload) > s.cfg.MaxPayload:
 		return invalid("payload", "must be at most %d bytes, got %d", s.cfg.MaxPayload, len(req.Payload))
 	case req.At != nil && (req.At.UnixMilli() <= 0 || req.At.Sub(now) > MaxDelay):
@@ -97,5 +104,5 @@ func (s *Scheduler) validateUpdate(req *UpdateRequest) error {
 	case req.Interval != nil && *req.Interval > 0 && *req.Interval < s.cfg.MinInterval:
 		return invalid("interval", "must be at least %v, got %v", s.cfg.MinInterval, *req.Interval)
 	}
-	return nil
+	return validateCronUpdate(req, now)
 }

@@ -54,7 +54,7 @@ func (s *Service) RegisterTasks(ctx context.Context, p auth.Principal, req *boom
 		t := taskToWire(a.View)
 		t.Payload = nil // the caller has it; see RegisterTaskResult
 		results[index[j]] = &boomerangv1.RegisterTaskResult{Result: &boomerangv1.RegisterTaskResult_Registered{
-			Registered: &boomerangv1.RegisterTaskResponse{Task: t, Created: a.Created},
+			Registered: &boomerangv1.RegisterTaskResponse{Task: t, Created: a.Created, Replaced: replaced(batch[j], a.Created)},
 		}}
 	}
 	return &boomerangv1.RegisterTasksResponse{Results: results}, nil

@@ -27,6 +27,7 @@ func (s *Service) RegisterClient(_ context.Context, p auth.Principal, req *boome
 		checkRetry("retry.", req.Retry),
 		checkDeadLetterPolicy(req.DeadLetters),
 		delivery.ValidateCallback(cb, 0),
+		checkGroupRates(req.GroupRateLimit, req.GroupRateLimits),
 	)
 	if err != nil {
 		return nil, err
@@ -46,6 +47,7 @@ func (s *Service) RegisterClient(_ context.Context, p auth.Principal, req *boome
 		SigningSecret:        req.SigningSecret,
 		GroupLimit:           req.GroupLimit,
 		CallbackAllow:        req.CallbackRules.GetAllow(), CallbackDeny: req.CallbackRules.GetDeny(),
+		GroupRate: rateFromWire(req.GroupRateLimit), GroupRates: ratesFromWire(req.GroupRateLimits),
 	}
 	c, secret, err := s.auth.RegisterClient(spec)
 	if err != nil {
@@ -129,10 +131,13 @@ func (s *Service) clientUpdate(req *boomerangv1.UpdateClientRequest) (auth.Clien
 		checkCallbackOverride(req.Callback),
 		checkRetry("retry.", req.Retry),
 		checkDeadLetterPolicy(req.DeadLetters),
+		checkGroupRates(req.GroupRateLimit, req.GroupRateLimits),
 	)
 	if err != nil {
 		return u, err
 	}
+	u.SetGroupRate, u.GroupRate = req.GroupRateLimit != nil, rateFromWire(req.GroupRateLimit)
+	u.GroupRates = ratesFromWire(req.GroupRateLimits)
 	current, err := s.auth.Client(req.ClientId)
 	if err != nil {
 		return u, about(err, "client %q", req.ClientId)

@@ -43,6 +43,9 @@ func taskToWire(v scheduler.TaskView) *boomerangv1.Task {
 		Retry:            retryToWire(t.Retry),
 		CreatedMs:        t.CreatedMs,
 		UpdatedMs:        t.UpdatedMs,
+		Cron:             t.Cron,
+		TimeZone:         t.TimeZone,
+		ReplaceKey:       t.ReplaceKey,
 	}
 }
 
@@ -78,6 +81,9 @@ func clientToWire(c auth.ClientInfo) *boomerangv1.ClientConfig {
 		DefaultMode: boomerangv1.DispatchMode(c.DefaultMode),
 		CreatedMs:   c.CreatedMs,
 		GroupLimit:  c.GroupLimit,
+
+		GroupRateLimit:  rateToWire(c.GroupRateLimit),
+		GroupRateLimits: ratesToWire(c.GroupRateLimits),
 	}
 	if c.DlqMaxEntries != 0 || c.DlqRetentionMs != 0 {
 		cc.DeadLetters = &boomerangv1.DeadLetterPolicy{MaxEntries: c.DlqMaxEntries, RetentionMs: c.DlqRetentionMs}

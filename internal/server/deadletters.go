@@ -92,7 +92,9 @@ func (s *Service) GetGroup(ctx context.Context, p auth.Principal, req *boomerang
 	if err != nil {
 		return nil, about(err, "group %q of client %q", group, client)
 	}
-	return &boomerangv1.GetGroupResponse{Group: groupToWire(g)}, nil
+	wire := groupToWire(g)
+	wire.RateLimit = limitToWire(s.auth.GroupRate(client, group))
+	return &boomerangv1.GetGroupResponse{Group: wire}, nil
 }
 
 // UnblockGroup delivers a blocked group's dead-lettered head again, then

@@ -141,6 +141,7 @@ func (s *Server) start(ctx context.Context) error {
 		Partitions: s.cfg.Partitions, MaxPayload: s.cfg.MaxPayloadBytes,
 		DeadLetterPolicy:     s.deadLetterLimits,
 		GroupLimit:           s.groupLimit,
+		GroupRate:            s.auth.GroupRate,
 		MinInterval:          s.cfg.Limits.MinInterval,
 		IdempotencyRetention: s.cfg.Limits.IdempotencyRetention,
 		MaxIdempotencyKeys:   s.cfg.Limits.IdempotencyKeys,

@@ -61,6 +61,16 @@ func TestRegisterTaskValidation(t *testing.T) {
 		{"interval overflow", &boomerangv1.RegisterTaskRequest{RepeatIntervalMs: 9223372036854776}, "repeat_interval_ms"},
 		{"interval below the minimum", &boomerangv1.RegisterTaskRequest{RepeatIntervalMs: 1}, "repeat_interval_ms"},
 		{"udp payload", &boomerangv1.RegisterTaskRequest{Callback: udp, Payload: make([]byte, delivery.MaxUDPPayload+1)}, "payload"},
+		{"cron", &boomerangv1.RegisterTaskRequest{Cron: "0 9 * * FUNDAY"}, "cron"},
+		{"cron and interval", &boomerangv1.RegisterTaskRequest{Cron: "0 9 * * *", RepeatIntervalMs: 60000}, "cron"},
+		{"time zone", &boomerangv1.RegisterTaskRequest{Cron: "0 9 * * *", TimeZone: "Europe/Atlantis"}, "time_zone"},
+		{"time zone without cron", &boomerangv1.RegisterTaskRequest{TimeZone: "Europe/Zurich"}, "time_zone"},
+		{"replace key NUL", &boomerangv1.RegisterTaskRequest{ReplaceKey: "a\x00b"}, "replace_key"},
+		{"replace key with idempotency key", &boomerangv1.RegisterTaskRequest{ReplaceKey: "r", IdempotencyKey: "i"}, "replace_key"},
+		{"debounce without replace key", &boomerangv1.RegisterTaskRequest{DebounceMs: 1000}, "debounce_ms"},
+		{"debounce with a delay", &boomerangv1.RegisterTaskRequest{ReplaceKey: "r", DebounceMs: 1000, When: delay(5)}, "debounce_ms"},
+		{"negative debounce", &boomerangv1.RegisterTaskRequest{ReplaceKey: "r", DebounceMs: -1}, "debounce_ms"},
+		{"max wait overflow", &boomerangv1.RegisterTaskRequest{ReplaceKey: "r", DebounceMs: 1, MaxWaitMs: math.MaxInt64}, "max_wait_ms"},
 	} {
 		_, err := ts.svc.RegisterTask(ctx, alice, tc.req)
 		e := ErrorOf(err)

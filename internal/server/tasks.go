@@ -30,7 +30,14 @@ func (s *Service) RegisterTask(ctx context.Context, p auth.Principal, req *boome
 	if err != nil {
 		return nil, err
 	}
-	return &boomerangv1.RegisterTaskResponse{Task: taskToWire(view), Created: created}, nil
+	return &boomerangv1.RegisterTaskResponse{Task: taskToWire(view), Created: created, Replaced: replaced(r, created)}, nil
+}
+
+// replaced reports whether a registration replaced a waiting task: with a
+// replace key (never given with an idempotency key), only then is no task
+// created.
+func replaced(r scheduler.RegisterRequest, created bool) bool {
+	return r.ReplaceKey != "" && !created
 }
 
 // registrant is what registering tasks for one client needs to know of
@@ -62,12 +69,20 @@ func (o registrant) registration(req *boomerangv1.RegisterTaskRequest, now time.
 		Retry:          retryFromWire(req.Retry),
 		Callback:       callbackFromWire(req.Callback),
 		IdempotencyKey: req.IdempotencyKey,
+		Cron:           req.Cron,
+		TimeZone:       req.TimeZone,
+		ReplaceKey:     req.ReplaceKey,
+		Debounce:       time.Duration(req.DebounceMs) * time.Millisecond,
+		MaxWait:        time.Duration(req.MaxWaitMs) * time.Millisecond,
 	}
 	err := firstError(
 		checkPayload(req.Payload, o.s.maxPayload),
 		checkInterval("repeat_interval_ms", req.RepeatIntervalMs),
 		checkName("group", req.Group, scheduler.MaxGroupLen),
 		checkName("idempotency_key", req.IdempotencyKey, scheduler.MaxIdempotencyKeyLen),
+		checkName("replace_key", req.ReplaceKey, scheduler.MaxReplaceKeyLen),
+		checkDelay("debounce_ms", req.DebounceMs),
+		checkDelay("max_wait_ms", req.MaxWaitMs),
 		checkMode("mode", req.Mode),
 		checkRetry("retry.", req.Retry),
 		checkCallbackOverride(req.Callback),
@@ -140,8 +155,9 @@ func (s *Service) UpdateTask(ctx context.Context, p auth.Principal, req *boomera
 		d := time.Duration(*req.RepeatIntervalMs) * time.Millisecond
 		r.Interval = &d
 	}
-	if r.Payload == nil && r.At == nil && r.Interval == nil {
-		return nil, invalid("body", "must set payload, delay_ms, fire_at_ms or repeat_interval_ms")
+	r.Cron, r.TimeZone = req.Cron, req.TimeZone
+	if r.Payload == nil && r.At == nil && r.Interval == nil && r.Cron == nil {
+		return nil, invalid("body", "must set payload, delay_ms, fire_at_ms, repeat_interval_ms or cron")
 	}
 	if len(r.Payload) > delivery.MaxUDPPayload {
 		if err := s.checkUDPPayload(ctx, p, req.Id, len(r.Payload)); err != nil {
@@ -181,7 +197,12 @@ func (s *Service) CancelTask(ctx context.Context, p auth.Principal, req *boomera
 	return &boomerangv1.CancelTaskResponse{}, nil
 }
 
-// GetTask returns a task with its live status.
+// upcomingShown is how many occurrences of a cron task after its current
+// one GetTask shows.
+const upcomingShown = 5
+
+// GetTask returns a task with its live status, and a cron task's next
+// occurrences.
 func (s *Service) GetTask(ctx context.Context, p auth.Principal, req *boomerangv1.GetTaskRequest) (*boomerangv1.GetTaskResponse, error) {
 	if err := checkID("id", req.Id); err != nil {
 		return nil, err
@@ -191,6 +212,9 @@ func (s *Service) GetTask(ctx context.Context, p auth.Principal, req *boomerangv
 		return nil, about(err, "task %d", req.Id)
 	}
 	t := taskToWire(view)
+	for _, at := range scheduler.Upcoming(view.Task, upcomingShown) {
+		t.NextFireAtMs = append(t.NextFireAtMs, at.UnixMilli())
+	}
 	s.markBlocked(ctx, p, []*boomerangv1.Task{t})
 	return &boomerangv1.GetTaskResponse{Task: t}, nil
 }

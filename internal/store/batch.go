@@ -140,10 +140,11 @@ type taskIndex struct {
 	seq           uint64
 	client, group string
 	ordered       bool
+	replaceKey    string
 }
 
 func indexed(t *storepb.Task) taskIndex {
-	return taskIndex{due: t.DueMs, wake: WakeMs(t), seq: t.Seq, client: t.Client, group: t.Group, ordered: Ordered(t)}
+	return taskIndex{due: t.DueMs, wake: WakeMs(t), seq: t.Seq, client: t.Client, group: t.Group, ordered: Ordered(t), replaceKey: t.ReplaceKey}
 }
 
 func (b *Batch) putTaskIndexes(t *storepb.Task) {
@@ -155,6 +156,9 @@ func (b *Batch) putTaskIndexes(t *storepb.Task) {
 		b.set(dueKey(WakeMs(t), t.Id), nil)
 	}
 	b.set(clientIndexKey(tagClientIndex, t.Client, t.Id), nil)
+	if t.ReplaceKey != "" {
+		b.set(replaceKeyOf(t), nil)
+	}
 }
 
 // deleteTaskIndexes removes a task's index entries with single deletes:
@@ -166,6 +170,9 @@ func (b *Batch) deleteTaskIndexes(t *storepb.Task) {
 		b.singleDelete(orderKey(ShardOf(t.Id), t.Client, t.Group, t.DueMs, t.Seq, t.Id))
 	}
 	b.singleDelete(clientIndexKey(tagClientIndex, t.Client, t.Id))
+	if t.ReplaceKey != "" {
+		b.singleDelete(replaceKeyOf(t))
+	}
 }
 
 // PutGroup writes a group's state under g.Shard, which callers take from

@@ -35,6 +35,7 @@
 //	q shard id                    → DeadLetter, by DeadLetterID
 //	r shard client id             → failure time (8 bytes), blocks its group (1 byte)
 //	m shard                       → ShardMeta
+//	p shard client group\x00key id → empty: tasks by replace key (groups and keys hold no NUL)
 //	k client                      → Client (not sharded; the system group's)
 //	s key                         → a session: auth's record, keyed by a hash of its id (the system group's)
 //

@@ -20,6 +20,7 @@ const (
 	tagDeadClient  byte = 'r' // r|shard|client|id           → failed, flags
 	tagShardMeta   byte = 'm' // m|shard                     → ShardMeta
 	tagClient      byte = 'k' // k|client                    → Client
+	tagReplace     byte = 'p' // p|shard|client|group\x00key|id → empty
 	tagSession     byte = 's' // s|session key               → auth's session record
 )
 
@@ -167,6 +168,8 @@ func (p keyParts) encode() []byte {
 		return shardMetaKey(p.shard)
 	case tagClient:
 		return clientKey(p.a)
+	case tagReplace:
+		return binary.BigEndian.AppendUint64(namedKey(tagReplace, p.shard, p.a, p.b), p.id)
 	case tagSession:
 		return sessionKey([]byte(p.a))
 	}
@@ -214,6 +217,10 @@ func decodeKey(k []byte) (keyParts, error) {
 	case tagShardMeta, tagRaftHardState, tagRaftTruncated:
 	case tagClient, tagSession:
 		p.a = r.string()
+	case tagReplace:
+		p.a = r.string()
+		p.b = r.string()
+		p.id = r.id(p.shard)
 	default:
 		return keyParts{}, fmt.Errorf("%w: unknown key space %q", errBadKey, p.tag)
 	}

@@ -93,6 +93,7 @@ func TestKeyRoundTrip(t *testing.T) {
 		{tag: tagDeadClient, shard: 200, id: id, a: "acme"},
 		{tag: tagShardMeta, shard: 255},
 		{tag: tagClient, a: "acme"},
+		{tag: tagReplace, shard: 200, a: "acme", b: "orders\x00debounced", id: id},
 	} {
 		got, err := decodeKey(p.encode())
 		if err != nil || got != p {
@@ -160,7 +161,7 @@ func FuzzKeyRoundTrip(f *testing.F) {
 	f.Add(byte(tagDue), uint16(255), uint64(MaxCounter), int64(math.MinInt64), "", "")
 	f.Add(byte(tagGroup), uint16(7), uint64(0), int64(0), "a", "bc")
 	f.Add(byte(tagClient), uint16(0), uint64(0), int64(0), "\x00\xff", "")
-	tags := []byte{tagTask, tagDue, tagClientIndex, tagGroup, tagIdempotency, tagDeadLetter, tagDeadClient, tagShardMeta, tagClient, tagOrder, tagIdemExpiry}
+	tags := []byte{tagTask, tagDue, tagClientIndex, tagGroup, tagIdempotency, tagDeadLetter, tagDeadClient, tagShardMeta, tagClient, tagOrder, tagIdemExpiry, tagReplace}
 	f.Fuzz(func(t *testing.T, tag byte, shard uint16, n uint64, due int64, a, b string) {
 		p := keyParts{tag: tags[int(tag)%len(tags)], shard: shard % DefaultShards}
 		switch p.tag {
@@ -176,6 +177,8 @@ func FuzzKeyRoundTrip(f *testing.F) {
 			p.a, p.b, p.due, p.seq, p.id = a, b, due, n, MakeID(p.shard, n&MaxCounter)
 		case tagIdemExpiry:
 			p.a, p.b, p.due = a, b, due
+		case tagReplace:
+			p.a, p.b, p.id = a, b, MakeID(p.shard, n&MaxCounter)
 		case tagClient:
 			p.shard, p.a = 0, a
 		}

@@ -25,7 +25,7 @@ import (
 // their sequence, which keeps that order.
 func (s *Store) migrateV1(log *slog.Logger) error {
 	begin := time.Now()
-	log.Info("migrating the store from schema 1 to 2", "dir", s.dir)
+	log.Info("migrating the store from schema 1", "to", SchemaVersion, "dir", s.dir)
 	m := &migration{s: s, b: s.NewBatch(), counts: map[string]uint64{}}
 	steps := []func() error{m.tasks, m.groups, m.idempotency, m.deadLetters}
 	for _, step := range steps {
@@ -39,7 +39,16 @@ func (s *Store) migrateV1(log *slog.Logger) error {
 	if err := s.db.Set(schemaKey, binary.AppendUvarint(nil, SchemaVersion), pebble.Sync); err != nil {
 		return fmt.Errorf("store: write schema version: %w", err)
 	}
-	log.Info("migrated the store to schema 2", "tasks", m.tasksSeen, "took", time.Since(begin).Round(time.Millisecond))
+	log.Info("migrated the store", "schema", SchemaVersion, "tasks", m.tasksSeen, "took", time.Since(begin).Round(time.Millisecond))
+	return nil
+}
+
+// migrateV2 upgrades a schema 2 store: schema 3 added the replace key
+// index, which no schema 2 task needs, so only the version changes.
+func (s *Store) migrateV2() error {
+	if err := s.db.Set(schemaKey, binary.AppendUvarint(nil, SchemaVersion), pebble.Sync); err != nil {
+		return fmt.Errorf("store: write schema version: %w", err)
+	}
 	return nil
 }
 

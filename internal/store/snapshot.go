@@ -16,11 +16,11 @@ import (
 // (see statePrefixes).
 var stateTags = []byte{
 	tagTask, tagDue, tagOrder, tagClientIndex, tagGroup, tagBlocked,
-	tagIdempotency, tagIdemExpiry, tagDeadLetter, tagDeadClient, tagShardMeta,
+	tagIdempotency, tagIdemExpiry, tagDeadLetter, tagDeadClient, tagShardMeta, tagReplace,
 }
 
 // statePrefixes returns the key prefixes that hold a shard's replicated
-// state, in key order.
+// state.
 func statePrefixes(shard uint16) [][]byte {
 	if shard == SystemShard {
 		return [][]byte{{tagClient}, shardMetaKey(SystemShard), {tagSession}}

@@ -19,7 +19,7 @@ import (
 
 // SchemaVersion is the version of the key layout and records this build
 // reads and writes. Open refuses a store with any other version.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // formatVersion pins Pebble's on-disk format, so that upgrading Pebble
 // never silently ratchets the files to a format an older build cannot
@@ -176,13 +176,15 @@ func (s *Store) checkSchema(shards int) error {
 	switch version {
 	case SchemaVersion:
 		return nil
+	case 2:
+		return s.migrateV2()
 	case 1:
 		if err := s.loadShards(shards); err != nil {
 			return err
 		}
 		return s.migrateV1(s.log)
 	}
-	return fmt.Errorf("%w: %s has schema version %d; this build supports %d (and upgrades 1)",
+	return fmt.Errorf("%w: %s has schema version %d; this build supports %d (and upgrades 1 and 2)",
 		ErrSchema, s.dir, version, SchemaVersion)
 }
 

@@ -832,6 +832,10 @@ type Task struct {
 	CreatedMs           int64        `protobuf:"varint,17,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
 	UpdatedMs           int64        `protobuf:"varint,18,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
 	BlockedByDeadLetter uint64       `protobuf:"varint,40,opt,name=blocked_by_dead_letter,json=blockedByDeadLetter,proto3" json:"blocked_by_dead_letter,omitempty"` // BLOCKED: the dead letter its group waits on
+	Cron                string       `protobuf:"bytes,70,opt,name=cron,proto3" json:"cron,omitempty"`                                                               // calendar schedule (see RegisterTaskRequest.cron); "" = none
+	TimeZone            string       `protobuf:"bytes,71,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`                                       // the zone cron is read in; "" = UTC
+	NextFireAtMs        []int64      `protobuf:"varint,72,rep,packed,name=next_fire_at_ms,json=nextFireAtMs,proto3" json:"next_fire_at_ms,omitempty"`               // GetTask of a cron task: the next few occurrences after this one, Unix ms
+	ReplaceKey          string       `protobuf:"bytes,73,opt,name=replace_key,json=replaceKey,proto3" json:"replace_key,omitempty"`                                 // see RegisterTaskRequest.replace_key
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -999,6 +1003,90 @@ func (x *Task) GetBlockedByDeadLetter() uint64 {
 	return 0
 }
 
+func (x *Task) GetCron() string {
+	if x != nil {
+		return x.Cron
+	}
+	return ""
+}
+
+func (x *Task) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *Task) GetNextFireAtMs() []int64 {
+	if x != nil {
+		return x.NextFireAtMs
+	}
+	return nil
+}
+
+func (x *Task) GetReplaceKey() string {
+	if x != nil {
+		return x.ReplaceKey
+	}
+	return ""
+}
+
+// RateLimit bounds the delivery attempts of a group, on top of one in
+// flight: at most max_deliveries attempts start in any interval_ms; a
+// due task waits for the rate, keeping the group's order. Attempts of
+// IMMEDIATE tasks are neither counted nor held.
+type RateLimit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MaxDeliveries uint32                 `protobuf:"varint,1,opt,name=max_deliveries,json=maxDeliveries,proto3" json:"max_deliveries,omitempty"` // 0 = none; at most 1000
+	IntervalMs    int64                  `protobuf:"varint,2,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`          // at least 1 when max_deliveries is set
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RateLimit) Reset() {
+	*x = RateLimit{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RateLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RateLimit) ProtoMessage() {}
+
+func (x *RateLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RateLimit.ProtoReflect.Descriptor instead.
+func (*RateLimit) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *RateLimit) GetMaxDeliveries() uint32 {
+	if x != nil {
+		return x.MaxDeliveries
+	}
+	return 0
+}
+
+func (x *RateLimit) GetIntervalMs() int64 {
+	if x != nil {
+		return x.IntervalMs
+	}
+	return 0
+}
+
 type DeadLetter struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1013,7 +1101,7 @@ type DeadLetter struct {
 
 func (x *DeadLetter) Reset() {
 	*x = DeadLetter{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[6]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1025,7 +1113,7 @@ func (x *DeadLetter) String() string {
 func (*DeadLetter) ProtoMessage() {}
 
 func (x *DeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[6]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,7 +1126,7 @@ func (x *DeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
 func (*DeadLetter) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{6}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DeadLetter) GetId() uint64 {
@@ -1091,13 +1179,14 @@ type Group struct {
 	Blocked             bool                   `protobuf:"varint,4,opt,name=blocked,proto3" json:"blocked,omitempty"`
 	BlockedDeadLetterId uint64                 `protobuf:"varint,5,opt,name=blocked_dead_letter_id,json=blockedDeadLetterId,proto3" json:"blocked_dead_letter_id,omitempty"`
 	BlockedSinceMs      int64                  `protobuf:"varint,6,opt,name=blocked_since_ms,json=blockedSinceMs,proto3" json:"blocked_since_ms,omitempty"`
+	RateLimit           *RateLimit             `protobuf:"bytes,70,opt,name=rate_limit,json=rateLimit,proto3" json:"rate_limit,omitempty"` // GetGroup: the group's rate limit, if any (its own, or its client's default)
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[7]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1198,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[7]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1211,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{7}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Group) GetClient() string {
@@ -1167,6 +1256,13 @@ func (x *Group) GetBlockedSinceMs() int64 {
 	return 0
 }
 
+func (x *Group) GetRateLimit() *RateLimit {
+	if x != nil {
+		return x.RateLimit
+	}
+	return nil
+}
+
 // ClientConfig is a registered client. The password is never returned.
 type ClientConfig struct {
 	state                   protoimpl.MessageState `protogen:"open.v1"`
@@ -1180,14 +1276,16 @@ type ClientConfig struct {
 	GroupLimit              uint32                 `protobuf:"varint,8,opt,name=group_limit,json=groupLimit,proto3" json:"group_limit,omitempty"` // tasks one group may hold; 0 = the server's default
 	Role                    Role                   `protobuf:"varint,40,opt,name=role,proto3,enum=boomerang.v1.Role" json:"role,omitempty"`
 	CallbackRules           *CallbackRules         `protobuf:"bytes,41,opt,name=callback_rules,json=callbackRules,proto3" json:"callback_rules,omitempty"`
-	PreviousSecretExpiresMs int64                  `protobuf:"varint,42,opt,name=previous_secret_expires_ms,json=previousSecretExpiresMs,proto3" json:"previous_secret_expires_ms,omitempty"` // after a rotation: until when the old signing secret also signs; 0 = none
+	PreviousSecretExpiresMs int64                  `protobuf:"varint,42,opt,name=previous_secret_expires_ms,json=previousSecretExpiresMs,proto3" json:"previous_secret_expires_ms,omitempty"`                                                // after a rotation: until when the old signing secret also signs; 0 = none
+	GroupRateLimit          *RateLimit             `protobuf:"bytes,70,opt,name=group_rate_limit,json=groupRateLimit,proto3" json:"group_rate_limit,omitempty"`                                                                              // every group's rate limit, unless it has its own
+	GroupRateLimits         map[string]*RateLimit  `protobuf:"bytes,71,rep,name=group_rate_limits,json=groupRateLimits,proto3" json:"group_rate_limits,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // groups' own rate limits, by group
 	unknownFields           protoimpl.UnknownFields
 	sizeCache               protoimpl.SizeCache
 }
 
 func (x *ClientConfig) Reset() {
 	*x = ClientConfig{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[8]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1199,7 +1297,7 @@ func (x *ClientConfig) String() string {
 func (*ClientConfig) ProtoMessage() {}
 
 func (x *ClientConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[8]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1212,7 +1310,7 @@ func (x *ClientConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientConfig.ProtoReflect.Descriptor instead.
 func (*ClientConfig) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{8}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ClientConfig) GetId() string {
@@ -1292,6 +1390,20 @@ func (x *ClientConfig) GetPreviousSecretExpiresMs() int64 {
 	return 0
 }
 
+func (x *ClientConfig) GetGroupRateLimit() *RateLimit {
+	if x != nil {
+		return x.GroupRateLimit
+	}
+	return nil
+}
+
+func (x *ClientConfig) GetGroupRateLimits() map[string]*RateLimit {
+	if x != nil {
+		return x.GroupRateLimits
+	}
+	return nil
+}
+
 type LoginRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -1302,7 +1414,7 @@ type LoginRequest struct {
 
 func (x *LoginRequest) Reset() {
 	*x = LoginRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[9]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1314,7 +1426,7 @@ func (x *LoginRequest) String() string {
 func (*LoginRequest) ProtoMessage() {}
 
 func (x *LoginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[9]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1327,7 +1439,7 @@ func (x *LoginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginRequest.ProtoReflect.Descriptor instead.
 func (*LoginRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{9}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LoginRequest) GetClientId() string {
@@ -1356,7 +1468,7 @@ type LoginResponse struct {
 
 func (x *LoginResponse) Reset() {
 	*x = LoginResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[10]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1480,7 @@ func (x *LoginResponse) String() string {
 func (*LoginResponse) ProtoMessage() {}
 
 func (x *LoginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[10]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1493,7 @@ func (x *LoginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginResponse.ProtoReflect.Descriptor instead.
 func (*LoginResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{10}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LoginResponse) GetSessionId() string {
@@ -1420,7 +1532,7 @@ type RefreshSessionRequest struct {
 
 func (x *RefreshSessionRequest) Reset() {
 	*x = RefreshSessionRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[11]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1432,7 +1544,7 @@ func (x *RefreshSessionRequest) String() string {
 func (*RefreshSessionRequest) ProtoMessage() {}
 
 func (x *RefreshSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[11]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1445,7 +1557,7 @@ func (x *RefreshSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshSessionRequest.ProtoReflect.Descriptor instead.
 func (*RefreshSessionRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{11}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{12}
 }
 
 type RefreshSessionResponse struct {
@@ -1458,7 +1570,7 @@ type RefreshSessionResponse struct {
 
 func (x *RefreshSessionResponse) Reset() {
 	*x = RefreshSessionResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[12]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1470,7 +1582,7 @@ func (x *RefreshSessionResponse) String() string {
 func (*RefreshSessionResponse) ProtoMessage() {}
 
 func (x *RefreshSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[12]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1483,7 +1595,7 @@ func (x *RefreshSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshSessionResponse.ProtoReflect.Descriptor instead.
 func (*RefreshSessionResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{12}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RefreshSessionResponse) GetSessionId() string {
@@ -1501,25 +1613,27 @@ func (x *RefreshSessionResponse) GetExpiresAtMs() int64 {
 }
 
 type RegisterClientRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
-	Password      string                 `protobuf:"bytes,2,opt,name=password,proto3" json:"password,omitempty"`
-	Admin         bool                   `protobuf:"varint,3,opt,name=admin,proto3" json:"admin,omitempty"`
-	Callback      *Callback              `protobuf:"bytes,4,opt,name=callback,proto3" json:"callback,omitempty"`
-	Retry         *RetryPolicy           `protobuf:"bytes,5,opt,name=retry,proto3" json:"retry,omitempty"`
-	DeadLetters   *DeadLetterPolicy      `protobuf:"bytes,6,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
-	DefaultMode   DispatchMode           `protobuf:"varint,7,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.v1.DispatchMode" json:"default_mode,omitempty"`
-	SigningSecret []byte                 `protobuf:"bytes,8,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"` // HMAC key for webhook signatures; empty = generated
-	GroupLimit    uint32                 `protobuf:"varint,9,opt,name=group_limit,json=groupLimit,proto3" json:"group_limit,omitempty"`         // tasks one group may hold; 0 = the server's default
-	Role          Role                   `protobuf:"varint,40,opt,name=role,proto3,enum=boomerang.v1.Role" json:"role,omitempty"`               // UNSPECIFIED: ADMIN when admin is set, else CLIENT
-	CallbackRules *CallbackRules         `protobuf:"bytes,41,opt,name=callback_rules,json=callbackRules,proto3" json:"callback_rules,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ClientId        string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Password        string                 `protobuf:"bytes,2,opt,name=password,proto3" json:"password,omitempty"`
+	Admin           bool                   `protobuf:"varint,3,opt,name=admin,proto3" json:"admin,omitempty"`
+	Callback        *Callback              `protobuf:"bytes,4,opt,name=callback,proto3" json:"callback,omitempty"`
+	Retry           *RetryPolicy           `protobuf:"bytes,5,opt,name=retry,proto3" json:"retry,omitempty"`
+	DeadLetters     *DeadLetterPolicy      `protobuf:"bytes,6,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
+	DefaultMode     DispatchMode           `protobuf:"varint,7,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.v1.DispatchMode" json:"default_mode,omitempty"`
+	SigningSecret   []byte                 `protobuf:"bytes,8,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"` // HMAC key for webhook signatures; empty = generated
+	GroupLimit      uint32                 `protobuf:"varint,9,opt,name=group_limit,json=groupLimit,proto3" json:"group_limit,omitempty"`         // tasks one group may hold; 0 = the server's default
+	Role            Role                   `protobuf:"varint,40,opt,name=role,proto3,enum=boomerang.v1.Role" json:"role,omitempty"`               // UNSPECIFIED: ADMIN when admin is set, else CLIENT
+	CallbackRules   *CallbackRules         `protobuf:"bytes,41,opt,name=callback_rules,json=callbackRules,proto3" json:"callback_rules,omitempty"`
+	GroupRateLimit  *RateLimit             `protobuf:"bytes,70,opt,name=group_rate_limit,json=groupRateLimit,proto3" json:"group_rate_limit,omitempty"`                                                                              // every group's rate limit, unless it has its own
+	GroupRateLimits map[string]*RateLimit  `protobuf:"bytes,71,rep,name=group_rate_limits,json=groupRateLimits,proto3" json:"group_rate_limits,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // groups' own rate limits (at most 1000 groups)
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *RegisterClientRequest) Reset() {
 	*x = RegisterClientRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[13]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1531,7 +1645,7 @@ func (x *RegisterClientRequest) String() string {
 func (*RegisterClientRequest) ProtoMessage() {}
 
 func (x *RegisterClientRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[13]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1544,7 +1658,7 @@ func (x *RegisterClientRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClientRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClientRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{13}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RegisterClientRequest) GetClientId() string {
@@ -1624,6 +1738,20 @@ func (x *RegisterClientRequest) GetCallbackRules() *CallbackRules {
 	return nil
 }
 
+func (x *RegisterClientRequest) GetGroupRateLimit() *RateLimit {
+	if x != nil {
+		return x.GroupRateLimit
+	}
+	return nil
+}
+
+func (x *RegisterClientRequest) GetGroupRateLimits() map[string]*RateLimit {
+	if x != nil {
+		return x.GroupRateLimits
+	}
+	return nil
+}
+
 type RegisterClientResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Client        *ClientConfig          `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
@@ -1634,7 +1762,7 @@ type RegisterClientResponse struct {
 
 func (x *RegisterClientResponse) Reset() {
 	*x = RegisterClientResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[14]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1646,7 +1774,7 @@ func (x *RegisterClientResponse) String() string {
 func (*RegisterClientResponse) ProtoMessage() {}
 
 func (x *RegisterClientResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[14]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1659,7 +1787,7 @@ func (x *RegisterClientResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClientResponse.ProtoReflect.Descriptor instead.
 func (*RegisterClientResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{14}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RegisterClientResponse) GetClient() *ClientConfig {
@@ -1685,7 +1813,7 @@ type DeregisterClientRequest struct {
 
 func (x *DeregisterClientRequest) Reset() {
 	*x = DeregisterClientRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[15]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1697,7 +1825,7 @@ func (x *DeregisterClientRequest) String() string {
 func (*DeregisterClientRequest) ProtoMessage() {}
 
 func (x *DeregisterClientRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[15]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1710,7 +1838,7 @@ func (x *DeregisterClientRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterClientRequest.ProtoReflect.Descriptor instead.
 func (*DeregisterClientRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{15}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeregisterClientRequest) GetClientId() string {
@@ -1728,7 +1856,7 @@ type DeregisterClientResponse struct {
 
 func (x *DeregisterClientResponse) Reset() {
 	*x = DeregisterClientResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[16]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +1868,7 @@ func (x *DeregisterClientResponse) String() string {
 func (*DeregisterClientResponse) ProtoMessage() {}
 
 func (x *DeregisterClientResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[16]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +1881,7 @@ func (x *DeregisterClientResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterClientResponse.ProtoReflect.Descriptor instead.
 func (*DeregisterClientResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{16}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{17}
 }
 
 type ListClientsRequest struct {
@@ -1764,7 +1892,7 @@ type ListClientsRequest struct {
 
 func (x *ListClientsRequest) Reset() {
 	*x = ListClientsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[17]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1776,7 +1904,7 @@ func (x *ListClientsRequest) String() string {
 func (*ListClientsRequest) ProtoMessage() {}
 
 func (x *ListClientsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[17]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1789,7 +1917,7 @@ func (x *ListClientsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientsRequest.ProtoReflect.Descriptor instead.
 func (*ListClientsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{17}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{18}
 }
 
 type ListClientsResponse struct {
@@ -1801,7 +1929,7 @@ type ListClientsResponse struct {
 
 func (x *ListClientsResponse) Reset() {
 	*x = ListClientsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[18]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1813,7 +1941,7 @@ func (x *ListClientsResponse) String() string {
 func (*ListClientsResponse) ProtoMessage() {}
 
 func (x *ListClientsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[18]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1826,7 +1954,7 @@ func (x *ListClientsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientsResponse.ProtoReflect.Descriptor instead.
 func (*ListClientsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{18}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListClientsResponse) GetClients() []*ClientConfig {
@@ -1845,7 +1973,7 @@ type GetClientRequest struct {
 
 func (x *GetClientRequest) Reset() {
 	*x = GetClientRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[19]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +1985,7 @@ func (x *GetClientRequest) String() string {
 func (*GetClientRequest) ProtoMessage() {}
 
 func (x *GetClientRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[19]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +1998,7 @@ func (x *GetClientRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClientRequest.ProtoReflect.Descriptor instead.
 func (*GetClientRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{19}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetClientRequest) GetClientId() string {
@@ -1889,7 +2017,7 @@ type GetClientResponse struct {
 
 func (x *GetClientResponse) Reset() {
 	*x = GetClientResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[20]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +2029,7 @@ func (x *GetClientResponse) String() string {
 func (*GetClientResponse) ProtoMessage() {}
 
 func (x *GetClientResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[20]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +2042,7 @@ func (x *GetClientResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClientResponse.ProtoReflect.Descriptor instead.
 func (*GetClientResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{20}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetClientResponse) GetClient() *ClientConfig {
@@ -1927,24 +2055,26 @@ func (x *GetClientResponse) GetClient() *ClientConfig {
 // UpdateClientRequest changes a client (admin only). Fields left unset
 // stay as they are.
 type UpdateClientRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
-	Callback      *Callback              `protobuf:"bytes,2,opt,name=callback,proto3" json:"callback,omitempty"` // replaces the default callback
-	ClearCallback bool                   `protobuf:"varint,3,opt,name=clear_callback,json=clearCallback,proto3" json:"clear_callback,omitempty"`
-	Retry         *RetryPolicy           `protobuf:"bytes,4,opt,name=retry,proto3" json:"retry,omitempty"` // replaces the retry policy
-	ClearRetry    bool                   `protobuf:"varint,5,opt,name=clear_retry,json=clearRetry,proto3" json:"clear_retry,omitempty"`
-	DeadLetters   *DeadLetterPolicy      `protobuf:"bytes,6,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"` // replaces the dead letter policy
-	DefaultMode   *DispatchMode          `protobuf:"varint,7,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.v1.DispatchMode,oneof" json:"default_mode,omitempty"`
-	Role          *Role                  `protobuf:"varint,8,opt,name=role,proto3,enum=boomerang.v1.Role,oneof" json:"role,omitempty"`          // a new role ends the client's sessions
-	CallbackRules *CallbackRules         `protobuf:"bytes,9,opt,name=callback_rules,json=callbackRules,proto3" json:"callback_rules,omitempty"` // replaces the rules; empty lists remove them
-	GroupLimit    *uint32                `protobuf:"varint,10,opt,name=group_limit,json=groupLimit,proto3,oneof" json:"group_limit,omitempty"`  // 0: the server's default
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ClientId        string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Callback        *Callback              `protobuf:"bytes,2,opt,name=callback,proto3" json:"callback,omitempty"` // replaces the default callback
+	ClearCallback   bool                   `protobuf:"varint,3,opt,name=clear_callback,json=clearCallback,proto3" json:"clear_callback,omitempty"`
+	Retry           *RetryPolicy           `protobuf:"bytes,4,opt,name=retry,proto3" json:"retry,omitempty"` // replaces the retry policy
+	ClearRetry      bool                   `protobuf:"varint,5,opt,name=clear_retry,json=clearRetry,proto3" json:"clear_retry,omitempty"`
+	DeadLetters     *DeadLetterPolicy      `protobuf:"bytes,6,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"` // replaces the dead letter policy
+	DefaultMode     *DispatchMode          `protobuf:"varint,7,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.v1.DispatchMode,oneof" json:"default_mode,omitempty"`
+	Role            *Role                  `protobuf:"varint,8,opt,name=role,proto3,enum=boomerang.v1.Role,oneof" json:"role,omitempty"`                                                                                             // a new role ends the client's sessions
+	CallbackRules   *CallbackRules         `protobuf:"bytes,9,opt,name=callback_rules,json=callbackRules,proto3" json:"callback_rules,omitempty"`                                                                                    // replaces the rules; empty lists remove them
+	GroupLimit      *uint32                `protobuf:"varint,10,opt,name=group_limit,json=groupLimit,proto3,oneof" json:"group_limit,omitempty"`                                                                                     // 0: the server's default
+	GroupRateLimit  *RateLimit             `protobuf:"bytes,70,opt,name=group_rate_limit,json=groupRateLimit,proto3" json:"group_rate_limit,omitempty"`                                                                              // replaces every group's rate limit; max_deliveries 0 removes it
+	GroupRateLimits map[string]*RateLimit  `protobuf:"bytes,71,rep,name=group_rate_limits,json=groupRateLimits,proto3" json:"group_rate_limits,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // sets these groups' own; max_deliveries 0 removes a group's
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *UpdateClientRequest) Reset() {
 	*x = UpdateClientRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[21]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1956,7 +2086,7 @@ func (x *UpdateClientRequest) String() string {
 func (*UpdateClientRequest) ProtoMessage() {}
 
 func (x *UpdateClientRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[21]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1969,7 +2099,7 @@ func (x *UpdateClientRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClientRequest.ProtoReflect.Descriptor instead.
 func (*UpdateClientRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{21}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *UpdateClientRequest) GetClientId() string {
@@ -2042,6 +2172,20 @@ func (x *UpdateClientRequest) GetGroupLimit() uint32 {
 	return 0
 }
 
+func (x *UpdateClientRequest) GetGroupRateLimit() *RateLimit {
+	if x != nil {
+		return x.GroupRateLimit
+	}
+	return nil
+}
+
+func (x *UpdateClientRequest) GetGroupRateLimits() map[string]*RateLimit {
+	if x != nil {
+		return x.GroupRateLimits
+	}
+	return nil
+}
+
 type UpdateClientResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Client        *ClientConfig          `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
@@ -2051,7 +2195,7 @@ type UpdateClientResponse struct {
 
 func (x *UpdateClientResponse) Reset() {
 	*x = UpdateClientResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[22]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2063,7 +2207,7 @@ func (x *UpdateClientResponse) String() string {
 func (*UpdateClientResponse) ProtoMessage() {}
 
 func (x *UpdateClientResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[22]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2076,7 +2220,7 @@ func (x *UpdateClientResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClientResponse.ProtoReflect.Descriptor instead.
 func (*UpdateClientResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{22}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *UpdateClientResponse) GetClient() *ClientConfig {
@@ -2100,7 +2244,7 @@ type ChangePasswordRequest struct {
 
 func (x *ChangePasswordRequest) Reset() {
 	*x = ChangePasswordRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[23]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2112,7 +2256,7 @@ func (x *ChangePasswordRequest) String() string {
 func (*ChangePasswordRequest) ProtoMessage() {}
 
 func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[23]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2125,7 +2269,7 @@ func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangePasswordRequest.ProtoReflect.Descriptor instead.
 func (*ChangePasswordRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{23}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ChangePasswordRequest) GetClientId() string {
@@ -2157,7 +2301,7 @@ type ChangePasswordResponse struct {
 
 func (x *ChangePasswordResponse) Reset() {
 	*x = ChangePasswordResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[24]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2169,7 +2313,7 @@ func (x *ChangePasswordResponse) String() string {
 func (*ChangePasswordResponse) ProtoMessage() {}
 
 func (x *ChangePasswordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[24]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2182,7 +2326,7 @@ func (x *ChangePasswordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangePasswordResponse.ProtoReflect.Descriptor instead.
 func (*ChangePasswordResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{24}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{25}
 }
 
 // RotateSigningSecretRequest gives a client a new webhook signing secret.
@@ -2200,7 +2344,7 @@ type RotateSigningSecretRequest struct {
 
 func (x *RotateSigningSecretRequest) Reset() {
 	*x = RotateSigningSecretRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[25]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2212,7 +2356,7 @@ func (x *RotateSigningSecretRequest) String() string {
 func (*RotateSigningSecretRequest) ProtoMessage() {}
 
 func (x *RotateSigningSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[25]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2225,7 +2369,7 @@ func (x *RotateSigningSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateSigningSecretRequest.ProtoReflect.Descriptor instead.
 func (*RotateSigningSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{25}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RotateSigningSecretRequest) GetClientId() string {
@@ -2259,7 +2403,7 @@ type RotateSigningSecretResponse struct {
 
 func (x *RotateSigningSecretResponse) Reset() {
 	*x = RotateSigningSecretResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[26]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2271,7 +2415,7 @@ func (x *RotateSigningSecretResponse) String() string {
 func (*RotateSigningSecretResponse) ProtoMessage() {}
 
 func (x *RotateSigningSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[26]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2284,7 +2428,7 @@ func (x *RotateSigningSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateSigningSecretResponse.ProtoReflect.Descriptor instead.
 func (*RotateSigningSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{26}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RotateSigningSecretResponse) GetClient() *ClientConfig {
@@ -2318,7 +2462,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[27]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2330,7 +2474,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[27]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2343,7 +2487,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{27}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SessionInfo) GetHandle() string {
@@ -2403,7 +2547,7 @@ type LogoutRequest struct {
 
 func (x *LogoutRequest) Reset() {
 	*x = LogoutRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[28]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2415,7 +2559,7 @@ func (x *LogoutRequest) String() string {
 func (*LogoutRequest) ProtoMessage() {}
 
 func (x *LogoutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[28]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2428,7 +2572,7 @@ func (x *LogoutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogoutRequest.ProtoReflect.Descriptor instead.
 func (*LogoutRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{28}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{29}
 }
 
 type LogoutResponse struct {
@@ -2439,7 +2583,7 @@ type LogoutResponse struct {
 
 func (x *LogoutResponse) Reset() {
 	*x = LogoutResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[29]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +2595,7 @@ func (x *LogoutResponse) String() string {
 func (*LogoutResponse) ProtoMessage() {}
 
 func (x *LogoutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[29]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +2608,7 @@ func (x *LogoutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogoutResponse.ProtoReflect.Descriptor instead.
 func (*LogoutResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{29}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{30}
 }
 
 type ListSessionsRequest struct {
@@ -2476,7 +2620,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[30]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2488,7 +2632,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[30]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2501,7 +2645,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{30}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListSessionsRequest) GetClient() string {
@@ -2520,7 +2664,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[31]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2532,7 +2676,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[31]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2545,7 +2689,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{31}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -2565,7 +2709,7 @@ type RevokeSessionsRequest struct {
 
 func (x *RevokeSessionsRequest) Reset() {
 	*x = RevokeSessionsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[32]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2577,7 +2721,7 @@ func (x *RevokeSessionsRequest) String() string {
 func (*RevokeSessionsRequest) ProtoMessage() {}
 
 func (x *RevokeSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[32]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2590,7 +2734,7 @@ func (x *RevokeSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionsRequest.ProtoReflect.Descriptor instead.
 func (*RevokeSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{32}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RevokeSessionsRequest) GetClient() string {
@@ -2616,7 +2760,7 @@ type RevokeSessionsResponse struct {
 
 func (x *RevokeSessionsResponse) Reset() {
 	*x = RevokeSessionsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[33]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2628,7 +2772,7 @@ func (x *RevokeSessionsResponse) String() string {
 func (*RevokeSessionsResponse) ProtoMessage() {}
 
 func (x *RevokeSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[33]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2641,7 +2785,7 @@ func (x *RevokeSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionsResponse.ProtoReflect.Descriptor instead.
 func (*RevokeSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{33}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RevokeSessionsResponse) GetRevoked() uint32 {
@@ -2668,13 +2812,35 @@ type RegisterTaskRequest struct {
 	Callback         *Callback                  `protobuf:"bytes,7,opt,name=callback,proto3" json:"callback,omitempty"` // override of the client's callback
 	Retry            *RetryPolicy               `protobuf:"bytes,8,opt,name=retry,proto3" json:"retry,omitempty"`       // override of the client's retry policy
 	IdempotencyKey   string                     `protobuf:"bytes,9,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// cron repeats the task on a calendar schedule instead of an interval:
+	// five fields (minute hour day-of-month month day-of-week) or six with
+	// seconds first, names for months and days (JAN, MON-FRI), and
+	// @yearly, @monthly, @weekly, @daily, @hourly. The first occurrence is
+	// the first one after the due time above (now when unset). A local
+	// time skipped by a daylight saving change fires once at the end of the
+	// gap; one repeated by a change fires once, at its first instant.
+	Cron     string `protobuf:"bytes,70,opt,name=cron,proto3" json:"cron,omitempty"`
+	TimeZone string `protobuf:"bytes,71,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"` // IANA zone, e.g. "Europe/Zurich"; "" = UTC
+	// replace_key replaces the payload and due time of the client's task
+	// with this key in the same group (or among its ungrouped tasks) while
+	// that task waits, keeping its id and its place in the group; once an
+	// attempt of it has started, a new task is created instead. The
+	// response says which happened. One-shot tasks only; not with
+	// idempotency_key.
+	ReplaceKey string `protobuf:"bytes,72,opt,name=replace_key,json=replaceKey,proto3" json:"replace_key,omitempty"`
+	// debounce_ms, with replace_key, makes the task due debounce_ms after
+	// the latest registration with the key (instead of delay_ms or
+	// fire_at_ms), and max_wait_ms, if set, no later than max_wait_ms after
+	// the registration that created it.
+	DebounceMs    int64 `protobuf:"varint,73,opt,name=debounce_ms,json=debounceMs,proto3" json:"debounce_ms,omitempty"`
+	MaxWaitMs     int64 `protobuf:"varint,74,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterTaskRequest) Reset() {
 	*x = RegisterTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[34]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2686,7 +2852,7 @@ func (x *RegisterTaskRequest) String() string {
 func (*RegisterTaskRequest) ProtoMessage() {}
 
 func (x *RegisterTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[34]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2699,7 +2865,7 @@ func (x *RegisterTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTaskRequest.ProtoReflect.Descriptor instead.
 func (*RegisterTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{34}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RegisterTaskRequest) GetPayload() []byte {
@@ -2776,6 +2942,41 @@ func (x *RegisterTaskRequest) GetIdempotencyKey() string {
 	return ""
 }
 
+func (x *RegisterTaskRequest) GetCron() string {
+	if x != nil {
+		return x.Cron
+	}
+	return ""
+}
+
+func (x *RegisterTaskRequest) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *RegisterTaskRequest) GetReplaceKey() string {
+	if x != nil {
+		return x.ReplaceKey
+	}
+	return ""
+}
+
+func (x *RegisterTaskRequest) GetDebounceMs() int64 {
+	if x != nil {
+		return x.DebounceMs
+	}
+	return 0
+}
+
+func (x *RegisterTaskRequest) GetMaxWaitMs() int64 {
+	if x != nil {
+		return x.MaxWaitMs
+	}
+	return 0
+}
+
 type isRegisterTaskRequest_When interface {
 	isRegisterTaskRequest_When()
 }
@@ -2793,16 +2994,19 @@ func (*RegisterTaskRequest_DelayMs) isRegisterTaskRequest_When() {}
 func (*RegisterTaskRequest_FireAtMs) isRegisterTaskRequest_When() {}
 
 type RegisterTaskResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
-	Created       bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"` // false: the idempotency key matched an earlier
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Task    *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	Created bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"` // false: the idempotency key matched an earlier
+	// registration, whose task is returned (FINISHED once gone),
+	// or the replace key replaced a waiting task
+	Replaced      bool `protobuf:"varint,70,opt,name=replaced,proto3" json:"replaced,omitempty"` // the replace key replaced a waiting task, returned as it is now
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RegisterTaskResponse) Reset() {
 	*x = RegisterTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[35]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2814,7 +3018,7 @@ func (x *RegisterTaskResponse) String() string {
 func (*RegisterTaskResponse) ProtoMessage() {}
 
 func (x *RegisterTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[35]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2827,7 +3031,7 @@ func (x *RegisterTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTaskResponse.ProtoReflect.Descriptor instead.
 func (*RegisterTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{35}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RegisterTaskResponse) GetTask() *Task {
@@ -2840,6 +3044,13 @@ func (x *RegisterTaskResponse) GetTask() *Task {
 func (x *RegisterTaskResponse) GetCreated() bool {
 	if x != nil {
 		return x.Created
+	}
+	return false
+}
+
+func (x *RegisterTaskResponse) GetReplaced() bool {
+	if x != nil {
+		return x.Replaced
 	}
 	return false
 }
@@ -2870,7 +3081,7 @@ type RegisterTasksRequest struct {
 
 func (x *RegisterTasksRequest) Reset() {
 	*x = RegisterTasksRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2882,7 +3093,7 @@ func (x *RegisterTasksRequest) String() string {
 func (*RegisterTasksRequest) ProtoMessage() {}
 
 func (x *RegisterTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2895,7 +3106,7 @@ func (x *RegisterTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTasksRequest.ProtoReflect.Descriptor instead.
 func (*RegisterTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{36}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RegisterTasksRequest) GetTasks() []*RegisterTaskRequest {
@@ -2923,7 +3134,7 @@ type RegisterTasksResponse struct {
 
 func (x *RegisterTasksResponse) Reset() {
 	*x = RegisterTasksResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2935,7 +3146,7 @@ func (x *RegisterTasksResponse) String() string {
 func (*RegisterTasksResponse) ProtoMessage() {}
 
 func (x *RegisterTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2948,7 +3159,7 @@ func (x *RegisterTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTasksResponse.ProtoReflect.Descriptor instead.
 func (*RegisterTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{37}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RegisterTasksResponse) GetResults() []*RegisterTaskResult {
@@ -2977,7 +3188,7 @@ type RegisterTaskResult struct {
 
 func (x *RegisterTaskResult) Reset() {
 	*x = RegisterTaskResult{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2989,7 +3200,7 @@ func (x *RegisterTaskResult) String() string {
 func (*RegisterTaskResult) ProtoMessage() {}
 
 func (x *RegisterTaskResult) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3002,7 +3213,7 @@ func (x *RegisterTaskResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTaskResult.ProtoReflect.Descriptor instead.
 func (*RegisterTaskResult) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{38}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RegisterTaskResult) GetResult() isRegisterTaskResult_Result {
@@ -3056,13 +3267,19 @@ type UpdateTaskRequest struct {
 	//	*UpdateTaskRequest_FireAtMs
 	When             isUpdateTaskRequest_When `protobuf_oneof:"when"`
 	RepeatIntervalMs *int64                   `protobuf:"varint,5,opt,name=repeat_interval_ms,json=repeatIntervalMs,proto3,oneof" json:"repeat_interval_ms,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// cron, when set, replaces the task's repeat with a cron schedule read
+	// in time_zone ("": the task no longer repeats) and starts a new
+	// occurrence: the first at or after the new due time, or now. Not with
+	// repeat_interval_ms.
+	Cron          *string `protobuf:"bytes,70,opt,name=cron,proto3,oneof" json:"cron,omitempty"`
+	TimeZone      string  `protobuf:"bytes,71,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UpdateTaskRequest) Reset() {
 	*x = UpdateTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3074,7 +3291,7 @@ func (x *UpdateTaskRequest) String() string {
 func (*UpdateTaskRequest) ProtoMessage() {}
 
 func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3087,7 +3304,7 @@ func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{39}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *UpdateTaskRequest) GetId() uint64 {
@@ -3136,6 +3353,20 @@ func (x *UpdateTaskRequest) GetRepeatIntervalMs() int64 {
 	return 0
 }
 
+func (x *UpdateTaskRequest) GetCron() string {
+	if x != nil && x.Cron != nil {
+		return *x.Cron
+	}
+	return ""
+}
+
+func (x *UpdateTaskRequest) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
 type isUpdateTaskRequest_When interface {
 	isUpdateTaskRequest_When()
 }
@@ -3161,7 +3392,7 @@ type UpdateTaskResponse struct {
 
 func (x *UpdateTaskResponse) Reset() {
 	*x = UpdateTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3173,7 +3404,7 @@ func (x *UpdateTaskResponse) String() string {
 func (*UpdateTaskResponse) ProtoMessage() {}
 
 func (x *UpdateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3186,7 +3417,7 @@ func (x *UpdateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{40}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *UpdateTaskResponse) GetTask() *Task {
@@ -3205,7 +3436,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3217,7 +3448,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3230,7 +3461,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{41}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CancelTaskRequest) GetId() uint64 {
@@ -3248,7 +3479,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3260,7 +3491,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3273,7 +3504,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{42}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{43}
 }
 
 type GetTaskRequest struct {
@@ -3285,7 +3516,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3297,7 +3528,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3310,7 +3541,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{43}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetTaskRequest) GetId() uint64 {
@@ -3329,7 +3560,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3341,7 +3572,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3354,7 +3585,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{44}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -3386,7 +3617,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3398,7 +3629,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3411,7 +3642,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{45}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListTasksRequest) GetClient() string {
@@ -3509,7 +3740,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3521,7 +3752,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3534,7 +3765,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{46}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -3573,7 +3804,7 @@ type ListDeadLettersRequest struct {
 
 func (x *ListDeadLettersRequest) Reset() {
 	*x = ListDeadLettersRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3585,7 +3816,7 @@ func (x *ListDeadLettersRequest) String() string {
 func (*ListDeadLettersRequest) ProtoMessage() {}
 
 func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3598,7 +3829,7 @@ func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{47}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListDeadLettersRequest) GetClient() string {
@@ -3660,7 +3891,7 @@ type ListDeadLettersResponse struct {
 
 func (x *ListDeadLettersResponse) Reset() {
 	*x = ListDeadLettersResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3672,7 +3903,7 @@ func (x *ListDeadLettersResponse) String() string {
 func (*ListDeadLettersResponse) ProtoMessage() {}
 
 func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3685,7 +3916,7 @@ func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{48}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
@@ -3711,7 +3942,7 @@ type GetDeadLetterRequest struct {
 
 func (x *GetDeadLetterRequest) Reset() {
 	*x = GetDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3723,7 +3954,7 @@ func (x *GetDeadLetterRequest) String() string {
 func (*GetDeadLetterRequest) ProtoMessage() {}
 
 func (x *GetDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3736,7 +3967,7 @@ func (x *GetDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*GetDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{49}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetDeadLetterRequest) GetId() uint64 {
@@ -3755,7 +3986,7 @@ type GetDeadLetterResponse struct {
 
 func (x *GetDeadLetterResponse) Reset() {
 	*x = GetDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3767,7 +3998,7 @@ func (x *GetDeadLetterResponse) String() string {
 func (*GetDeadLetterResponse) ProtoMessage() {}
 
 func (x *GetDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3780,7 +4011,7 @@ func (x *GetDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*GetDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{50}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetDeadLetterResponse) GetDeadLetter() *DeadLetter {
@@ -3799,7 +4030,7 @@ type ReplayDeadLetterRequest struct {
 
 func (x *ReplayDeadLetterRequest) Reset() {
 	*x = ReplayDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3811,7 +4042,7 @@ func (x *ReplayDeadLetterRequest) String() string {
 func (*ReplayDeadLetterRequest) ProtoMessage() {}
 
 func (x *ReplayDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3824,7 +4055,7 @@ func (x *ReplayDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*ReplayDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{51}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReplayDeadLetterRequest) GetId() uint64 {
@@ -3843,7 +4074,7 @@ type ReplayDeadLetterResponse struct {
 
 func (x *ReplayDeadLetterResponse) Reset() {
 	*x = ReplayDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3855,7 +4086,7 @@ func (x *ReplayDeadLetterResponse) String() string {
 func (*ReplayDeadLetterResponse) ProtoMessage() {}
 
 func (x *ReplayDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3868,7 +4099,7 @@ func (x *ReplayDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*ReplayDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{52}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReplayDeadLetterResponse) GetTask() *Task {
@@ -3887,7 +4118,7 @@ type DeleteDeadLetterRequest struct {
 
 func (x *DeleteDeadLetterRequest) Reset() {
 	*x = DeleteDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3899,7 +4130,7 @@ func (x *DeleteDeadLetterRequest) String() string {
 func (*DeleteDeadLetterRequest) ProtoMessage() {}
 
 func (x *DeleteDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3912,7 +4143,7 @@ func (x *DeleteDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{53}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *DeleteDeadLetterRequest) GetId() uint64 {
@@ -3930,7 +4161,7 @@ type DeleteDeadLetterResponse struct {
 
 func (x *DeleteDeadLetterResponse) Reset() {
 	*x = DeleteDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3942,7 +4173,7 @@ func (x *DeleteDeadLetterResponse) String() string {
 func (*DeleteDeadLetterResponse) ProtoMessage() {}
 
 func (x *DeleteDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3955,7 +4186,7 @@ func (x *DeleteDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*DeleteDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{54}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{55}
 }
 
 type GetGroupRequest struct {
@@ -3968,7 +4199,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3980,7 +4211,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3993,7 +4224,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{55}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *GetGroupRequest) GetClient() string {
@@ -4019,7 +4250,7 @@ type GetGroupResponse struct {
 
 func (x *GetGroupResponse) Reset() {
 	*x = GetGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4031,7 +4262,7 @@ func (x *GetGroupResponse) String() string {
 func (*GetGroupResponse) ProtoMessage() {}
 
 func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4044,7 +4275,7 @@ func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupResponse.ProtoReflect.Descriptor instead.
 func (*GetGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{56}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetGroupResponse) GetGroup() *Group {
@@ -4064,7 +4295,7 @@ type UnblockGroupRequest struct {
 
 func (x *UnblockGroupRequest) Reset() {
 	*x = UnblockGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4076,7 +4307,7 @@ func (x *UnblockGroupRequest) String() string {
 func (*UnblockGroupRequest) ProtoMessage() {}
 
 func (x *UnblockGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4089,7 +4320,7 @@ func (x *UnblockGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnblockGroupRequest.ProtoReflect.Descriptor instead.
 func (*UnblockGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{57}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *UnblockGroupRequest) GetClient() string {
@@ -4115,7 +4346,7 @@ type UnblockGroupResponse struct {
 
 func (x *UnblockGroupResponse) Reset() {
 	*x = UnblockGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4127,7 +4358,7 @@ func (x *UnblockGroupResponse) String() string {
 func (*UnblockGroupResponse) ProtoMessage() {}
 
 func (x *UnblockGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4140,7 +4371,7 @@ func (x *UnblockGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnblockGroupResponse.ProtoReflect.Descriptor instead.
 func (*UnblockGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{58}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *UnblockGroupResponse) GetTask() *Task {
@@ -4160,7 +4391,7 @@ type SkipGroupRequest struct {
 
 func (x *SkipGroupRequest) Reset() {
 	*x = SkipGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4172,7 +4403,7 @@ func (x *SkipGroupRequest) String() string {
 func (*SkipGroupRequest) ProtoMessage() {}
 
 func (x *SkipGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4185,7 +4416,7 @@ func (x *SkipGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkipGroupRequest.ProtoReflect.Descriptor instead.
 func (*SkipGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{59}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *SkipGroupRequest) GetClient() string {
@@ -4210,7 +4441,7 @@ type SkipGroupResponse struct {
 
 func (x *SkipGroupResponse) Reset() {
 	*x = SkipGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4222,7 +4453,7 @@ func (x *SkipGroupResponse) String() string {
 func (*SkipGroupResponse) ProtoMessage() {}
 
 func (x *SkipGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4235,7 +4466,7 @@ func (x *SkipGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkipGroupResponse.ProtoReflect.Descriptor instead.
 func (*SkipGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{60}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{61}
 }
 
 // CancelTasksRequest cancels every task of a client, or of one of its
@@ -4251,7 +4482,7 @@ type CancelTasksRequest struct {
 
 func (x *CancelTasksRequest) Reset() {
 	*x = CancelTasksRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4263,7 +4494,7 @@ func (x *CancelTasksRequest) String() string {
 func (*CancelTasksRequest) ProtoMessage() {}
 
 func (x *CancelTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4276,7 +4507,7 @@ func (x *CancelTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTasksRequest.ProtoReflect.Descriptor instead.
 func (*CancelTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{61}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *CancelTasksRequest) GetClient() string {
@@ -4311,7 +4542,7 @@ type CancelTasksResponse struct {
 
 func (x *CancelTasksResponse) Reset() {
 	*x = CancelTasksResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4323,7 +4554,7 @@ func (x *CancelTasksResponse) String() string {
 func (*CancelTasksResponse) ProtoMessage() {}
 
 func (x *CancelTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4336,7 +4567,7 @@ func (x *CancelTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTasksResponse.ProtoReflect.Descriptor instead.
 func (*CancelTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{62}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *CancelTasksResponse) GetMatched() uint64 {
@@ -4375,7 +4606,7 @@ type PurgeDeadLettersRequest struct {
 
 func (x *PurgeDeadLettersRequest) Reset() {
 	*x = PurgeDeadLettersRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4387,7 +4618,7 @@ func (x *PurgeDeadLettersRequest) String() string {
 func (*PurgeDeadLettersRequest) ProtoMessage() {}
 
 func (x *PurgeDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4400,7 +4631,7 @@ func (x *PurgeDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*PurgeDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{63}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *PurgeDeadLettersRequest) GetClient() string {
@@ -4449,7 +4680,7 @@ type PurgeDeadLettersResponse struct {
 
 func (x *PurgeDeadLettersResponse) Reset() {
 	*x = PurgeDeadLettersResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4461,7 +4692,7 @@ func (x *PurgeDeadLettersResponse) String() string {
 func (*PurgeDeadLettersResponse) ProtoMessage() {}
 
 func (x *PurgeDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4474,7 +4705,7 @@ func (x *PurgeDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*PurgeDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{64}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *PurgeDeadLettersResponse) GetMatched() uint64 {
@@ -4506,7 +4737,7 @@ type GetServerInfoRequest struct {
 
 func (x *GetServerInfoRequest) Reset() {
 	*x = GetServerInfoRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4518,7 +4749,7 @@ func (x *GetServerInfoRequest) String() string {
 func (*GetServerInfoRequest) ProtoMessage() {}
 
 func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4531,7 +4762,7 @@ func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetServerInfoRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{65}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{66}
 }
 
 type GetServerInfoResponse struct {
@@ -4553,7 +4784,7 @@ type GetServerInfoResponse struct {
 
 func (x *GetServerInfoResponse) Reset() {
 	*x = GetServerInfoResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4565,7 +4796,7 @@ func (x *GetServerInfoResponse) String() string {
 func (*GetServerInfoResponse) ProtoMessage() {}
 
 func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4578,7 +4809,7 @@ func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetServerInfoResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{66}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *GetServerInfoResponse) GetVersion() string {
@@ -4671,7 +4902,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4683,7 +4914,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4696,7 +4927,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{67}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ListGroupsRequest) GetClient() string {
@@ -4737,7 +4968,7 @@ type GroupSummary struct {
 
 func (x *GroupSummary) Reset() {
 	*x = GroupSummary{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4749,7 +4980,7 @@ func (x *GroupSummary) String() string {
 func (*GroupSummary) ProtoMessage() {}
 
 func (x *GroupSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4762,7 +4993,7 @@ func (x *GroupSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupSummary.ProtoReflect.Descriptor instead.
 func (*GroupSummary) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{68}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *GroupSummary) GetGroup() *Group {
@@ -4789,7 +5020,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4801,7 +5032,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4814,7 +5045,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{69}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupSummary {
@@ -4856,7 +5087,7 @@ type StatsSample struct {
 
 func (x *StatsSample) Reset() {
 	*x = StatsSample{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4868,7 +5099,7 @@ func (x *StatsSample) String() string {
 func (*StatsSample) ProtoMessage() {}
 
 func (x *StatsSample) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4881,7 +5112,7 @@ func (x *StatsSample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsSample.ProtoReflect.Descriptor instead.
 func (*StatsSample) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{70}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *StatsSample) GetAtMs() int64 {
@@ -4993,7 +5224,7 @@ type ProtocolCount struct {
 
 func (x *ProtocolCount) Reset() {
 	*x = ProtocolCount{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5005,7 +5236,7 @@ func (x *ProtocolCount) String() string {
 func (*ProtocolCount) ProtoMessage() {}
 
 func (x *ProtocolCount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5018,7 +5249,7 @@ func (x *ProtocolCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProtocolCount.ProtoReflect.Descriptor instead.
 func (*ProtocolCount) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{71}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ProtocolCount) GetProtocol() Protocol {
@@ -5055,7 +5286,7 @@ type Percentiles struct {
 
 func (x *Percentiles) Reset() {
 	*x = Percentiles{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5067,7 +5298,7 @@ func (x *Percentiles) String() string {
 func (*Percentiles) ProtoMessage() {}
 
 func (x *Percentiles) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5080,7 +5311,7 @@ func (x *Percentiles) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Percentiles.ProtoReflect.Descriptor instead.
 func (*Percentiles) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{72}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *Percentiles) GetCount() uint64 {
@@ -5128,7 +5359,7 @@ type GetStatsRequest struct {
 
 func (x *GetStatsRequest) Reset() {
 	*x = GetStatsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5140,7 +5371,7 @@ func (x *GetStatsRequest) String() string {
 func (*GetStatsRequest) ProtoMessage() {}
 
 func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5153,7 +5384,7 @@ func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetStatsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{73}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *GetStatsRequest) GetSinceMs() int64 {
@@ -5173,7 +5404,7 @@ type GetStatsResponse struct {
 
 func (x *GetStatsResponse) Reset() {
 	*x = GetStatsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5185,7 +5416,7 @@ func (x *GetStatsResponse) String() string {
 func (*GetStatsResponse) ProtoMessage() {}
 
 func (x *GetStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5198,7 +5429,7 @@ func (x *GetStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatsResponse.ProtoReflect.Descriptor instead.
 func (*GetStatsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{74}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *GetStatsResponse) GetSamples() []*StatsSample {
@@ -5228,7 +5459,7 @@ type GetDueHistogramRequest struct {
 
 func (x *GetDueHistogramRequest) Reset() {
 	*x = GetDueHistogramRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5240,7 +5471,7 @@ func (x *GetDueHistogramRequest) String() string {
 func (*GetDueHistogramRequest) ProtoMessage() {}
 
 func (x *GetDueHistogramRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5253,7 +5484,7 @@ func (x *GetDueHistogramRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDueHistogramRequest.ProtoReflect.Descriptor instead.
 func (*GetDueHistogramRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{75}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *GetDueHistogramRequest) GetFromMs() int64 {
@@ -5292,7 +5523,7 @@ type GetDueHistogramResponse struct {
 
 func (x *GetDueHistogramResponse) Reset() {
 	*x = GetDueHistogramResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5304,7 +5535,7 @@ func (x *GetDueHistogramResponse) String() string {
 func (*GetDueHistogramResponse) ProtoMessage() {}
 
 func (x *GetDueHistogramResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5317,7 +5548,7 @@ func (x *GetDueHistogramResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDueHistogramResponse.ProtoReflect.Descriptor instead.
 func (*GetDueHistogramResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{76}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *GetDueHistogramResponse) GetFromMs() int64 {
@@ -5386,7 +5617,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5398,7 +5629,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5411,7 +5642,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{77}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *Attempt) GetAttempt() uint32 {
@@ -5479,7 +5710,7 @@ type GetTaskAttemptsRequest struct {
 
 func (x *GetTaskAttemptsRequest) Reset() {
 	*x = GetTaskAttemptsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5491,7 +5722,7 @@ func (x *GetTaskAttemptsRequest) String() string {
 func (*GetTaskAttemptsRequest) ProtoMessage() {}
 
 func (x *GetTaskAttemptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5504,7 +5735,7 @@ func (x *GetTaskAttemptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskAttemptsRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskAttemptsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{78}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *GetTaskAttemptsRequest) GetId() uint64 {
@@ -5523,7 +5754,7 @@ type GetTaskAttemptsResponse struct {
 
 func (x *GetTaskAttemptsResponse) Reset() {
 	*x = GetTaskAttemptsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5535,7 +5766,7 @@ func (x *GetTaskAttemptsResponse) String() string {
 func (*GetTaskAttemptsResponse) ProtoMessage() {}
 
 func (x *GetTaskAttemptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5548,7 +5779,7 @@ func (x *GetTaskAttemptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskAttemptsResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskAttemptsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{79}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *GetTaskAttemptsResponse) GetAttempts() []*Attempt {
@@ -5574,7 +5805,7 @@ type CompletedTask struct {
 
 func (x *CompletedTask) Reset() {
 	*x = CompletedTask{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[80]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5586,7 +5817,7 @@ func (x *CompletedTask) String() string {
 func (*CompletedTask) ProtoMessage() {}
 
 func (x *CompletedTask) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[80]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5599,7 +5830,7 @@ func (x *CompletedTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompletedTask.ProtoReflect.Descriptor instead.
 func (*CompletedTask) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{80}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *CompletedTask) GetTask() *Task {
@@ -5665,7 +5896,7 @@ type ListCompletedRequest struct {
 
 func (x *ListCompletedRequest) Reset() {
 	*x = ListCompletedRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[81]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5677,7 +5908,7 @@ func (x *ListCompletedRequest) String() string {
 func (*ListCompletedRequest) ProtoMessage() {}
 
 func (x *ListCompletedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[81]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5690,7 +5921,7 @@ func (x *ListCompletedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCompletedRequest.ProtoReflect.Descriptor instead.
 func (*ListCompletedRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{81}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ListCompletedRequest) GetClient() string {
@@ -5745,7 +5976,7 @@ type ListCompletedResponse struct {
 
 func (x *ListCompletedResponse) Reset() {
 	*x = ListCompletedResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[82]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5757,7 +5988,7 @@ func (x *ListCompletedResponse) String() string {
 func (*ListCompletedResponse) ProtoMessage() {}
 
 func (x *ListCompletedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[82]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5770,7 +6001,7 @@ func (x *ListCompletedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCompletedResponse.ProtoReflect.Descriptor instead.
 func (*ListCompletedResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{82}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ListCompletedResponse) GetTasks() []*CompletedTask {
@@ -5804,7 +6035,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[83]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5816,7 +6047,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[83]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5829,7 +6060,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{83}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *AuditEntry) GetId() uint64 {
@@ -5898,7 +6129,7 @@ type ListAuditLogRequest struct {
 
 func (x *ListAuditLogRequest) Reset() {
 	*x = ListAuditLogRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[84]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5910,7 +6141,7 @@ func (x *ListAuditLogRequest) String() string {
 func (*ListAuditLogRequest) ProtoMessage() {}
 
 func (x *ListAuditLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[84]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5923,7 +6154,7 @@ func (x *ListAuditLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditLogRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditLogRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{84}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ListAuditLogRequest) GetLimit() uint32 {
@@ -5949,7 +6180,7 @@ type ListAuditLogResponse struct {
 
 func (x *ListAuditLogResponse) Reset() {
 	*x = ListAuditLogResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[85]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5961,7 +6192,7 @@ func (x *ListAuditLogResponse) String() string {
 func (*ListAuditLogResponse) ProtoMessage() {}
 
 func (x *ListAuditLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[85]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5974,7 +6205,7 @@ func (x *ListAuditLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditLogResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditLogResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{85}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ListAuditLogResponse) GetEntries() []*AuditEntry {
@@ -6004,7 +6235,7 @@ type BulkDeadLettersRequest struct {
 
 func (x *BulkDeadLettersRequest) Reset() {
 	*x = BulkDeadLettersRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[86]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6016,7 +6247,7 @@ func (x *BulkDeadLettersRequest) String() string {
 func (*BulkDeadLettersRequest) ProtoMessage() {}
 
 func (x *BulkDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[86]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6029,7 +6260,7 @@ func (x *BulkDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*BulkDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{86}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *BulkDeadLettersRequest) GetAction() BulkAction {
@@ -6109,7 +6340,7 @@ type BulkDeadLettersResponse struct {
 
 func (x *BulkDeadLettersResponse) Reset() {
 	*x = BulkDeadLettersResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[87]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6121,7 +6352,7 @@ func (x *BulkDeadLettersResponse) String() string {
 func (*BulkDeadLettersResponse) ProtoMessage() {}
 
 func (x *BulkDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[87]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6134,7 +6365,7 @@ func (x *BulkDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*BulkDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{87}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *BulkDeadLettersResponse) GetMatched() uint64 {
@@ -6188,7 +6419,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[88]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6200,7 +6431,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[88]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6213,7 +6444,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{88}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{89}
 }
 
 type ClusterNode struct {
@@ -6231,7 +6462,7 @@ type ClusterNode struct {
 
 func (x *ClusterNode) Reset() {
 	*x = ClusterNode{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[89]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6243,7 +6474,7 @@ func (x *ClusterNode) String() string {
 func (*ClusterNode) ProtoMessage() {}
 
 func (x *ClusterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[89]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6256,7 +6487,7 @@ func (x *ClusterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterNode.ProtoReflect.Descriptor instead.
 func (*ClusterNode) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{89}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ClusterNode) GetId() string {
@@ -6320,7 +6551,7 @@ type ClusterShard struct {
 
 func (x *ClusterShard) Reset() {
 	*x = ClusterShard{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[90]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6332,7 +6563,7 @@ func (x *ClusterShard) String() string {
 func (*ClusterShard) ProtoMessage() {}
 
 func (x *ClusterShard) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[90]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6345,7 +6576,7 @@ func (x *ClusterShard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterShard.ProtoReflect.Descriptor instead.
 func (*ClusterShard) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{90}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ClusterShard) GetShard() uint32 {
@@ -6387,7 +6618,7 @@ type GetClusterResponse struct {
 
 func (x *GetClusterResponse) Reset() {
 	*x = GetClusterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[91]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6399,7 +6630,7 @@ func (x *GetClusterResponse) String() string {
 func (*GetClusterResponse) ProtoMessage() {}
 
 func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[91]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6412,7 +6643,7 @@ func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{91}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *GetClusterResponse) GetStandalone() bool {
@@ -6444,7 +6675,7 @@ type ListPoolsRequest struct {
 
 func (x *ListPoolsRequest) Reset() {
 	*x = ListPoolsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6456,7 +6687,7 @@ func (x *ListPoolsRequest) String() string {
 func (*ListPoolsRequest) ProtoMessage() {}
 
 func (x *ListPoolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6469,7 +6700,7 @@ func (x *ListPoolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoolsRequest.ProtoReflect.Descriptor instead.
 func (*ListPoolsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{92}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{93}
 }
 
 type PoolInfo struct {
@@ -6486,7 +6717,7 @@ type PoolInfo struct {
 
 func (x *PoolInfo) Reset() {
 	*x = PoolInfo{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6498,7 +6729,7 @@ func (x *PoolInfo) String() string {
 func (*PoolInfo) ProtoMessage() {}
 
 func (x *PoolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6511,7 +6742,7 @@ func (x *PoolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolInfo.ProtoReflect.Descriptor instead.
 func (*PoolInfo) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{93}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *PoolInfo) GetName() string {
@@ -6565,7 +6796,7 @@ type ListPoolsResponse struct {
 
 func (x *ListPoolsResponse) Reset() {
 	*x = ListPoolsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6577,7 +6808,7 @@ func (x *ListPoolsResponse) String() string {
 func (*ListPoolsResponse) ProtoMessage() {}
 
 func (x *ListPoolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6590,7 +6821,7 @@ func (x *ListPoolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoolsResponse.ProtoReflect.Descriptor instead.
 func (*ListPoolsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{94}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ListPoolsResponse) GetPools() []*PoolInfo {
@@ -6651,7 +6882,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6663,7 +6894,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6676,7 +6907,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{95}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *Request) GetRequestId() uint64 {
@@ -7313,7 +7544,7 @@ type Response struct {
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7325,7 +7556,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7338,7 +7569,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{96}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *Response) GetRequestId() uint64 {
@@ -7945,7 +8176,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7957,7 +8188,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7970,7 +8201,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{97}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *Delivery) GetDeliveryId() uint64 {
@@ -8048,7 +8279,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8060,7 +8291,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8073,7 +8304,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{98}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *Ack) GetDeliveryId() uint64 {
@@ -8127,7 +8358,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\fretention_ms\x18\x02 \x01(\x03R\vretentionMs\"9\n" +
 	"\rCallbackRules\x12\x14\n" +
 	"\x05allow\x18\x01 \x03(\tR\x05allow\x12\x12\n" +
-	"\x04deny\x18\x02 \x03(\tR\x04deny\"\x98\x05\n" +
+	"\x04deny\x18\x02 \x03(\tR\x04deny\"\x91\x06\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\x12\x14\n" +
@@ -8152,7 +8383,16 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"created_ms\x18\x11 \x01(\x03R\tcreatedMs\x12\x1d\n" +
 	"\n" +
 	"updated_ms\x18\x12 \x01(\x03R\tupdatedMs\x123\n" +
-	"\x16blocked_by_dead_letter\x18( \x01(\x04R\x13blockedByDeadLetter\"\xbf\x01\n" +
+	"\x16blocked_by_dead_letter\x18( \x01(\x04R\x13blockedByDeadLetter\x12\x12\n" +
+	"\x04cron\x18F \x01(\tR\x04cron\x12\x1b\n" +
+	"\ttime_zone\x18G \x01(\tR\btimeZone\x12%\n" +
+	"\x0fnext_fire_at_ms\x18H \x03(\x03R\fnextFireAtMs\x12\x1f\n" +
+	"\vreplace_key\x18I \x01(\tR\n" +
+	"replaceKey\"S\n" +
+	"\tRateLimit\x12%\n" +
+	"\x0emax_deliveries\x18\x01 \x01(\rR\rmaxDeliveries\x12\x1f\n" +
+	"\vinterval_ms\x18\x02 \x01(\x03R\n" +
+	"intervalMs\"\xbf\x01\n" +
 	"\n" +
 	"DeadLetter\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12&\n" +
@@ -8161,14 +8401,16 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"last_error\x18\x03 \x01(\tR\tlastError\x12\x1a\n" +
 	"\battempts\x18\x04 \x01(\rR\battempts\x12\x1b\n" +
 	"\tfailed_ms\x18\x05 \x01(\x03R\bfailedMs\x12!\n" +
-	"\fblocks_group\x18\x06 \x01(\bR\vblocksGroup\"\xca\x01\n" +
+	"\fblocks_group\x18\x06 \x01(\bR\vblocksGroup\"\x82\x02\n" +
 	"\x05Group\x12\x16\n" +
 	"\x06client\x18\x01 \x01(\tR\x06client\x12\x14\n" +
 	"\x05group\x18\x02 \x01(\tR\x05group\x12\x14\n" +
 	"\x05tasks\x18\a \x01(\x04R\x05tasks\x12\x18\n" +
 	"\ablocked\x18\x04 \x01(\bR\ablocked\x123\n" +
 	"\x16blocked_dead_letter_id\x18\x05 \x01(\x04R\x13blockedDeadLetterId\x12(\n" +
-	"\x10blocked_since_ms\x18\x06 \x01(\x03R\x0eblockedSinceMsJ\x04\b\x03\x10\x04\"\x84\x04\n" +
+	"\x10blocked_since_ms\x18\x06 \x01(\x03R\x0eblockedSinceMs\x126\n" +
+	"\n" +
+	"rate_limit\x18F \x01(\v2\x17.boomerang.v1.RateLimitR\trateLimitJ\x04\b\x03\x10\x04\"\x81\x06\n" +
 	"\fClientConfig\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05admin\x18\x02 \x01(\bR\x05admin\x122\n" +
@@ -8182,7 +8424,12 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"groupLimit\x12&\n" +
 	"\x04role\x18( \x01(\x0e2\x12.boomerang.v1.RoleR\x04role\x12B\n" +
 	"\x0ecallback_rules\x18) \x01(\v2\x1b.boomerang.v1.CallbackRulesR\rcallbackRules\x12;\n" +
-	"\x1aprevious_secret_expires_ms\x18* \x01(\x03R\x17previousSecretExpiresMs\"G\n" +
+	"\x1aprevious_secret_expires_ms\x18* \x01(\x03R\x17previousSecretExpiresMs\x12A\n" +
+	"\x10group_rate_limit\x18F \x01(\v2\x17.boomerang.v1.RateLimitR\x0egroupRateLimit\x12[\n" +
+	"\x11group_rate_limits\x18G \x03(\v2/.boomerang.v1.ClientConfig.GroupRateLimitsEntryR\x0fgroupRateLimits\x1a[\n" +
+	"\x14GroupRateLimitsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.boomerang.v1.RateLimitR\x05value:\x028\x01\"G\n" +
 	"\fLoginRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1a\n" +
 	"\bpassword\x18\x02 \x01(\tR\bpassword\"\x90\x01\n" +
@@ -8196,7 +8443,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x16RefreshSessionResponse\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\"\n" +
-	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\x81\x04\n" +
+	"\rexpires_at_ms\x18\x02 \x01(\x03R\vexpiresAtMs\"\x87\x06\n" +
 	"\x15RegisterClientRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x1a\n" +
 	"\bpassword\x18\x02 \x01(\tR\bpassword\x12\x14\n" +
@@ -8209,7 +8456,12 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\vgroup_limit\x18\t \x01(\rR\n" +
 	"groupLimit\x12&\n" +
 	"\x04role\x18( \x01(\x0e2\x12.boomerang.v1.RoleR\x04role\x12B\n" +
-	"\x0ecallback_rules\x18) \x01(\v2\x1b.boomerang.v1.CallbackRulesR\rcallbackRules\"s\n" +
+	"\x0ecallback_rules\x18) \x01(\v2\x1b.boomerang.v1.CallbackRulesR\rcallbackRules\x12A\n" +
+	"\x10group_rate_limit\x18F \x01(\v2\x17.boomerang.v1.RateLimitR\x0egroupRateLimit\x12d\n" +
+	"\x11group_rate_limits\x18G \x03(\v28.boomerang.v1.RegisterClientRequest.GroupRateLimitsEntryR\x0fgroupRateLimits\x1a[\n" +
+	"\x14GroupRateLimitsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.boomerang.v1.RateLimitR\x05value:\x028\x01\"s\n" +
 	"\x16RegisterClientResponse\x122\n" +
 	"\x06client\x18\x01 \x01(\v2\x1a.boomerang.v1.ClientConfigR\x06client\x12%\n" +
 	"\x0esigning_secret\x18\x02 \x01(\fR\rsigningSecret\"6\n" +
@@ -8222,7 +8474,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x10GetClientRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\"G\n" +
 	"\x11GetClientResponse\x122\n" +
-	"\x06client\x18\x01 \x01(\v2\x1a.boomerang.v1.ClientConfigR\x06client\"\xa7\x04\n" +
+	"\x06client\x18\x01 \x01(\v2\x1a.boomerang.v1.ClientConfigR\x06client\"\xab\x06\n" +
 	"\x13UpdateClientRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x122\n" +
 	"\bcallback\x18\x02 \x01(\v2\x16.boomerang.v1.CallbackR\bcallback\x12%\n" +
@@ -8236,7 +8488,12 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x0ecallback_rules\x18\t \x01(\v2\x1b.boomerang.v1.CallbackRulesR\rcallbackRules\x12$\n" +
 	"\vgroup_limit\x18\n" +
 	" \x01(\rH\x02R\n" +
-	"groupLimit\x88\x01\x01B\x0f\n" +
+	"groupLimit\x88\x01\x01\x12A\n" +
+	"\x10group_rate_limit\x18F \x01(\v2\x17.boomerang.v1.RateLimitR\x0egroupRateLimit\x12b\n" +
+	"\x11group_rate_limits\x18G \x03(\v26.boomerang.v1.UpdateClientRequest.GroupRateLimitsEntryR\x0fgroupRateLimits\x1a[\n" +
+	"\x14GroupRateLimitsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.boomerang.v1.RateLimitR\x05value:\x028\x01B\x0f\n" +
 	"\r_default_modeB\a\n" +
 	"\x05_roleB\x0e\n" +
 	"\f_group_limit\"J\n" +
@@ -8276,7 +8533,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x06client\x18\x01 \x01(\tR\x06client\x12\x16\n" +
 	"\x06handle\x18\x02 \x01(\tR\x06handle\"2\n" +
 	"\x16RevokeSessionsResponse\x12\x18\n" +
-	"\arevoked\x18\x01 \x01(\rR\arevoked\"\xf6\x02\n" +
+	"\arevoked\x18\x01 \x01(\rR\arevoked\"\x89\x04\n" +
 	"\x13RegisterTaskRequest\x12\x18\n" +
 	"\apayload\x18\x01 \x01(\fR\apayload\x12\x1b\n" +
 	"\bdelay_ms\x18\x02 \x01(\x03H\x00R\adelayMs\x12\x1e\n" +
@@ -8287,11 +8544,19 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x04mode\x18\x06 \x01(\x0e2\x1a.boomerang.v1.DispatchModeR\x04mode\x122\n" +
 	"\bcallback\x18\a \x01(\v2\x16.boomerang.v1.CallbackR\bcallback\x12/\n" +
 	"\x05retry\x18\b \x01(\v2\x19.boomerang.v1.RetryPolicyR\x05retry\x12'\n" +
-	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKeyB\x06\n" +
-	"\x04when\"X\n" +
+	"\x0fidempotency_key\x18\t \x01(\tR\x0eidempotencyKey\x12\x12\n" +
+	"\x04cron\x18F \x01(\tR\x04cron\x12\x1b\n" +
+	"\ttime_zone\x18G \x01(\tR\btimeZone\x12\x1f\n" +
+	"\vreplace_key\x18H \x01(\tR\n" +
+	"replaceKey\x12\x1f\n" +
+	"\vdebounce_ms\x18I \x01(\x03R\n" +
+	"debounceMs\x12\x1e\n" +
+	"\vmax_wait_ms\x18J \x01(\x03R\tmaxWaitMsB\x06\n" +
+	"\x04when\"t\n" +
 	"\x14RegisterTaskResponse\x12&\n" +
 	"\x04task\x18\x01 \x01(\v2\x12.boomerang.v1.TaskR\x04task\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"g\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x12\x1a\n" +
+	"\breplaced\x18F \x01(\bR\breplaced\"g\n" +
 	"\x14RegisterTasksRequest\x127\n" +
 	"\x05tasks\x18\x01 \x03(\v2!.boomerang.v1.RegisterTaskRequestR\x05tasks\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\"S\n" +
@@ -8302,18 +8567,21 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"registered\x18\x01 \x01(\v2\".boomerang.v1.RegisterTaskResponseH\x00R\n" +
 	"registered\x12+\n" +
 	"\x05error\x18\x02 \x01(\v2\x13.boomerang.v1.ErrorH\x00R\x05errorB\b\n" +
-	"\x06result\"\xdd\x01\n" +
+	"\x06result\"\x9c\x02\n" +
 	"\x11UpdateTaskRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\apayload\x18\x02 \x01(\fH\x01R\apayload\x88\x01\x01\x12\x1b\n" +
 	"\bdelay_ms\x18\x03 \x01(\x03H\x00R\adelayMs\x12\x1e\n" +
 	"\n" +
 	"fire_at_ms\x18\x04 \x01(\x03H\x00R\bfireAtMs\x121\n" +
-	"\x12repeat_interval_ms\x18\x05 \x01(\x03H\x02R\x10repeatIntervalMs\x88\x01\x01B\x06\n" +
+	"\x12repeat_interval_ms\x18\x05 \x01(\x03H\x02R\x10repeatIntervalMs\x88\x01\x01\x12\x17\n" +
+	"\x04cron\x18F \x01(\tH\x03R\x04cron\x88\x01\x01\x12\x1b\n" +
+	"\ttime_zone\x18G \x01(\tR\btimeZoneB\x06\n" +
 	"\x04whenB\n" +
 	"\n" +
 	"\b_payloadB\x15\n" +
-	"\x13_repeat_interval_ms\"<\n" +
+	"\x13_repeat_interval_msB\a\n" +
+	"\x05_cron\"<\n" +
 	"\x12UpdateTaskResponse\x12&\n" +
 	"\x04task\x18\x01 \x01(\v2\x12.boomerang.v1.TaskR\x04task\"#\n" +
 	"\x11CancelTaskRequest\x12\x0e\n" +
@@ -8811,7 +9079,7 @@ func file_api_boomerang_v1_boomerang_proto_rawDescGZIP() []byte {
 }
 
 var file_api_boomerang_v1_boomerang_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
+var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 103)
 var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(Status)(0),                         // 0: boomerang.v1.Status
 	(DispatchMode)(0),                   // 1: boomerang.v1.DispatchMode
@@ -8827,99 +9095,103 @@ var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(*DeadLetterPolicy)(nil),            // 11: boomerang.v1.DeadLetterPolicy
 	(*CallbackRules)(nil),               // 12: boomerang.v1.CallbackRules
 	(*Task)(nil),                        // 13: boomerang.v1.Task
-	(*DeadLetter)(nil),                  // 14: boomerang.v1.DeadLetter
-	(*Group)(nil),                       // 15: boomerang.v1.Group
-	(*ClientConfig)(nil),                // 16: boomerang.v1.ClientConfig
-	(*LoginRequest)(nil),                // 17: boomerang.v1.LoginRequest
-	(*LoginResponse)(nil),               // 18: boomerang.v1.LoginResponse
-	(*RefreshSessionRequest)(nil),       // 19: boomerang.v1.RefreshSessionRequest
-	(*RefreshSessionResponse)(nil),      // 20: boomerang.v1.RefreshSessionResponse
-	(*RegisterClientRequest)(nil),       // 21: boomerang.v1.RegisterClientRequest
-	(*RegisterClientResponse)(nil),      // 22: boomerang.v1.RegisterClientResponse
-	(*DeregisterClientRequest)(nil),     // 23: boomerang.v1.DeregisterClientRequest
-	(*DeregisterClientResponse)(nil),    // 24: boomerang.v1.DeregisterClientResponse
-	(*ListClientsRequest)(nil),          // 25: boomerang.v1.ListClientsRequest
-	(*ListClientsResponse)(nil),         // 26: boomerang.v1.ListClientsResponse
-	(*GetClientRequest)(nil),            // 27: boomerang.v1.GetClientRequest
-	(*GetClientResponse)(nil),           // 28: boomerang.v1.GetClientResponse
-	(*UpdateClientRequest)(nil),         // 29: boomerang.v1.UpdateClientRequest
-	(*UpdateClientResponse)(nil),        // 30: boomerang.v1.UpdateClientResponse
-	(*ChangePasswordRequest)(nil),       // 31: boomerang.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),      // 32: boomerang.v1.ChangePasswordResponse
-	(*RotateSigningSecretRequest)(nil),  // 33: boomerang.v1.RotateSigningSecretRequest
-	(*RotateSigningSecretResponse)(nil), // 34: boomerang.v1.RotateSigningSecretResponse
-	(*SessionInfo)(nil),                 // 35: boomerang.v1.SessionInfo
-	(*LogoutRequest)(nil),               // 36: boomerang.v1.LogoutRequest
-	(*LogoutResponse)(nil),              // 37: boomerang.v1.LogoutResponse
-	(*ListSessionsRequest)(nil),         // 38: boomerang.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),        // 39: boomerang.v1.ListSessionsResponse
-	(*RevokeSessionsRequest)(nil),       // 40: boomerang.v1.RevokeSessionsRequest
-	(*RevokeSessionsResponse)(nil),      // 41: boomerang.v1.RevokeSessionsResponse
-	(*RegisterTaskRequest)(nil),         // 42: boomerang.v1.RegisterTaskRequest
-	(*RegisterTaskResponse)(nil),        // 43: boomerang.v1.RegisterTaskResponse
-	(*RegisterTasksRequest)(nil),        // 44: boomerang.v1.RegisterTasksRequest
-	(*RegisterTasksResponse)(nil),       // 45: boomerang.v1.RegisterTasksResponse
-	(*RegisterTaskResult)(nil),          // 46: boomerang.v1.RegisterTaskResult
-	(*UpdateTaskRequest)(nil),           // 47: boomerang.v1.UpdateTaskRequest
-	(*UpdateTaskResponse)(nil),          // 48: boomerang.v1.UpdateTaskResponse
-	(*CancelTaskRequest)(nil),           // 49: boomerang.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),          // 50: boomerang.v1.CancelTaskResponse
-	(*GetTaskRequest)(nil),              // 51: boomerang.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),             // 52: boomerang.v1.GetTaskResponse
-	(*ListTasksRequest)(nil),            // 53: boomerang.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),           // 54: boomerang.v1.ListTasksResponse
-	(*ListDeadLettersRequest)(nil),      // 55: boomerang.v1.ListDeadLettersRequest
-	(*ListDeadLettersResponse)(nil),     // 56: boomerang.v1.ListDeadLettersResponse
-	(*GetDeadLetterRequest)(nil),        // 57: boomerang.v1.GetDeadLetterRequest
-	(*GetDeadLetterResponse)(nil),       // 58: boomerang.v1.GetDeadLetterResponse
-	(*ReplayDeadLetterRequest)(nil),     // 59: boomerang.v1.ReplayDeadLetterRequest
-	(*ReplayDeadLetterResponse)(nil),    // 60: boomerang.v1.ReplayDeadLetterResponse
-	(*DeleteDeadLetterRequest)(nil),     // 61: boomerang.v1.DeleteDeadLetterRequest
-	(*DeleteDeadLetterResponse)(nil),    // 62: boomerang.v1.DeleteDeadLetterResponse
-	(*GetGroupRequest)(nil),             // 63: boomerang.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),            // 64: boomerang.v1.GetGroupResponse
-	(*UnblockGroupRequest)(nil),         // 65: boomerang.v1.UnblockGroupRequest
-	(*UnblockGroupResponse)(nil),        // 66: boomerang.v1.UnblockGroupResponse
-	(*SkipGroupRequest)(nil),            // 67: boomerang.v1.SkipGroupRequest
-	(*SkipGroupResponse)(nil),           // 68: boomerang.v1.SkipGroupResponse
-	(*CancelTasksRequest)(nil),          // 69: boomerang.v1.CancelTasksRequest
-	(*CancelTasksResponse)(nil),         // 70: boomerang.v1.CancelTasksResponse
-	(*PurgeDeadLettersRequest)(nil),     // 71: boomerang.v1.PurgeDeadLettersRequest
-	(*PurgeDeadLettersResponse)(nil),    // 72: boomerang.v1.PurgeDeadLettersResponse
-	(*GetServerInfoRequest)(nil),        // 73: boomerang.v1.GetServerInfoRequest
-	(*GetServerInfoResponse)(nil),       // 74: boomerang.v1.GetServerInfoResponse
-	(*ListGroupsRequest)(nil),           // 75: boomerang.v1.ListGroupsRequest
-	(*GroupSummary)(nil),                // 76: boomerang.v1.GroupSummary
-	(*ListGroupsResponse)(nil),          // 77: boomerang.v1.ListGroupsResponse
-	(*StatsSample)(nil),                 // 78: boomerang.v1.StatsSample
-	(*ProtocolCount)(nil),               // 79: boomerang.v1.ProtocolCount
-	(*Percentiles)(nil),                 // 80: boomerang.v1.Percentiles
-	(*GetStatsRequest)(nil),             // 81: boomerang.v1.GetStatsRequest
-	(*GetStatsResponse)(nil),            // 82: boomerang.v1.GetStatsResponse
-	(*GetDueHistogramRequest)(nil),      // 83: boomerang.v1.GetDueHistogramRequest
-	(*GetDueHistogramResponse)(nil),     // 84: boomerang.v1.GetDueHistogramResponse
-	(*Attempt)(nil),                     // 85: boomerang.v1.Attempt
-	(*GetTaskAttemptsRequest)(nil),      // 86: boomerang.v1.GetTaskAttemptsRequest
-	(*GetTaskAttemptsResponse)(nil),     // 87: boomerang.v1.GetTaskAttemptsResponse
-	(*CompletedTask)(nil),               // 88: boomerang.v1.CompletedTask
-	(*ListCompletedRequest)(nil),        // 89: boomerang.v1.ListCompletedRequest
-	(*ListCompletedResponse)(nil),       // 90: boomerang.v1.ListCompletedResponse
-	(*AuditEntry)(nil),                  // 91: boomerang.v1.AuditEntry
-	(*ListAuditLogRequest)(nil),         // 92: boomerang.v1.ListAuditLogRequest
-	(*ListAuditLogResponse)(nil),        // 93: boomerang.v1.ListAuditLogResponse
-	(*BulkDeadLettersRequest)(nil),      // 94: boomerang.v1.BulkDeadLettersRequest
-	(*BulkDeadLettersResponse)(nil),     // 95: boomerang.v1.BulkDeadLettersResponse
-	(*GetClusterRequest)(nil),           // 96: boomerang.v1.GetClusterRequest
-	(*ClusterNode)(nil),                 // 97: boomerang.v1.ClusterNode
-	(*ClusterShard)(nil),                // 98: boomerang.v1.ClusterShard
-	(*GetClusterResponse)(nil),          // 99: boomerang.v1.GetClusterResponse
-	(*ListPoolsRequest)(nil),            // 100: boomerang.v1.ListPoolsRequest
-	(*PoolInfo)(nil),                    // 101: boomerang.v1.PoolInfo
-	(*ListPoolsResponse)(nil),           // 102: boomerang.v1.ListPoolsResponse
-	(*Request)(nil),                     // 103: boomerang.v1.Request
-	(*Response)(nil),                    // 104: boomerang.v1.Response
-	(*Delivery)(nil),                    // 105: boomerang.v1.Delivery
-	(*Ack)(nil),                         // 106: boomerang.v1.Ack
+	(*RateLimit)(nil),                   // 14: boomerang.v1.RateLimit
+	(*DeadLetter)(nil),                  // 15: boomerang.v1.DeadLetter
+	(*Group)(nil),                       // 16: boomerang.v1.Group
+	(*ClientConfig)(nil),                // 17: boomerang.v1.ClientConfig
+	(*LoginRequest)(nil),                // 18: boomerang.v1.LoginRequest
+	(*LoginResponse)(nil),               // 19: boomerang.v1.LoginResponse
+	(*RefreshSessionRequest)(nil),       // 20: boomerang.v1.RefreshSessionRequest
+	(*RefreshSessionResponse)(nil),      // 21: boomerang.v1.RefreshSessionResponse
+	(*RegisterClientRequest)(nil),       // 22: boomerang.v1.RegisterClientRequest
+	(*RegisterClientResponse)(nil),      // 23: boomerang.v1.RegisterClientResponse
+	(*DeregisterClientRequest)(nil),     // 24: boomerang.v1.DeregisterClientRequest
+	(*DeregisterClientResponse)(nil),    // 25: boomerang.v1.DeregisterClientResponse
+	(*ListClientsRequest)(nil),          // 26: boomerang.v1.ListClientsRequest
+	(*ListClientsResponse)(nil),         // 27: boomerang.v1.ListClientsResponse
+	(*GetClientRequest)(nil),            // 28: boomerang.v1.GetClientRequest
+	(*GetClientResponse)(nil),           // 29: boomerang.v1.GetClientResponse
+	(*UpdateClientRequest)(nil),         // 30: boomerang.v1.UpdateClientRequest
+	(*UpdateClientResponse)(nil),        // 31: boomerang.v1.UpdateClientResponse
+	(*ChangePasswordRequest)(nil),       // 32: boomerang.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),      // 33: boomerang.v1.ChangePasswordResponse
+	(*RotateSigningSecretRequest)(nil),  // 34: boomerang.v1.RotateSigningSecretRequest
+	(*RotateSigningSecretResponse)(nil), // 35: boomerang.v1.RotateSigningSecretResponse
+	(*SessionInfo)(nil),                 // 36: boomerang.v1.SessionInfo
+	(*LogoutRequest)(nil),               // 37: boomerang.v1.LogoutRequest
+	(*LogoutResponse)(nil),              // 38: boomerang.v1.LogoutResponse
+	(*ListSessionsRequest)(nil),         // 39: boomerang.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),        // 40: boomerang.v1.ListSessionsResponse
+	(*RevokeSessionsRequest)(nil),       // 41: boomerang.v1.RevokeSessionsRequest
+	(*RevokeSessionsResponse)(nil),      // 42: boomerang.v1.RevokeSessionsResponse
+	(*RegisterTaskRequest)(nil),         // 43: boomerang.v1.RegisterTaskRequest
+	(*RegisterTaskResponse)(nil),        // 44: boomerang.v1.RegisterTaskResponse
+	(*RegisterTasksRequest)(nil),        // 45: boomerang.v1.RegisterTasksRequest
+	(*RegisterTasksResponse)(nil),       // 46: boomerang.v1.RegisterTasksResponse
+	(*RegisterTaskResult)(nil),          // 47: boomerang.v1.RegisterTaskResult
+	(*UpdateTaskRequest)(nil),           // 48: boomerang.v1.UpdateTaskRequest
+	(*UpdateTaskResponse)(nil),          // 49: boomerang.v1.UpdateTaskResponse
+	(*CancelTaskRequest)(nil),           // 50: boomerang.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),          // 51: boomerang.v1.CancelTaskResponse
+	(*GetTaskRequest)(nil),              // 52: boomerang.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),             // 53: boomerang.v1.GetTaskResponse
+	(*ListTasksRequest)(nil),            // 54: boomerang.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),           // 55: boomerang.v1.ListTasksResponse
+	(*ListDeadLettersRequest)(nil),      // 56: boomerang.v1.ListDeadLettersRequest
+	(*ListDeadLettersResponse)(nil),     // 57: boomerang.v1.ListDeadLettersResponse
+	(*GetDeadLetterRequest)(nil),        // 58: boomerang.v1.GetDeadLetterRequest
+	(*GetDeadLetterResponse)(nil),       // 59: boomerang.v1.GetDeadLetterResponse
+	(*ReplayDeadLetterRequest)(nil),     // 60: boomerang.v1.ReplayDeadLetterRequest
+	(*ReplayDeadLetterResponse)(nil),    // 61: boomerang.v1.ReplayDeadLetterResponse
+	(*DeleteDeadLetterRequest)(nil),     // 62: boomerang.v1.DeleteDeadLetterRequest
+	(*DeleteDeadLetterResponse)(nil),    // 63: boomerang.v1.DeleteDeadLetterResponse
+	(*GetGroupRequest)(nil),             // 64: boomerang.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),            // 65: boomerang.v1.GetGroupResponse
+	(*UnblockGroupRequest)(nil),         // 66: boomerang.v1.UnblockGroupRequest
+	(*UnblockGroupResponse)(nil),        // 67: boomerang.v1.UnblockGroupResponse
+	(*SkipGroupRequest)(nil),            // 68: boomerang.v1.SkipGroupRequest
+	(*SkipGroupResponse)(nil),           // 69: boomerang.v1.SkipGroupResponse
+	(*CancelTasksRequest)(nil),          // 70: boomerang.v1.CancelTasksRequest
+	(*CancelTasksResponse)(nil),         // 71: boomerang.v1.CancelTasksResponse
+	(*PurgeDeadLettersRequest)(nil),     // 72: boomerang.v1.PurgeDeadLettersRequest
+	(*PurgeDeadLettersResponse)(nil),    // 73: boomerang.v1.PurgeDeadLettersResponse
+	(*GetServerInfoRequest)(nil),        // 74: boomerang.v1.GetServerInfoRequest
+	(*GetServerInfoResponse)(nil),       // 75: boomerang.v1.GetServerInfoResponse
+	(*ListGroupsRequest)(nil),           // 76: boomerang.v1.ListGroupsRequest
+	(*GroupSummary)(nil),                // 77: boomerang.v1.GroupSummary
+	(*ListGroupsResponse)(nil),          // 78: boomerang.v1.ListGroupsResponse
+	(*StatsSample)(nil),                 // 79: boomerang.v1.StatsSample
+	(*ProtocolCount)(nil),               // 80: boomerang.v1.ProtocolCount
+	(*Percentiles)(nil),                 // 81: boomerang.v1.Percentiles
+	(*GetStatsRequest)(nil),             // 82: boomerang.v1.GetStatsRequest
+	(*GetStatsResponse)(nil),            // 83: boomerang.v1.GetStatsResponse
+	(*GetDueHistogramRequest)(nil),      // 84: boomerang.v1.GetDueHistogramRequest
+	(*GetDueHistogramResponse)(nil),     // 85: boomerang.v1.GetDueHistogramResponse
+	(*Attempt)(nil),                     // 86: boomerang.v1.Attempt
+	(*GetTaskAttemptsRequest)(nil),      // 87: boomerang.v1.GetTaskAttemptsRequest
+	(*GetTaskAttemptsResponse)(nil),     // 88: boomerang.v1.GetTaskAttemptsResponse
+	(*CompletedTask)(nil),               // 89: boomerang.v1.CompletedTask
+	(*ListCompletedRequest)(nil),        // 90: boomerang.v1.ListCompletedRequest
+	(*ListCompletedResponse)(nil),       // 91: boomerang.v1.ListCompletedResponse
+	(*AuditEntry)(nil),                  // 92: boomerang.v1.AuditEntry
+	(*ListAuditLogRequest)(nil),         // 93: boomerang.v1.ListAuditLogRequest
+	(*ListAuditLogResponse)(nil),        // 94: boomerang.v1.ListAuditLogResponse
+	(*BulkDeadLettersRequest)(nil),      // 95: boomerang.v1.BulkDeadLettersRequest
+	(*BulkDeadLettersResponse)(nil),     // 96: boomerang.v1.BulkDeadLettersResponse
+	(*GetClusterRequest)(nil),           // 97: boomerang.v1.GetClusterRequest
+	(*ClusterNode)(nil),                 // 98: boomerang.v1.ClusterNode
+	(*ClusterShard)(nil),                // 99: boomerang.v1.ClusterShard
+	(*GetClusterResponse)(nil),          // 100: boomerang.v1.GetClusterResponse
+	(*ListPoolsRequest)(nil),            // 101: boomerang.v1.ListPoolsRequest
+	(*PoolInfo)(nil),                    // 102: boomerang.v1.PoolInfo
+	(*ListPoolsResponse)(nil),           // 103: boomerang.v1.ListPoolsResponse
+	(*Request)(nil),                     // 104: boomerang.v1.Request
+	(*Response)(nil),                    // 105: boomerang.v1.Response
+	(*Delivery)(nil),                    // 106: boomerang.v1.Delivery
+	(*Ack)(nil),                         // 107: boomerang.v1.Ack
+	nil,                                 // 108: boomerang.v1.ClientConfig.GroupRateLimitsEntry
+	nil,                                 // 109: boomerang.v1.RegisterClientRequest.GroupRateLimitsEntry
+	nil,                                 // 110: boomerang.v1.UpdateClientRequest.GroupRateLimitsEntry
 }
 var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	0,   // 0: boomerang.v1.Error.status:type_name -> boomerang.v1.Status
@@ -8930,225 +9202,235 @@ var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	9,   // 5: boomerang.v1.Task.callback:type_name -> boomerang.v1.Callback
 	10,  // 6: boomerang.v1.Task.retry:type_name -> boomerang.v1.RetryPolicy
 	13,  // 7: boomerang.v1.DeadLetter.task:type_name -> boomerang.v1.Task
-	9,   // 8: boomerang.v1.ClientConfig.callback:type_name -> boomerang.v1.Callback
-	10,  // 9: boomerang.v1.ClientConfig.retry:type_name -> boomerang.v1.RetryPolicy
-	11,  // 10: boomerang.v1.ClientConfig.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
-	1,   // 11: boomerang.v1.ClientConfig.default_mode:type_name -> boomerang.v1.DispatchMode
-	5,   // 12: boomerang.v1.ClientConfig.role:type_name -> boomerang.v1.Role
-	12,  // 13: boomerang.v1.ClientConfig.callback_rules:type_name -> boomerang.v1.CallbackRules
-	5,   // 14: boomerang.v1.LoginResponse.role:type_name -> boomerang.v1.Role
-	9,   // 15: boomerang.v1.RegisterClientRequest.callback:type_name -> boomerang.v1.Callback
-	10,  // 16: boomerang.v1.RegisterClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
-	11,  // 17: boomerang.v1.RegisterClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
-	1,   // 18: boomerang.v1.RegisterClientRequest.default_mode:type_name -> boomerang.v1.DispatchMode
-	5,   // 19: boomerang.v1.RegisterClientRequest.role:type_name -> boomerang.v1.Role
-	12,  // 20: boomerang.v1.RegisterClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
-	16,  // 21: boomerang.v1.RegisterClientResponse.client:type_name -> boomerang.v1.ClientConfig
-	16,  // 22: boomerang.v1.ListClientsResponse.clients:type_name -> boomerang.v1.ClientConfig
-	16,  // 23: boomerang.v1.GetClientResponse.client:type_name -> boomerang.v1.ClientConfig
-	9,   // 24: boomerang.v1.UpdateClientRequest.callback:type_name -> boomerang.v1.Callback
-	10,  // 25: boomerang.v1.UpdateClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
-	11,  // 26: boomerang.v1.UpdateClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
-	1,   // 27: boomerang.v1.UpdateClientRequest.default_mode:type_name -> boomerang.v1.DispatchMode
-	5,   // 28: boomerang.v1.UpdateClientRequest.role:type_name -> boomerang.v1.Role
-	12,  // 29: boomerang.v1.UpdateClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
-	16,  // 30: boomerang.v1.UpdateClientResponse.client:type_name -> boomerang.v1.ClientConfig
-	16,  // 31: boomerang.v1.RotateSigningSecretResponse.client:type_name -> boomerang.v1.ClientConfig
-	5,   // 32: boomerang.v1.SessionInfo.role:type_name -> boomerang.v1.Role
-	35,  // 33: boomerang.v1.ListSessionsResponse.sessions:type_name -> boomerang.v1.SessionInfo
-	1,   // 34: boomerang.v1.RegisterTaskRequest.mode:type_name -> boomerang.v1.DispatchMode
-	9,   // 35: boomerang.v1.RegisterTaskRequest.callback:type_name -> boomerang.v1.Callback
-	10,  // 36: boomerang.v1.RegisterTaskRequest.retry:type_name -> boomerang.v1.RetryPolicy
-	13,  // 37: boomerang.v1.RegisterTaskResponse.task:type_name -> boomerang.v1.Task
-	42,  // 38: boomerang.v1.RegisterTasksRequest.tasks:type_name -> boomerang.v1.RegisterTaskRequest
-	46,  // 39: boomerang.v1.RegisterTasksResponse.results:type_name -> boomerang.v1.RegisterTaskResult
-	43,  // 40: boomerang.v1.RegisterTaskResult.registered:type_name -> boomerang.v1.RegisterTaskResponse
-	8,   // 41: boomerang.v1.RegisterTaskResult.error:type_name -> boomerang.v1.Error
-	13,  // 42: boomerang.v1.UpdateTaskResponse.task:type_name -> boomerang.v1.Task
-	13,  // 43: boomerang.v1.GetTaskResponse.task:type_name -> boomerang.v1.Task
-	4,   // 44: boomerang.v1.ListTasksRequest.status:type_name -> boomerang.v1.TaskStatus
-	6,   // 45: boomerang.v1.ListTasksRequest.order:type_name -> boomerang.v1.TaskOrder
-	13,  // 46: boomerang.v1.ListTasksResponse.tasks:type_name -> boomerang.v1.Task
-	14,  // 47: boomerang.v1.ListDeadLettersResponse.dead_letters:type_name -> boomerang.v1.DeadLetter
-	14,  // 48: boomerang.v1.GetDeadLetterResponse.dead_letter:type_name -> boomerang.v1.DeadLetter
-	13,  // 49: boomerang.v1.ReplayDeadLetterResponse.task:type_name -> boomerang.v1.Task
-	15,  // 50: boomerang.v1.GetGroupResponse.group:type_name -> boomerang.v1.Group
-	13,  // 51: boomerang.v1.UnblockGroupResponse.task:type_name -> boomerang.v1.Task
-	15,  // 52: boomerang.v1.GroupSummary.group:type_name -> boomerang.v1.Group
-	14,  // 53: boomerang.v1.GroupSummary.blocking:type_name -> boomerang.v1.DeadLetter
-	76,  // 54: boomerang.v1.ListGroupsResponse.groups:type_name -> boomerang.v1.GroupSummary
-	79,  // 55: boomerang.v1.StatsSample.by_protocol:type_name -> boomerang.v1.ProtocolCount
-	80,  // 56: boomerang.v1.StatsSample.fire_lag:type_name -> boomerang.v1.Percentiles
-	80,  // 57: boomerang.v1.StatsSample.attempt_duration:type_name -> boomerang.v1.Percentiles
-	2,   // 58: boomerang.v1.ProtocolCount.protocol:type_name -> boomerang.v1.Protocol
-	78,  // 59: boomerang.v1.GetStatsResponse.samples:type_name -> boomerang.v1.StatsSample
-	2,   // 60: boomerang.v1.Attempt.protocol:type_name -> boomerang.v1.Protocol
-	85,  // 61: boomerang.v1.GetTaskAttemptsResponse.attempts:type_name -> boomerang.v1.Attempt
-	13,  // 62: boomerang.v1.CompletedTask.task:type_name -> boomerang.v1.Task
-	85,  // 63: boomerang.v1.CompletedTask.attempts:type_name -> boomerang.v1.Attempt
-	88,  // 64: boomerang.v1.ListCompletedResponse.tasks:type_name -> boomerang.v1.CompletedTask
-	0,   // 65: boomerang.v1.AuditEntry.status:type_name -> boomerang.v1.Status
-	91,  // 66: boomerang.v1.ListAuditLogResponse.entries:type_name -> boomerang.v1.AuditEntry
-	7,   // 67: boomerang.v1.BulkDeadLettersRequest.action:type_name -> boomerang.v1.BulkAction
-	97,  // 68: boomerang.v1.GetClusterResponse.nodes:type_name -> boomerang.v1.ClusterNode
-	98,  // 69: boomerang.v1.GetClusterResponse.shards:type_name -> boomerang.v1.ClusterShard
-	101, // 70: boomerang.v1.ListPoolsResponse.pools:type_name -> boomerang.v1.PoolInfo
-	17,  // 71: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
-	19,  // 72: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
-	21,  // 73: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
-	23,  // 74: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
-	25,  // 75: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
-	42,  // 76: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
-	47,  // 77: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
-	49,  // 78: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
-	51,  // 79: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
-	53,  // 80: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
-	55,  // 81: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
-	57,  // 82: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
-	59,  // 83: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
-	61,  // 84: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
-	63,  // 85: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
-	65,  // 86: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
-	67,  // 87: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
-	73,  // 88: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
-	69,  // 89: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
-	71,  // 90: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
-	36,  // 91: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
-	38,  // 92: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
-	40,  // 93: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
-	27,  // 94: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
-	29,  // 95: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
-	31,  // 96: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
-	33,  // 97: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
-	75,  // 98: boomerang.v1.Request.list_groups:type_name -> boomerang.v1.ListGroupsRequest
-	81,  // 99: boomerang.v1.Request.get_stats:type_name -> boomerang.v1.GetStatsRequest
-	83,  // 100: boomerang.v1.Request.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramRequest
-	86,  // 101: boomerang.v1.Request.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsRequest
-	89,  // 102: boomerang.v1.Request.list_completed:type_name -> boomerang.v1.ListCompletedRequest
-	92,  // 103: boomerang.v1.Request.list_audit_log:type_name -> boomerang.v1.ListAuditLogRequest
-	94,  // 104: boomerang.v1.Request.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersRequest
-	96,  // 105: boomerang.v1.Request.get_cluster:type_name -> boomerang.v1.GetClusterRequest
-	100, // 106: boomerang.v1.Request.list_pools:type_name -> boomerang.v1.ListPoolsRequest
-	44,  // 107: boomerang.v1.Request.register_tasks:type_name -> boomerang.v1.RegisterTasksRequest
-	8,   // 108: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
-	18,  // 109: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
-	20,  // 110: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
-	22,  // 111: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
-	24,  // 112: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
-	26,  // 113: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
-	43,  // 114: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
-	48,  // 115: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
-	50,  // 116: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
-	52,  // 117: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
-	54,  // 118: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
-	56,  // 119: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
-	58,  // 120: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
-	60,  // 121: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
-	62,  // 122: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
-	64,  // 123: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
-	66,  // 124: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
-	68,  // 125: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
-	74,  // 126: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
-	70,  // 127: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
-	72,  // 128: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
-	37,  // 129: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
-	39,  // 130: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
-	41,  // 131: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
-	28,  // 132: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
-	30,  // 133: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
-	32,  // 134: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
-	34,  // 135: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
-	77,  // 136: boomerang.v1.Response.list_groups:type_name -> boomerang.v1.ListGroupsResponse
-	82,  // 137: boomerang.v1.Response.get_stats:type_name -> boomerang.v1.GetStatsResponse
-	84,  // 138: boomerang.v1.Response.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramResponse
-	87,  // 139: boomerang.v1.Response.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsResponse
-	90,  // 140: boomerang.v1.Response.list_completed:type_name -> boomerang.v1.ListCompletedResponse
-	93,  // 141: boomerang.v1.Response.list_audit_log:type_name -> boomerang.v1.ListAuditLogResponse
-	95,  // 142: boomerang.v1.Response.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersResponse
-	99,  // 143: boomerang.v1.Response.get_cluster:type_name -> boomerang.v1.GetClusterResponse
-	102, // 144: boomerang.v1.Response.list_pools:type_name -> boomerang.v1.ListPoolsResponse
-	45,  // 145: boomerang.v1.Response.register_tasks:type_name -> boomerang.v1.RegisterTasksResponse
-	17,  // 146: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
-	19,  // 147: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
-	21,  // 148: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
-	23,  // 149: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
-	25,  // 150: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
-	42,  // 151: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
-	47,  // 152: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
-	49,  // 153: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
-	51,  // 154: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
-	53,  // 155: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
-	55,  // 156: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
-	57,  // 157: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
-	59,  // 158: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
-	61,  // 159: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
-	63,  // 160: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
-	65,  // 161: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
-	67,  // 162: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
-	73,  // 163: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
-	69,  // 164: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
-	71,  // 165: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
-	36,  // 166: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
-	38,  // 167: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
-	40,  // 168: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
-	27,  // 169: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
-	29,  // 170: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
-	31,  // 171: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
-	33,  // 172: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
-	75,  // 173: boomerang.v1.BoomerangService.ListGroups:input_type -> boomerang.v1.ListGroupsRequest
-	81,  // 174: boomerang.v1.BoomerangService.GetStats:input_type -> boomerang.v1.GetStatsRequest
-	83,  // 175: boomerang.v1.BoomerangService.GetDueHistogram:input_type -> boomerang.v1.GetDueHistogramRequest
-	86,  // 176: boomerang.v1.BoomerangService.GetTaskAttempts:input_type -> boomerang.v1.GetTaskAttemptsRequest
-	89,  // 177: boomerang.v1.BoomerangService.ListCompleted:input_type -> boomerang.v1.ListCompletedRequest
-	92,  // 178: boomerang.v1.BoomerangService.ListAuditLog:input_type -> boomerang.v1.ListAuditLogRequest
-	94,  // 179: boomerang.v1.BoomerangService.BulkDeadLetters:input_type -> boomerang.v1.BulkDeadLettersRequest
-	96,  // 180: boomerang.v1.BoomerangService.GetCluster:input_type -> boomerang.v1.GetClusterRequest
-	100, // 181: boomerang.v1.BoomerangService.ListPools:input_type -> boomerang.v1.ListPoolsRequest
-	44,  // 182: boomerang.v1.BoomerangService.RegisterTasks:input_type -> boomerang.v1.RegisterTasksRequest
-	105, // 183: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
-	18,  // 184: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
-	20,  // 185: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
-	22,  // 186: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
-	24,  // 187: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
-	26,  // 188: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
-	43,  // 189: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
-	48,  // 190: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
-	50,  // 191: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
-	52,  // 192: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
-	54,  // 193: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
-	56,  // 194: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
-	58,  // 195: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
-	60,  // 196: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
-	62,  // 197: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
-	64,  // 198: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
-	66,  // 199: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
-	68,  // 200: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
-	74,  // 201: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
-	70,  // 202: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
-	72,  // 203: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
-	37,  // 204: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
-	39,  // 205: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
-	41,  // 206: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
-	28,  // 207: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
-	30,  // 208: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
-	32,  // 209: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
-	34,  // 210: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
-	77,  // 211: boomerang.v1.BoomerangService.ListGroups:output_type -> boomerang.v1.ListGroupsResponse
-	82,  // 212: boomerang.v1.BoomerangService.GetStats:output_type -> boomerang.v1.GetStatsResponse
-	84,  // 213: boomerang.v1.BoomerangService.GetDueHistogram:output_type -> boomerang.v1.GetDueHistogramResponse
-	87,  // 214: boomerang.v1.BoomerangService.GetTaskAttempts:output_type -> boomerang.v1.GetTaskAttemptsResponse
-	90,  // 215: boomerang.v1.BoomerangService.ListCompleted:output_type -> boomerang.v1.ListCompletedResponse
-	93,  // 216: boomerang.v1.BoomerangService.ListAuditLog:output_type -> boomerang.v1.ListAuditLogResponse
-	95,  // 217: boomerang.v1.BoomerangService.BulkDeadLetters:output_type -> boomerang.v1.BulkDeadLettersResponse
-	99,  // 218: boomerang.v1.BoomerangService.GetCluster:output_type -> boomerang.v1.GetClusterResponse
-	102, // 219: boomerang.v1.BoomerangService.ListPools:output_type -> boomerang.v1.ListPoolsResponse
-	45,  // 220: boomerang.v1.BoomerangService.RegisterTasks:output_type -> boomerang.v1.RegisterTasksResponse
-	106, // 221: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
-	184, // [184:222] is the sub-list for method output_type
-	146, // [146:184] is the sub-list for method input_type
-	146, // [146:146] is the sub-list for extension type_name
-	146, // [146:146] is the sub-list for extension extendee
-	0,   // [0:146] is the sub-list for field type_name
+	14,  // 8: boomerang.v1.Group.rate_limit:type_name -> boomerang.v1.RateLimit
+	9,   // 9: boomerang.v1.ClientConfig.callback:type_name -> boomerang.v1.Callback
+	10,  // 10: boomerang.v1.ClientConfig.retry:type_name -> boomerang.v1.RetryPolicy
+	11,  // 11: boomerang.v1.ClientConfig.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
+	1,   // 12: boomerang.v1.ClientConfig.default_mode:type_name -> boomerang.v1.DispatchMode
+	5,   // 13: boomerang.v1.ClientConfig.role:type_name -> boomerang.v1.Role
+	12,  // 14: boomerang.v1.ClientConfig.callback_rules:type_name -> boomerang.v1.CallbackRules
+	14,  // 15: boomerang.v1.ClientConfig.group_rate_limit:type_name -> boomerang.v1.RateLimit
+	108, // 16: boomerang.v1.ClientConfig.group_rate_limits:type_name -> boomerang.v1.ClientConfig.GroupRateLimitsEntry
+	5,   // 17: boomerang.v1.LoginResponse.role:type_name -> boomerang.v1.Role
+	9,   // 18: boomerang.v1.RegisterClientRequest.callback:type_name -> boomerang.v1.Callback
+	10,  // 19: boomerang.v1.RegisterClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
+	11,  // 20: boomerang.v1.RegisterClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
+	1,   // 21: boomerang.v1.RegisterClientRequest.default_mode:type_name -> boomerang.v1.DispatchMode
+	5,   // 22: boomerang.v1.RegisterClientRequest.role:type_name -> boomerang.v1.Role
+	12,  // 23: boomerang.v1.RegisterClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
+	14,  // 24: boomerang.v1.RegisterClientRequest.group_rate_limit:type_name -> boomerang.v1.RateLimit
+	109, // 25: boomerang.v1.RegisterClientRequest.group_rate_limits:type_name -> boomerang.v1.RegisterClientRequest.GroupRateLimitsEntry
+	17,  // 26: boomerang.v1.RegisterClientResponse.client:type_name -> boomerang.v1.ClientConfig
+	17,  // 27: boomerang.v1.ListClientsResponse.clients:type_name -> boomerang.v1.ClientConfig
+	17,  // 28: boomerang.v1.GetClientResponse.client:type_name -> boomerang.v1.ClientConfig
+	9,   // 29: boomerang.v1.UpdateClientRequest.callback:type_name -> boomerang.v1.Callback
+	10,  // 30: boomerang.v1.UpdateClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
+	11,  // 31: boomerang.v1.UpdateClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
+	1,   // 32: boomerang.v1.UpdateClientRequest.default_mode:type_name -> boomerang.v1.DispatchMode
+	5,   // 33: boomerang.v1.UpdateClientRequest.role:type_name -> boomerang.v1.Role
+	12,  // 34: boomerang.v1.UpdateClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
+	14,  // 35: boomerang.v1.UpdateClientRequest.group_rate_limit:type_name -> boomerang.v1.RateLimit
+	110, // 36: boomerang.v1.UpdateClientRequest.group_rate_limits:type_name -> boomerang.v1.UpdateClientRequest.GroupRateLimitsEntry
+	17,  // 37: boomerang.v1.UpdateClientResponse.client:type_name -> boomerang.v1.ClientConfig
+	17,  // 38: boomerang.v1.RotateSigningSecretResponse.client:type_name -> boomerang.v1.ClientConfig
+	5,   // 39: boomerang.v1.SessionInfo.role:type_name -> boomerang.v1.Role
+	36,  // 40: boomerang.v1.ListSessionsResponse.sessions:type_name -> boomerang.v1.SessionInfo
+	1,   // 41: boomerang.v1.RegisterTaskRequest.mode:type_name -> boomerang.v1.DispatchMode
+	9,   // 42: boomerang.v1.RegisterTaskRequest.callback:type_name -> boomerang.v1.Callback
+	10,  // 43: boomerang.v1.RegisterTaskRequest.retry:type_name -> boomerang.v1.RetryPolicy
+	13,  // 44: boomerang.v1.RegisterTaskResponse.task:type_name -> boomerang.v1.Task
+	43,  // 45: boomerang.v1.RegisterTasksRequest.tasks:type_name -> boomerang.v1.RegisterTaskRequest
+	47,  // 46: boomerang.v1.RegisterTasksResponse.results:type_name -> boomerang.v1.RegisterTaskResult
+	44,  // 47: boomerang.v1.RegisterTaskResult.registered:type_name -> boomerang.v1.RegisterTaskResponse
+	8,   // 48: boomerang.v1.RegisterTaskResult.error:type_name -> boomerang.v1.Error
+	13,  // 49: boomerang.v1.UpdateTaskResponse.task:type_name -> boomerang.v1.Task
+	13,  // 50: boomerang.v1.GetTaskResponse.task:type_name -> boomerang.v1.Task
+	4,   // 51: boomerang.v1.ListTasksRequest.status:type_name -> boomerang.v1.TaskStatus
+	6,   // 52: boomerang.v1.ListTasksRequest.order:type_name -> boomerang.v1.TaskOrder
+	13,  // 53: boomerang.v1.ListTasksResponse.tasks:type_name -> boomerang.v1.Task
+	15,  // 54: boomerang.v1.ListDeadLettersResponse.dead_letters:type_name -> boomerang.v1.DeadLetter
+	15,  // 55: boomerang.v1.GetDeadLetterResponse.dead_letter:type_name -> boomerang.v1.DeadLetter
+	13,  // 56: boomerang.v1.ReplayDeadLetterResponse.task:type_name -> boomerang.v1.Task
+	16,  // 57: boomerang.v1.GetGroupResponse.group:type_name -> boomerang.v1.Group
+	13,  // 58: boomerang.v1.UnblockGroupResponse.task:type_name -> boomerang.v1.Task
+	16,  // 59: boomerang.v1.GroupSummary.group:type_name -> boomerang.v1.Group
+	15,  // 60: boomerang.v1.GroupSummary.blocking:type_name -> boomerang.v1.DeadLetter
+	77,  // 61: boomerang.v1.ListGroupsResponse.groups:type_name -> boomerang.v1.GroupSummary
+	80,  // 62: boomerang.v1.StatsSample.by_protocol:type_name -> boomerang.v1.ProtocolCount
+	81,  // 63: boomerang.v1.StatsSample.fire_lag:type_name -> boomerang.v1.Percentiles
+	81,  // 64: boomerang.v1.StatsSample.attempt_duration:type_name -> boomerang.v1.Percentiles
+	2,   // 65: boomerang.v1.ProtocolCount.protocol:type_name -> boomerang.v1.Protocol
+	79,  // 66: boomerang.v1.GetStatsResponse.samples:type_name -> boomerang.v1.StatsSample
+	2,   // 67: boomerang.v1.Attempt.protocol:type_name -> boomerang.v1.Protocol
+	86,  // 68: boomerang.v1.GetTaskAttemptsResponse.attempts:type_name -> boomerang.v1.Attempt
+	13,  // 69: boomerang.v1.CompletedTask.task:type_name -> boomerang.v1.Task
+	86,  // 70: boomerang.v1.CompletedTask.attempts:type_name -> boomerang.v1.Attempt
+	89,  // 71: boomerang.v1.ListCompletedResponse.tasks:type_name -> boomerang.v1.CompletedTask
+	0,   // 72: boomerang.v1.AuditEntry.status:type_name -> boomerang.v1.Status
+	92,  // 73: boomerang.v1.ListAuditLogResponse.entries:type_name -> boomerang.v1.AuditEntry
+	7,   // 74: boomerang.v1.BulkDeadLettersRequest.action:type_name -> boomerang.v1.BulkAction
+	98,  // 75: boomerang.v1.GetClusterResponse.nodes:type_name -> boomerang.v1.ClusterNode
+	99,  // 76: boomerang.v1.GetClusterResponse.shards:type_name -> boomerang.v1.ClusterShard
+	102, // 77: boomerang.v1.ListPoolsResponse.pools:type_name -> boomerang.v1.PoolInfo
+	18,  // 78: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
+	20,  // 79: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
+	22,  // 80: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
+	24,  // 81: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
+	26,  // 82: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
+	43,  // 83: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
+	48,  // 84: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
+	50,  // 85: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
+	52,  // 86: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
+	54,  // 87: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
+	56,  // 88: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
+	58,  // 89: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
+	60,  // 90: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
+	62,  // 91: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
+	64,  // 92: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
+	66,  // 93: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
+	68,  // 94: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
+	74,  // 95: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
+	70,  // 96: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
+	72,  // 97: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
+	37,  // 98: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
+	39,  // 99: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
+	41,  // 100: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
+	28,  // 101: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
+	30,  // 102: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
+	32,  // 103: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
+	34,  // 104: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
+	76,  // 105: boomerang.v1.Request.list_groups:type_name -> boomerang.v1.ListGroupsRequest
+	82,  // 106: boomerang.v1.Request.get_stats:type_name -> boomerang.v1.GetStatsRequest
+	84,  // 107: boomerang.v1.Request.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramRequest
+	87,  // 108: boomerang.v1.Request.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsRequest
+	90,  // 109: boomerang.v1.Request.list_completed:type_name -> boomerang.v1.ListCompletedRequest
+	93,  // 110: boomerang.v1.Request.list_audit_log:type_name -> boomerang.v1.ListAuditLogRequest
+	95,  // 111: boomerang.v1.Request.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersRequest
+	97,  // 112: boomerang.v1.Request.get_cluster:type_name -> boomerang.v1.GetClusterRequest
+	101, // 113: boomerang.v1.Request.list_pools:type_name -> boomerang.v1.ListPoolsRequest
+	45,  // 114: boomerang.v1.Request.register_tasks:type_name -> boomerang.v1.RegisterTasksRequest
+	8,   // 115: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
+	19,  // 116: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
+	21,  // 117: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
+	23,  // 118: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
+	25,  // 119: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
+	27,  // 120: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
+	44,  // 121: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
+	49,  // 122: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
+	51,  // 123: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
+	53,  // 124: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
+	55,  // 125: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
+	57,  // 126: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
+	59,  // 127: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
+	61,  // 128: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
+	63,  // 129: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
+	65,  // 130: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
+	67,  // 131: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
+	69,  // 132: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
+	75,  // 133: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
+	71,  // 134: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
+	73,  // 135: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
+	38,  // 136: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
+	40,  // 137: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
+	42,  // 138: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
+	29,  // 139: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
+	31,  // 140: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
+	33,  // 141: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
+	35,  // 142: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
+	78,  // 143: boomerang.v1.Response.list_groups:type_name -> boomerang.v1.ListGroupsResponse
+	83,  // 144: boomerang.v1.Response.get_stats:type_name -> boomerang.v1.GetStatsResponse
+	85,  // 145: boomerang.v1.Response.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramResponse
+	88,  // 146: boomerang.v1.Response.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsResponse
+	91,  // 147: boomerang.v1.Response.list_completed:type_name -> boomerang.v1.ListCompletedResponse
+	94,  // 148: boomerang.v1.Response.list_audit_log:type_name -> boomerang.v1.ListAuditLogResponse
+	96,  // 149: boomerang.v1.Response.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersResponse
+	100, // 150: boomerang.v1.Response.get_cluster:type_name -> boomerang.v1.GetClusterResponse
+	103, // 151: boomerang.v1.Response.list_pools:type_name -> boomerang.v1.ListPoolsResponse
+	46,  // 152: boomerang.v1.Response.register_tasks:type_name -> boomerang.v1.RegisterTasksResponse
+	14,  // 153: boomerang.v1.ClientConfig.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
+	14,  // 154: boomerang.v1.RegisterClientRequest.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
+	14,  // 155: boomerang.v1.UpdateClientRequest.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
+	18,  // 156: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
+	20,  // 157: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
+	22,  // 158: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
+	24,  // 159: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
+	26,  // 160: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
+	43,  // 161: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
+	48,  // 162: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
+	50,  // 163: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
+	52,  // 164: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
+	54,  // 165: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
+	56,  // 166: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
+	58,  // 167: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
+	60,  // 168: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
+	62,  // 169: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
+	64,  // 170: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
+	66,  // 171: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
+	68,  // 172: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
+	74,  // 173: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
+	70,  // 174: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
+	72,  // 175: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
+	37,  // 176: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
+	39,  // 177: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
+	41,  // 178: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
+	28,  // 179: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
+	30,  // 180: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
+	32,  // 181: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
+	34,  // 182: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
+	76,  // 183: boomerang.v1.BoomerangService.ListGroups:input_type -> boomerang.v1.ListGroupsRequest
+	82,  // 184: boomerang.v1.BoomerangService.GetStats:input_type -> boomerang.v1.GetStatsRequest
+	84,  // 185: boomerang.v1.BoomerangService.GetDueHistogram:input_type -> boomerang.v1.GetDueHistogramRequest
+	87,  // 186: boomerang.v1.BoomerangService.GetTaskAttempts:input_type -> boomerang.v1.GetTaskAttemptsRequest
+	90,  // 187: boomerang.v1.BoomerangService.ListCompleted:input_type -> boomerang.v1.ListCompletedRequest
+	93,  // 188: boomerang.v1.BoomerangService.ListAuditLog:input_type -> boomerang.v1.ListAuditLogRequest
+	95,  // 189: boomerang.v1.BoomerangService.BulkDeadLetters:input_type -> boomerang.v1.BulkDeadLettersRequest
+	97,  // 190: boomerang.v1.BoomerangService.GetCluster:input_type -> boomerang.v1.GetClusterRequest
+	101, // 191: boomerang.v1.BoomerangService.ListPools:input_type -> boomerang.v1.ListPoolsRequest
+	45,  // 192: boomerang.v1.BoomerangService.RegisterTasks:input_type -> boomerang.v1.RegisterTasksRequest
+	106, // 193: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
+	19,  // 194: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
+	21,  // 195: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
+	23,  // 196: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
+	25,  // 197: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
+	27,  // 198: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
+	44,  // 199: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
+	49,  // 200: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
+	51,  // 201: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
+	53,  // 202: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
+	55,  // 203: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
+	57,  // 204: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
+	59,  // 205: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
+	61,  // 206: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
+	63,  // 207: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
+	65,  // 208: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
+	67,  // 209: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
+	69,  // 210: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
+	75,  // 211: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
+	71,  // 212: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
+	73,  // 213: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
+	38,  // 214: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
+	40,  // 215: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
+	42,  // 216: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
+	29,  // 217: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
+	31,  // 218: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
+	33,  // 219: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
+	35,  // 220: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
+	78,  // 221: boomerang.v1.BoomerangService.ListGroups:output_type -> boomerang.v1.ListGroupsResponse
+	83,  // 222: boomerang.v1.BoomerangService.GetStats:output_type -> boomerang.v1.GetStatsResponse
+	85,  // 223: boomerang.v1.BoomerangService.GetDueHistogram:output_type -> boomerang.v1.GetDueHistogramResponse
+	88,  // 224: boomerang.v1.BoomerangService.GetTaskAttempts:output_type -> boomerang.v1.GetTaskAttemptsResponse
+	91,  // 225: boomerang.v1.BoomerangService.ListCompleted:output_type -> boomerang.v1.ListCompletedResponse
+	94,  // 226: boomerang.v1.BoomerangService.ListAuditLog:output_type -> boomerang.v1.ListAuditLogResponse
+	96,  // 227: boomerang.v1.BoomerangService.BulkDeadLetters:output_type -> boomerang.v1.BulkDeadLettersResponse
+	100, // 228: boomerang.v1.BoomerangService.GetCluster:output_type -> boomerang.v1.GetClusterResponse
+	103, // 229: boomerang.v1.BoomerangService.ListPools:output_type -> boomerang.v1.ListPoolsResponse
+	46,  // 230: boomerang.v1.BoomerangService.RegisterTasks:output_type -> boomerang.v1.RegisterTasksResponse
+	107, // 231: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
+	194, // [194:232] is the sub-list for method output_type
+	156, // [156:194] is the sub-list for method input_type
+	156, // [156:156] is the sub-list for extension type_name
+	156, // [156:156] is the sub-list for extension extendee
+	0,   // [0:156] is the sub-list for field type_name
 }
 
 func init() { file_api_boomerang_v1_boomerang_proto_init() }
@@ -9156,22 +9438,22 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 	if File_api_boomerang_v1_boomerang_proto != nil {
 		return
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[21].OneofWrappers = []any{}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[25].OneofWrappers = []any{}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[34].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[22].OneofWrappers = []any{}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[26].OneofWrappers = []any{}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[35].OneofWrappers = []any{
 		(*RegisterTaskRequest_DelayMs)(nil),
 		(*RegisterTaskRequest_FireAtMs)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[38].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[39].OneofWrappers = []any{
 		(*RegisterTaskResult_Registered)(nil),
 		(*RegisterTaskResult_Error)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[39].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[40].OneofWrappers = []any{
 		(*UpdateTaskRequest_DelayMs)(nil),
 		(*UpdateTaskRequest_FireAtMs)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[45].OneofWrappers = []any{}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[95].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[46].OneofWrappers = []any{}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[96].OneofWrappers = []any{
 		(*Request_Login)(nil),
 		(*Request_RefreshSession)(nil),
 		(*Request_RegisterClient)(nil),
@@ -9210,7 +9492,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Request_ListPools)(nil),
 		(*Request_RegisterTasks)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[96].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[97].OneofWrappers = []any{
 		(*Response_Login)(nil),
 		(*Response_RefreshSession)(nil),
 		(*Response_RegisterClient)(nil),
@@ -9255,7 +9537,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_boomerang_v1_boomerang_proto_rawDesc), len(file_api_boomerang_v1_boomerang_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   99,
+			NumMessages:   103,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -445,7 +445,10 @@ type Task struct {
 	// overwrites one: a record written once is deleted with a single
 	// delete, which vanishes with the write when they meet in a flush or
 	// compaction instead of leaving a tombstone.
-	WrittenOnce   bool `protobuf:"varint,18,opt,name=written_once,json=writtenOnce,proto3" json:"written_once,omitempty"`
+	WrittenOnce   bool   `protobuf:"varint,18,opt,name=written_once,json=writtenOnce,proto3" json:"written_once,omitempty"`
+	Cron          string `protobuf:"bytes,19,opt,name=cron,proto3" json:"cron,omitempty"`                               // calendar schedule instead of interval_ms; "" = none
+	TimeZone      string `protobuf:"bytes,20,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`       // IANA zone the cron expression is read in; "" = UTC
+	ReplaceKey    string `protobuf:"bytes,21,opt,name=replace_key,json=replaceKey,proto3" json:"replace_key,omitempty"` // a later registration with this key replaces the task while it waits
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -606,6 +609,27 @@ func (x *Task) GetWrittenOnce() bool {
 	return false
 }
 
+func (x *Task) GetCron() string {
+	if x != nil {
+		return x.Cron
+	}
+	return ""
+}
+
+func (x *Task) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+func (x *Task) GetReplaceKey() string {
+	if x != nil {
+		return x.ReplaceKey
+	}
+	return ""
+}
+
 // Group is the durable state of one client's group. It exists while the
 // group has tasks or is blocked, and is deleted when it has neither.
 type Group struct {
@@ -616,6 +640,9 @@ type Group struct {
 	BlockedTask    uint64                 `protobuf:"varint,5,opt,name=blocked_task,json=blockedTask,proto3" json:"blocked_task,omitempty"` // id of the dead-lettered head; 0 = not blocked
 	BlockedSinceMs int64                  `protobuf:"varint,6,opt,name=blocked_since_ms,json=blockedSinceMs,proto3" json:"blocked_since_ms,omitempty"`
 	Tasks          uint64                 `protobuf:"varint,7,opt,name=tasks,proto3" json:"tasks,omitempty"` // the group's tasks in the store
+	// Under a rate limit: when the group's last attempts started (Unix ms,
+	// ascending), as many as the limit counts, recorded with their outcomes.
+	RecentStartsMs []int64 `protobuf:"varint,8,rep,packed,name=recent_starts_ms,json=recentStartsMs,proto3" json:"recent_starts_ms,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -690,6 +717,13 @@ func (x *Group) GetTasks() uint64 {
 		return x.Tasks
 	}
 	return 0
+}
+
+func (x *Group) GetRecentStartsMs() []int64 {
+	if x != nil {
+		return x.RecentStartsMs
+	}
+	return nil
 }
 
 // DeadLetter is a task whose delivery failed for good.
@@ -1285,20 +1319,22 @@ func (x *IdempotencyKey) GetCreatedMs() int64 {
 
 // Client is a registered API client.
 type Client struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	PasswordHash   []byte                 `protobuf:"bytes,2,opt,name=password_hash,json=passwordHash,proto3" json:"password_hash,omitempty"` // encoded KDF output, including its salt and parameters
-	Admin          bool                   `protobuf:"varint,3,opt,name=admin,proto3" json:"admin,omitempty"`
-	Callback       *Callback              `protobuf:"bytes,4,opt,name=callback,proto3" json:"callback,omitempty"`
-	Retry          *RetryPolicy           `protobuf:"bytes,5,opt,name=retry,proto3" json:"retry,omitempty"`
-	DefaultMode    DispatchMode           `protobuf:"varint,6,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.store.v1.DispatchMode" json:"default_mode,omitempty"`
-	SigningSecret  []byte                 `protobuf:"bytes,7,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"`
-	CreatedMs      int64                  `protobuf:"varint,8,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
-	DlqMaxEntries  uint32                 `protobuf:"varint,9,opt,name=dlq_max_entries,json=dlqMaxEntries,proto3" json:"dlq_max_entries,omitempty"`     // 0 = the server's default
-	DlqRetentionMs int64                  `protobuf:"varint,10,opt,name=dlq_retention_ms,json=dlqRetentionMs,proto3" json:"dlq_retention_ms,omitempty"` // 0 = keep until deleted
-	GroupLimit     uint32                 `protobuf:"varint,11,opt,name=group_limit,json=groupLimit,proto3" json:"group_limit,omitempty"`               // tasks one group may hold; 0 = the server's default
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Id              string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	PasswordHash    []byte                 `protobuf:"bytes,2,opt,name=password_hash,json=passwordHash,proto3" json:"password_hash,omitempty"` // encoded KDF output, including its salt and parameters
+	Admin           bool                   `protobuf:"varint,3,opt,name=admin,proto3" json:"admin,omitempty"`
+	Callback        *Callback              `protobuf:"bytes,4,opt,name=callback,proto3" json:"callback,omitempty"`
+	Retry           *RetryPolicy           `protobuf:"bytes,5,opt,name=retry,proto3" json:"retry,omitempty"`
+	DefaultMode     DispatchMode           `protobuf:"varint,6,opt,name=default_mode,json=defaultMode,proto3,enum=boomerang.store.v1.DispatchMode" json:"default_mode,omitempty"`
+	SigningSecret   []byte                 `protobuf:"bytes,7,opt,name=signing_secret,json=signingSecret,proto3" json:"signing_secret,omitempty"`
+	CreatedMs       int64                  `protobuf:"varint,8,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	DlqMaxEntries   uint32                 `protobuf:"varint,9,opt,name=dlq_max_entries,json=dlqMaxEntries,proto3" json:"dlq_max_entries,omitempty"`                                                                                 // 0 = the server's default
+	DlqRetentionMs  int64                  `protobuf:"varint,10,opt,name=dlq_retention_ms,json=dlqRetentionMs,proto3" json:"dlq_retention_ms,omitempty"`                                                                             // 0 = keep until deleted
+	GroupLimit      uint32                 `protobuf:"varint,11,opt,name=group_limit,json=groupLimit,proto3" json:"group_limit,omitempty"`                                                                                           // tasks one group may hold; 0 = the server's default
+	GroupRateLimit  *RateLimit             `protobuf:"bytes,12,opt,name=group_rate_limit,json=groupRateLimit,proto3" json:"group_rate_limit,omitempty"`                                                                              // every group's, unless set below; unset = none
+	GroupRateLimits map[string]*RateLimit  `protobuf:"bytes,13,rep,name=group_rate_limits,json=groupRateLimits,proto3" json:"group_rate_limits,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // by group, overriding group_rate_limit
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Client) Reset() {
@@ -1408,6 +1444,74 @@ func (x *Client) GetGroupLimit() uint32 {
 	return 0
 }
 
+func (x *Client) GetGroupRateLimit() *RateLimit {
+	if x != nil {
+		return x.GroupRateLimit
+	}
+	return nil
+}
+
+func (x *Client) GetGroupRateLimits() map[string]*RateLimit {
+	if x != nil {
+		return x.GroupRateLimits
+	}
+	return nil
+}
+
+// RateLimit bounds a group's delivery attempts: at most max_deliveries
+// start in any interval_ms.
+type RateLimit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MaxDeliveries uint32                 `protobuf:"varint,1,opt,name=max_deliveries,json=maxDeliveries,proto3" json:"max_deliveries,omitempty"`
+	IntervalMs    int64                  `protobuf:"varint,2,opt,name=interval_ms,json=intervalMs,proto3" json:"interval_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RateLimit) Reset() {
+	*x = RateLimit{}
+	mi := &file_internal_store_storepb_store_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RateLimit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RateLimit) ProtoMessage() {}
+
+func (x *RateLimit) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_store_storepb_store_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RateLimit.ProtoReflect.Descriptor instead.
+func (*RateLimit) Descriptor() ([]byte, []int) {
+	return file_internal_store_storepb_store_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *RateLimit) GetMaxDeliveries() uint32 {
+	if x != nil {
+		return x.MaxDeliveries
+	}
+	return 0
+}
+
+func (x *RateLimit) GetIntervalMs() int64 {
+	if x != nil {
+		return x.IntervalMs
+	}
+	return 0
+}
+
 var File_internal_store_storepb_store_proto protoreflect.FileDescriptor
 
 const file_internal_store_storepb_store_proto_rawDesc = "" +
@@ -1427,7 +1531,7 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\bendpoint\x18\x02 \x01(\tR\bendpoint\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x03 \x01(\x03R\ttimeoutMs\x12\x12\n" +
-	"\x04pool\x18\x04 \x01(\tR\x04pool\"\xd2\x04\n" +
+	"\x04pool\x18\x04 \x01(\tR\x04pool\"\xa4\x05\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\x12\x14\n" +
@@ -1451,14 +1555,19 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\n" +
 	"updated_ms\x18\x10 \x01(\x03R\tupdatedMs\x12\x14\n" +
 	"\x05fires\x18\x11 \x01(\x04R\x05fires\x12!\n" +
-	"\fwritten_once\x18\x12 \x01(\bR\vwrittenOnce\"\xb4\x01\n" +
+	"\fwritten_once\x18\x12 \x01(\bR\vwrittenOnce\x12\x12\n" +
+	"\x04cron\x18\x13 \x01(\tR\x04cron\x12\x1b\n" +
+	"\ttime_zone\x18\x14 \x01(\tR\btimeZone\x12\x1f\n" +
+	"\vreplace_key\x18\x15 \x01(\tR\n" +
+	"replaceKey\"\xde\x01\n" +
 	"\x05Group\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\rR\x05shard\x12\x16\n" +
 	"\x06client\x18\x02 \x01(\tR\x06client\x12\x14\n" +
 	"\x05group\x18\x03 \x01(\tR\x05group\x12!\n" +
 	"\fblocked_task\x18\x05 \x01(\x04R\vblockedTask\x12(\n" +
 	"\x10blocked_since_ms\x18\x06 \x01(\x03R\x0eblockedSinceMs\x12\x14\n" +
-	"\x05tasks\x18\a \x01(\x04R\x05tasksJ\x04\b\x04\x10\x05\"\xc5\x01\n" +
+	"\x05tasks\x18\a \x01(\x04R\x05tasks\x12(\n" +
+	"\x10recent_starts_ms\x18\b \x03(\x03R\x0erecentStartsMsJ\x04\b\x04\x10\x05\"\xc5\x01\n" +
 	"\n" +
 	"DeadLetter\x12,\n" +
 	"\x04task\x18\x01 \x01(\v2\x18.boomerang.store.v1.TaskR\x04task\x12\x1d\n" +
@@ -1500,7 +1609,7 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\x03key\x18\x03 \x01(\tR\x03key\x12\x12\n" +
 	"\x04task\x18\x04 \x01(\x04R\x04task\x12\x1d\n" +
 	"\n" +
-	"created_ms\x18\x05 \x01(\x03R\tcreatedMs\"\xc2\x03\n" +
+	"created_ms\x18\x05 \x01(\x03R\tcreatedMs\"\xcb\x05\n" +
 	"\x06Client\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
 	"\rpassword_hash\x18\x02 \x01(\fR\fpasswordHash\x12\x14\n" +
@@ -1515,7 +1624,16 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\x10dlq_retention_ms\x18\n" +
 	" \x01(\x03R\x0edlqRetentionMs\x12\x1f\n" +
 	"\vgroup_limit\x18\v \x01(\rR\n" +
-	"groupLimit*\x8d\x01\n" +
+	"groupLimit\x12G\n" +
+	"\x10group_rate_limit\x18\f \x01(\v2\x1d.boomerang.store.v1.RateLimitR\x0egroupRateLimit\x12[\n" +
+	"\x11group_rate_limits\x18\r \x03(\v2/.boomerang.store.v1.Client.GroupRateLimitsEntryR\x0fgroupRateLimits\x1aa\n" +
+	"\x14GroupRateLimitsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x123\n" +
+	"\x05value\x18\x02 \x01(\v2\x1d.boomerang.store.v1.RateLimitR\x05value:\x028\x01\"S\n" +
+	"\tRateLimit\x12%\n" +
+	"\x0emax_deliveries\x18\x01 \x01(\rR\rmaxDeliveries\x12\x1f\n" +
+	"\vinterval_ms\x18\x02 \x01(\x03R\n" +
+	"intervalMs*\x8d\x01\n" +
 	"\fDispatchMode\x12\x1d\n" +
 	"\x19DISPATCH_MODE_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bDISPATCH_MODE_NEXT_ON_ERROR\x10\x01\x12 \n" +
@@ -1562,7 +1680,7 @@ func file_internal_store_storepb_store_proto_rawDescGZIP() []byte {
 }
 
 var file_internal_store_storepb_store_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_internal_store_storepb_store_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_internal_store_storepb_store_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_internal_store_storepb_store_proto_goTypes = []any{
 	(DispatchMode)(0),      // 0: boomerang.store.v1.DispatchMode
 	(BackoffKind)(0),       // 1: boomerang.store.v1.BackoffKind
@@ -1580,6 +1698,8 @@ var file_internal_store_storepb_store_proto_goTypes = []any{
 	(*GroupName)(nil),      // 13: boomerang.store.v1.GroupName
 	(*IdempotencyKey)(nil), // 14: boomerang.store.v1.IdempotencyKey
 	(*Client)(nil),         // 15: boomerang.store.v1.Client
+	(*RateLimit)(nil),      // 16: boomerang.store.v1.RateLimit
+	nil,                    // 17: boomerang.store.v1.Client.GroupRateLimitsEntry
 }
 var file_internal_store_storepb_store_proto_depIdxs = []int32{
 	1,  // 0: boomerang.store.v1.RetryPolicy.backoff:type_name -> boomerang.store.v1.BackoffKind
@@ -1601,11 +1721,14 @@ var file_internal_store_storepb_store_proto_depIdxs = []int32{
 	5,  // 16: boomerang.store.v1.Client.callback:type_name -> boomerang.store.v1.Callback
 	4,  // 17: boomerang.store.v1.Client.retry:type_name -> boomerang.store.v1.RetryPolicy
 	0,  // 18: boomerang.store.v1.Client.default_mode:type_name -> boomerang.store.v1.DispatchMode
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	16, // 19: boomerang.store.v1.Client.group_rate_limit:type_name -> boomerang.store.v1.RateLimit
+	17, // 20: boomerang.store.v1.Client.group_rate_limits:type_name -> boomerang.store.v1.Client.GroupRateLimitsEntry
+	16, // 21: boomerang.store.v1.Client.GroupRateLimitsEntry.value:type_name -> boomerang.store.v1.RateLimit
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_internal_store_storepb_store_proto_init() }
@@ -1630,7 +1753,7 @@ func file_internal_store_storepb_store_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_store_storepb_store_proto_rawDesc), len(file_internal_store_storepb_store_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

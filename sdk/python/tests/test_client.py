@@ -204,6 +204,45 @@ class ClientTest(unittest.TestCase):
             infos = list(pool.map(lambda _: narrow.get_server_info(timeout=WAIT_LIMIT), range(50)))
         self.assertEqual(len(infos), 50)
 
+    def test_a_cron_task_is_due_at_its_first_occurrence_and_shows_the_next_ones(self) -> None:
+        s = start_server(self)
+        c = admin(self, s)
+        task = c.schedule("report", cron="0 9 * * MON-FRI", time_zone="Europe/Zurich")
+        self.assertEqual((task.cron, task.time_zone), ("0 9 * * MON-FRI", "Europe/Zurich"))
+        # 09:00 in Zurich is 08:00 or, in summer, 07:00 UTC.
+        self.assertIn(task.fire_at_ms % 86_400_000, (8 * 3_600_000, 7 * 3_600_000))
+        got = c.get_task(id=task.id).task
+        self.assertEqual(len(got.next_fire_at_ms), 5)
+        self.assertGreater(got.next_fire_at_ms[0], task.fire_at_ms)
+        with self.assertRaises(boomerang.InvalidRequestError) as cm:
+            c.schedule("x", cron="0 9 * * *", time_zone="Nowhere/Land")
+        self.assertEqual(cm.exception.field, "time_zone")
+
+    def test_a_registration_with_a_replace_key_replaces_the_waiting_task(self) -> None:
+        s = start_server(self)
+        c = admin(self, s)
+        first = c.schedule("v1", replace_key="reindex", debounce=3600, max_wait=7200)
+        self.assertEqual(first.replace_key, "reindex")
+        resp = c.register_task(payload=b"v2", replace_key="reindex", debounce_ms=3_600_000)
+        self.assertTrue(resp.replaced)
+        self.assertFalse(resp.created)
+        self.assertEqual((resp.task.id, resp.task.payload), (first.id, b"v2"))
+
+    def test_a_clients_groups_take_rate_limits(self) -> None:
+        s = start_server(self)
+        c = admin(self, s)
+        registered = c.register_client(
+            client_id="limited",
+            password="limited-password",
+            callback=pb.Callback(protocol=pb.PROTOCOL_UDP, endpoint="127.0.0.1:9"),
+            group_rate_limit=pb.RateLimit(max_deliveries=10, interval_ms=1000),
+            group_rate_limits={"reports": pb.RateLimit(max_deliveries=1, interval_ms=60_000)},
+        )
+        self.assertEqual(registered.client.group_rate_limit.max_deliveries, 10)
+        self.assertEqual(registered.client.group_rate_limits["reports"].interval_ms, 60_000)
+        c.register_tasks(client="limited", tasks=[pb.RegisterTaskRequest(group="reports", delay_ms=3_600_000)])
+        self.assertEqual(c.get_group(client="limited", group="reports").group.rate_limit.max_deliveries, 1)
+
     def test_errors_carry_the_server_status_message_and_field(self) -> None:
         s = start_server(self, args=("--max-payload-bytes", "1024", "--max-frame-bytes", "8192"))
         c = admin(self, s)

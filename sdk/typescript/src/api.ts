@@ -65,6 +65,25 @@ export interface ScheduleOptions {
   at?: Date | number;
   /** Repeats every this many milliseconds after the previous due time. */
   every?: number;
+  /**
+   * Repeats on a calendar schedule instead: five fields (minute hour
+   * day-of-month month day-of-week) or six with seconds first, e.g.
+   * "0 9 * * MON-FRI". The first occurrence is the first at or after the due time.
+   */
+  cron?: string;
+  /** The IANA time zone cron is read in, e.g. "Europe/Zurich". Default: UTC. */
+  timeZone?: string;
+  /**
+   * Replaces the client's waiting task with this key in the same group
+   * (payload and due time; it keeps its id and place) instead of adding
+   * one; once that task's attempt has started, a new one is added. The
+   * registerTask response says which happened (replaced).
+   */
+  replaceKey?: string;
+  /** With replaceKey: due this many milliseconds after the latest registration with the key, instead of after/at. */
+  debounce?: number;
+  /** With debounce: due no later than this many milliseconds after the registration that created the task. */
+  maxWait?: number;
   /** A group's tasks are delivered one at a time, in due order. */
   group?: string;
   /** A repeated registration with the same key returns the existing task. */
@@ -485,6 +504,11 @@ function registration(payload: Uint8Array | string, schedule: ScheduleOptions = 
     repeatIntervalMs: BigInt(Math.round(schedule.every ?? 0)),
     group: schedule.group ?? "",
     idempotencyKey: schedule.idempotencyKey ?? "",
+    cron: schedule.cron ?? "",
+    timeZone: schedule.timeZone ?? "",
+    replaceKey: schedule.replaceKey ?? "",
+    debounceMs: BigInt(Math.round(schedule.debounce ?? 0)),
+    maxWaitMs: BigInt(Math.round(schedule.maxWait ?? 0)),
   };
   if (schedule.after !== undefined) {
     req.when = { case: "delayMs", value: BigInt(Math.round(schedule.after)) };

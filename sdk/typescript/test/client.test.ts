@@ -37,6 +37,49 @@ test("pipelined requests are matched to their responses", async (t) => {
   assert.equal(infos.length, 50);
 });
 
+test("a cron task is due at its first occurrence and shows the next ones", async (t) => {
+  const s = await startServer(t);
+  const c = await admin(t, s);
+  const task = await c.schedule("report", { cron: "0 9 * * MON-FRI", timeZone: "Europe/Zurich" });
+  assert.equal(task.cron, "0 9 * * MON-FRI");
+  assert.equal(task.timeZone, "Europe/Zurich");
+  // 09:00 in Zurich is 08:00 or, in summer, 07:00 UTC.
+  assert.ok([8, 7].map((h) => BigInt(h * 3_600_000)).includes(task.fireAtMs % 86_400_000n));
+  const got = await c.getTask({ id: task.id });
+  assert.equal(got.task?.nextFireAtMs.length, 5);
+  assert.ok(got.task!.nextFireAtMs[0]! > task.fireAtMs);
+  await assert.rejects(c.schedule("x", { cron: "0 9 * * *", timeZone: "Nowhere/Land" }), (err: unknown) => err instanceof InvalidRequestError && err.field === "time_zone");
+});
+
+test("a registration with a replace key replaces the waiting task", async (t) => {
+  const s = await startServer(t);
+  const c = await admin(t, s);
+  const first = await c.schedule("v1", { replaceKey: "reindex", debounce: 3_600_000, maxWait: 7_200_000 });
+  assert.equal(first.replaceKey, "reindex");
+  const resp = await c.registerTask({ payload: new TextEncoder().encode("v2"), replaceKey: "reindex", debounceMs: 3_600_000n });
+  assert.equal(resp.replaced, true);
+  assert.equal(resp.created, false);
+  assert.equal(resp.task?.id, first.id);
+  assert.equal(text(resp.task!.payload), "v2");
+});
+
+test("a client's groups take rate limits", async (t) => {
+  const s = await startServer(t);
+  const c = await admin(t, s);
+  const registered = await c.registerClient({
+    clientId: "limited",
+    password: "limited-password",
+    callback: { protocol: 4, endpoint: "127.0.0.1:9" },
+    groupRateLimit: { maxDeliveries: 10, intervalMs: 1000n },
+    groupRateLimits: { reports: { maxDeliveries: 1, intervalMs: 60_000n } },
+  });
+  assert.equal(registered.client?.groupRateLimit?.maxDeliveries, 10);
+  assert.equal(registered.client?.groupRateLimits["reports"]?.intervalMs, 60_000n);
+  await c.registerTasks({ client: "limited", tasks: [{ group: "reports", when: { case: "delayMs", value: 3_600_000n } }] });
+  const group = await c.getGroup({ client: "limited", group: "reports" });
+  assert.equal(group.group?.rateLimit?.maxDeliveries, 1);
+});
+
 test("errors carry the server's status, message and field", async (t) => {
   const s = await startServer(t, { args: ["--max-payload-bytes", "1024", "--max-frame-bytes", "8192"] });
   const c = await admin(t, s);

@@ -38,6 +38,11 @@ class BatchTask:
     mode: pb.DispatchMode | None = None
     callback: pb.Callback | None = None
     retry: pb.RetryPolicy | None = None
+    cron: str = ""  # a calendar schedule instead of every, e.g. "0 9 * * MON-FRI"
+    time_zone: str = ""  # the IANA zone cron is read in; "" = UTC
+    replace_key: str = ""  # replaces the waiting task with this key instead of adding one
+    debounce: float | timedelta | None = None  # with replace_key: due this long after the latest registration
+    max_wait: float | timedelta | None = None  # with debounce: at most this long after the first
 
 
 class ScheduleResult(NamedTuple):
@@ -217,13 +222,31 @@ class Api(ABC):
         mode: pb.DispatchMode | None = None,
         callback: pb.Callback | None = None,
         retry: pb.RetryPolicy | None = None,
+        cron: str = "",
+        time_zone: str = "",
+        replace_key: str = "",
+        debounce: float | timedelta | None = None,
+        max_wait: float | timedelta | None = None,
         timeout: float | None = None,
     ) -> pb.Task:
         """Registers a task with payload (bytes, or a str sent as UTF-8),
         due now unless after (seconds or a timedelta from now) or at (a
         datetime or Unix seconds) says otherwise, repeating every (seconds
-        or a timedelta) if given, and returns it once durable."""
-        req = _registration(BatchTask(payload, after, at, every, group, idempotency_key, mode, callback, retry))
+        or a timedelta) if given, or on the cron schedule (five fields, or six
+        with seconds first) read in time_zone (IANA, "" = UTC), from its first
+        occurrence at or after the due time, and returns it once durable.
+        With replace_key it replaces the client's waiting task with that key in
+        the same group (payload and due time; id and place are kept) instead of
+        adding one, unless that task's attempt has started; debounce (seconds or
+        a timedelta) then makes it due that long after the latest registration
+        with the key, and max_wait no later than that long after the first.
+        register_task's response says whether a task was replaced."""
+        req = _registration(
+            BatchTask(
+                payload, after, at, every, group, idempotency_key, mode, callback, retry,
+                cron, time_zone, replace_key, debounce, max_wait,
+            )
+        )
         resp = self.register_task(req, timeout=timeout)
         if not resp.HasField("task"):
             raise ProtocolError("the registration returned no task")
@@ -295,7 +318,14 @@ def _registration(t: BatchTask) -> pb.RegisterTaskRequest:
         payload=t.payload.encode() if isinstance(t.payload, str) else t.payload,
         group=t.group,
         idempotency_key=t.idempotency_key,
+        cron=t.cron,
+        time_zone=t.time_zone,
+        replace_key=t.replace_key,
     )
+    if t.debounce is not None:
+        req.debounce_ms = _millis(t.debounce)
+    if t.max_wait is not None:
+        req.max_wait_ms = _millis(t.max_wait)
     if t.after is not None:
         req.delay_ms = _millis(t.after)
     elif t.at is not None:

@@ -202,7 +202,14 @@ class ChangePasswordResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class ClientConfig(_message.Message):
-    __slots__ = ["admin", "callback", "callback_rules", "created_ms", "dead_letters", "default_mode", "group_limit", "id", "previous_secret_expires_ms", "retry", "role"]
+    __slots__ = ["admin", "callback", "callback_rules", "created_ms", "dead_letters", "default_mode", "group_limit", "group_rate_limit", "group_rate_limits", "id", "previous_secret_expires_ms", "retry", "role"]
+    class GroupRateLimitsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: RateLimit
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[RateLimit, _Mapping]] = ...) -> None: ...
     ADMIN_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_RULES_FIELD_NUMBER: _ClassVar[int]
@@ -210,6 +217,8 @@ class ClientConfig(_message.Message):
     DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MODE_FIELD_NUMBER: _ClassVar[int]
     GROUP_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_RATE_LIMITS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_RATE_LIMIT_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_SECRET_EXPIRES_MS_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
@@ -221,11 +230,13 @@ class ClientConfig(_message.Message):
     dead_letters: DeadLetterPolicy
     default_mode: DispatchMode
     group_limit: int
+    group_rate_limit: RateLimit
+    group_rate_limits: _containers.MessageMap[str, RateLimit]
     id: str
     previous_secret_expires_ms: int
     retry: RetryPolicy
     role: Role
-    def __init__(self, id: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., created_ms: _Optional[int] = ..., group_limit: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., callback_rules: _Optional[_Union[CallbackRules, _Mapping]] = ..., previous_secret_expires_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., created_ms: _Optional[int] = ..., group_limit: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., callback_rules: _Optional[_Union[CallbackRules, _Mapping]] = ..., previous_secret_expires_ms: _Optional[int] = ..., group_rate_limit: _Optional[_Union[RateLimit, _Mapping]] = ..., group_rate_limits: _Optional[_Mapping[str, RateLimit]] = ...) -> None: ...
 
 class ClusterNode(_message.Message):
     __slots__ = ["health", "healthy", "http_address", "id", "started_ms", "tcp_address", "version"]
@@ -500,20 +511,22 @@ class GetTaskResponse(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
 
 class Group(_message.Message):
-    __slots__ = ["blocked", "blocked_dead_letter_id", "blocked_since_ms", "client", "group", "tasks"]
+    __slots__ = ["blocked", "blocked_dead_letter_id", "blocked_since_ms", "client", "group", "rate_limit", "tasks"]
     BLOCKED_DEAD_LETTER_ID_FIELD_NUMBER: _ClassVar[int]
     BLOCKED_FIELD_NUMBER: _ClassVar[int]
     BLOCKED_SINCE_MS_FIELD_NUMBER: _ClassVar[int]
     CLIENT_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
+    RATE_LIMIT_FIELD_NUMBER: _ClassVar[int]
     TASKS_FIELD_NUMBER: _ClassVar[int]
     blocked: bool
     blocked_dead_letter_id: int
     blocked_since_ms: int
     client: str
     group: str
+    rate_limit: RateLimit
     tasks: int
-    def __init__(self, client: _Optional[str] = ..., group: _Optional[str] = ..., tasks: _Optional[int] = ..., blocked: bool = ..., blocked_dead_letter_id: _Optional[int] = ..., blocked_since_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, client: _Optional[str] = ..., group: _Optional[str] = ..., tasks: _Optional[int] = ..., blocked: bool = ..., blocked_dead_letter_id: _Optional[int] = ..., blocked_since_ms: _Optional[int] = ..., rate_limit: _Optional[_Union[RateLimit, _Mapping]] = ...) -> None: ...
 
 class GroupSummary(_message.Message):
     __slots__ = ["blocking", "group"]
@@ -769,6 +782,14 @@ class PurgeDeadLettersResponse(_message.Message):
     skipped: int
     def __init__(self, matched: _Optional[int] = ..., deleted: _Optional[int] = ..., skipped: _Optional[int] = ...) -> None: ...
 
+class RateLimit(_message.Message):
+    __slots__ = ["interval_ms", "max_deliveries"]
+    INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_DELIVERIES_FIELD_NUMBER: _ClassVar[int]
+    interval_ms: int
+    max_deliveries: int
+    def __init__(self, max_deliveries: _Optional[int] = ..., interval_ms: _Optional[int] = ...) -> None: ...
+
 class RefreshSessionRequest(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
@@ -782,7 +803,14 @@ class RefreshSessionResponse(_message.Message):
     def __init__(self, session_id: _Optional[str] = ..., expires_at_ms: _Optional[int] = ...) -> None: ...
 
 class RegisterClientRequest(_message.Message):
-    __slots__ = ["admin", "callback", "callback_rules", "client_id", "dead_letters", "default_mode", "group_limit", "password", "retry", "role", "signing_secret"]
+    __slots__ = ["admin", "callback", "callback_rules", "client_id", "dead_letters", "default_mode", "group_limit", "group_rate_limit", "group_rate_limits", "password", "retry", "role", "signing_secret"]
+    class GroupRateLimitsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: RateLimit
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[RateLimit, _Mapping]] = ...) -> None: ...
     ADMIN_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_RULES_FIELD_NUMBER: _ClassVar[int]
@@ -790,6 +818,8 @@ class RegisterClientRequest(_message.Message):
     DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MODE_FIELD_NUMBER: _ClassVar[int]
     GROUP_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_RATE_LIMITS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_RATE_LIMIT_FIELD_NUMBER: _ClassVar[int]
     PASSWORD_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -801,11 +831,13 @@ class RegisterClientRequest(_message.Message):
     dead_letters: DeadLetterPolicy
     default_mode: DispatchMode
     group_limit: int
+    group_rate_limit: RateLimit
+    group_rate_limits: _containers.MessageMap[str, RateLimit]
     password: str
     retry: RetryPolicy
     role: Role
     signing_secret: bytes
-    def __init__(self, client_id: _Optional[str] = ..., password: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., signing_secret: _Optional[bytes] = ..., group_limit: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., callback_rules: _Optional[_Union[CallbackRules, _Mapping]] = ...) -> None: ...
+    def __init__(self, client_id: _Optional[str] = ..., password: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., signing_secret: _Optional[bytes] = ..., group_limit: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., callback_rules: _Optional[_Union[CallbackRules, _Mapping]] = ..., group_rate_limit: _Optional[_Union[RateLimit, _Mapping]] = ..., group_rate_limits: _Optional[_Mapping[str, RateLimit]] = ...) -> None: ...
 
 class RegisterClientResponse(_message.Message):
     __slots__ = ["client", "signing_secret"]
@@ -816,34 +848,46 @@ class RegisterClientResponse(_message.Message):
     def __init__(self, client: _Optional[_Union[ClientConfig, _Mapping]] = ..., signing_secret: _Optional[bytes] = ...) -> None: ...
 
 class RegisterTaskRequest(_message.Message):
-    __slots__ = ["callback", "delay_ms", "fire_at_ms", "group", "idempotency_key", "mode", "payload", "repeat_interval_ms", "retry"]
+    __slots__ = ["callback", "cron", "debounce_ms", "delay_ms", "fire_at_ms", "group", "idempotency_key", "max_wait_ms", "mode", "payload", "repeat_interval_ms", "replace_key", "retry", "time_zone"]
     CALLBACK_FIELD_NUMBER: _ClassVar[int]
+    CRON_FIELD_NUMBER: _ClassVar[int]
+    DEBOUNCE_MS_FIELD_NUMBER: _ClassVar[int]
     DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     FIRE_AT_MS_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     REPEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_KEY_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
+    TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
     callback: Callback
+    cron: str
+    debounce_ms: int
     delay_ms: int
     fire_at_ms: int
     group: str
     idempotency_key: str
+    max_wait_ms: int
     mode: DispatchMode
     payload: bytes
     repeat_interval_ms: int
+    replace_key: str
     retry: RetryPolicy
-    def __init__(self, payload: _Optional[bytes] = ..., delay_ms: _Optional[int] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., group: _Optional[str] = ..., mode: _Optional[_Union[DispatchMode, str]] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    time_zone: str
+    def __init__(self, payload: _Optional[bytes] = ..., delay_ms: _Optional[int] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., group: _Optional[str] = ..., mode: _Optional[_Union[DispatchMode, str]] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., cron: _Optional[str] = ..., time_zone: _Optional[str] = ..., replace_key: _Optional[str] = ..., debounce_ms: _Optional[int] = ..., max_wait_ms: _Optional[int] = ...) -> None: ...
 
 class RegisterTaskResponse(_message.Message):
-    __slots__ = ["created", "task"]
+    __slots__ = ["created", "replaced", "task"]
     CREATED_FIELD_NUMBER: _ClassVar[int]
+    REPLACED_FIELD_NUMBER: _ClassVar[int]
     TASK_FIELD_NUMBER: _ClassVar[int]
     created: bool
+    replaced: bool
     task: Task
-    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., created: bool = ...) -> None: ...
+    def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ..., created: bool = ..., replaced: bool = ...) -> None: ...
 
 class RegisterTaskResult(_message.Message):
     __slots__ = ["error", "registered"]
@@ -1154,12 +1198,13 @@ class StatsSample(_message.Message):
     def __init__(self, at_ms: _Optional[int] = ..., registered: _Optional[int] = ..., attempts: _Optional[int] = ..., delivered: _Optional[int] = ..., failed: _Optional[int] = ..., dead_lettered: _Optional[int] = ..., dead_letters: _Optional[int] = ..., blocked_groups: _Optional[int] = ..., delivering: _Optional[int] = ..., waiting: _Optional[int] = ..., wheel: _Optional[int] = ..., by_protocol: _Optional[_Iterable[_Union[ProtocolCount, _Mapping]]] = ..., fire_lag: _Optional[_Union[Percentiles, _Mapping]] = ..., attempt_duration: _Optional[_Union[Percentiles, _Mapping]] = ...) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ["attempts", "blocked_by_dead_letter", "callback", "client", "created_ms", "fire_at_ms", "fires", "group", "id", "idempotency_key", "last_error", "mode", "next_attempt_ms", "payload", "repeat_interval_ms", "retry", "seq", "status", "updated_ms"]
+    __slots__ = ["attempts", "blocked_by_dead_letter", "callback", "client", "created_ms", "cron", "fire_at_ms", "fires", "group", "id", "idempotency_key", "last_error", "mode", "next_attempt_ms", "next_fire_at_ms", "payload", "repeat_interval_ms", "replace_key", "retry", "seq", "status", "time_zone", "updated_ms"]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     BLOCKED_BY_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_FIELD_NUMBER: _ClassVar[int]
     CLIENT_FIELD_NUMBER: _ClassVar[int]
     CREATED_MS_FIELD_NUMBER: _ClassVar[int]
+    CRON_FIELD_NUMBER: _ClassVar[int]
     FIRES_FIELD_NUMBER: _ClassVar[int]
     FIRE_AT_MS_FIELD_NUMBER: _ClassVar[int]
     GROUP_FIELD_NUMBER: _ClassVar[int]
@@ -1168,17 +1213,21 @@ class Task(_message.Message):
     LAST_ERROR_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     NEXT_ATTEMPT_MS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_FIRE_AT_MS_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     REPEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_KEY_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
     UPDATED_MS_FIELD_NUMBER: _ClassVar[int]
     attempts: int
     blocked_by_dead_letter: int
     callback: Callback
     client: str
     created_ms: int
+    cron: str
     fire_at_ms: int
     fires: int
     group: str
@@ -1187,13 +1236,16 @@ class Task(_message.Message):
     last_error: str
     mode: DispatchMode
     next_attempt_ms: int
+    next_fire_at_ms: _containers.RepeatedScalarFieldContainer[int]
     payload: bytes
     repeat_interval_ms: int
+    replace_key: str
     retry: RetryPolicy
     seq: int
     status: TaskStatus
+    time_zone: str
     updated_ms: int
-    def __init__(self, id: _Optional[int] = ..., client: _Optional[str] = ..., group: _Optional[str] = ..., payload: _Optional[bytes] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., seq: _Optional[int] = ..., mode: _Optional[_Union[DispatchMode, str]] = ..., status: _Optional[_Union[TaskStatus, str]] = ..., attempts: _Optional[int] = ..., next_attempt_ms: _Optional[int] = ..., last_error: _Optional[str] = ..., fires: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., created_ms: _Optional[int] = ..., updated_ms: _Optional[int] = ..., blocked_by_dead_letter: _Optional[int] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., client: _Optional[str] = ..., group: _Optional[str] = ..., payload: _Optional[bytes] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., seq: _Optional[int] = ..., mode: _Optional[_Union[DispatchMode, str]] = ..., status: _Optional[_Union[TaskStatus, str]] = ..., attempts: _Optional[int] = ..., next_attempt_ms: _Optional[int] = ..., last_error: _Optional[str] = ..., fires: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., created_ms: _Optional[int] = ..., updated_ms: _Optional[int] = ..., blocked_by_dead_letter: _Optional[int] = ..., cron: _Optional[str] = ..., time_zone: _Optional[str] = ..., next_fire_at_ms: _Optional[_Iterable[int]] = ..., replace_key: _Optional[str] = ...) -> None: ...
 
 class UnblockGroupRequest(_message.Message):
     __slots__ = ["client", "group"]
@@ -1210,7 +1262,14 @@ class UnblockGroupResponse(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
 
 class UpdateClientRequest(_message.Message):
-    __slots__ = ["callback", "callback_rules", "clear_callback", "clear_retry", "client_id", "dead_letters", "default_mode", "group_limit", "retry", "role"]
+    __slots__ = ["callback", "callback_rules", "clear_callback", "clear_retry", "client_id", "dead_letters", "default_mode", "group_limit", "group_rate_limit", "group_rate_limits", "retry", "role"]
+    class GroupRateLimitsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: RateLimit
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[RateLimit, _Mapping]] = ...) -> None: ...
     CALLBACK_FIELD_NUMBER: _ClassVar[int]
     CALLBACK_RULES_FIELD_NUMBER: _ClassVar[int]
     CLEAR_CALLBACK_FIELD_NUMBER: _ClassVar[int]
@@ -1219,6 +1278,8 @@ class UpdateClientRequest(_message.Message):
     DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_MODE_FIELD_NUMBER: _ClassVar[int]
     GROUP_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_RATE_LIMITS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_RATE_LIMIT_FIELD_NUMBER: _ClassVar[int]
     RETRY_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     callback: Callback
@@ -1229,9 +1290,11 @@ class UpdateClientRequest(_message.Message):
     dead_letters: DeadLetterPolicy
     default_mode: DispatchMode
     group_limit: int
+    group_rate_limit: RateLimit
+    group_rate_limits: _containers.MessageMap[str, RateLimit]
     retry: RetryPolicy
     role: Role
-    def __init__(self, client_id: _Optional[str] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., clear_callback: bool = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., clear_retry: bool = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., role: _Optional[_Union[Role, str]] = ..., callback_rules: _Optional[_Union[CallbackRules, _Mapping]] = ..., group_limit: _Optional[int] = ...) -> None: ...
+    def __init__(self, client_id: _Optional[str] = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., clear_callback: bool = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., clear_retry: bool = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., role: _Optional[_Union[Role, str]] = ..., callback_rules: _Optional[_Union[CallbackRules, _Mapping]] = ..., group_limit: _Optional[int] = ..., group_rate_limit: _Optional[_Union[RateLimit, _Mapping]] = ..., group_rate_limits: _Optional[_Mapping[str, RateLimit]] = ...) -> None: ...
 
 class UpdateClientResponse(_message.Message):
     __slots__ = ["client"]
@@ -1240,18 +1303,22 @@ class UpdateClientResponse(_message.Message):
     def __init__(self, client: _Optional[_Union[ClientConfig, _Mapping]] = ...) -> None: ...
 
 class UpdateTaskRequest(_message.Message):
-    __slots__ = ["delay_ms", "fire_at_ms", "id", "payload", "repeat_interval_ms"]
+    __slots__ = ["cron", "delay_ms", "fire_at_ms", "id", "payload", "repeat_interval_ms", "time_zone"]
+    CRON_FIELD_NUMBER: _ClassVar[int]
     DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     FIRE_AT_MS_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     REPEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
+    cron: str
     delay_ms: int
     fire_at_ms: int
     id: int
     payload: bytes
     repeat_interval_ms: int
-    def __init__(self, id: _Optional[int] = ..., payload: _Optional[bytes] = ..., delay_ms: _Optional[int] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ...) -> None: ...
+    time_zone: str
+    def __init__(self, id: _Optional[int] = ..., payload: _Optional[bytes] = ..., delay_ms: _Optional[int] = ..., fire_at_ms: _Optional[int] = ..., repeat_interval_ms: _Optional[int] = ..., cron: _Optional[str] = ..., time_zone: _Optional[str] = ...) -> None: ...
 
 class UpdateTaskResponse(_message.Message):
     __slots__ = ["task"]
