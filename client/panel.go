@@ -64,3 +64,10 @@ func (c *Client) ListPools(ctx context.Context, in *boomerangv1.ListPoolsRequest
 	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_ListPools{ListPools: in}})
 	return empty(r, err, (*boomerangv1.Response).GetListPools)
 }
+
+// ChangeCluster drains, undrains or removes a cluster node, or moves a
+// shard's replica or leadership (admins).
+func (c *Client) ChangeCluster(ctx context.Context, in *boomerangv1.ChangeClusterRequest) (*boomerangv1.ChangeClusterResponse, error) {
+	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_ChangeCluster{ChangeCluster: in}})
+	return need(r, err, (*boomerangv1.Response).GetChangeCluster)
+}

@@ -98,15 +98,25 @@ func slicesIndex(words []string, w string) int {
 	panic("no " + w)
 }
 
-// readmeCommands returns the commands of the README's quick start: the
-// lines of its sh blocks, continuation lines joined, comments dropped.
+// readmeCommands returns the commands of the README's quick start.
 func readmeCommands(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile("../README.md")
+	return docCommands(t, "../README.md", "## Quick start")
+}
+
+// docCommands returns the commands of a section of a Markdown file: the
+// lines of its sh blocks, continuation lines joined, comments dropped.
+func docCommands(t *testing.T, path, heading string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	section := string(b)[strings.Index(string(b), "## Quick start"):]
+	start := strings.Index(string(b), heading+"\n")
+	if start < 0 {
+		t.Fatalf("%s has no section %q", path, heading)
+	}
+	section := string(b)[start:] + "\n## "
 	section = section[:strings.Index(section[3:], "\n## ")+3]
 	var cmds []string
 	inSh, pending := false, ""

@@ -42,7 +42,7 @@ func newRootCommand(stderr io.Writer) *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	bindServe(serve, stderr)
-	root.AddCommand(serve, newOutboxCommand(stderr), &cobra.Command{
+	root.AddCommand(serve, newOutboxCommand(stderr), newEtcdCommand(stderr), &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,

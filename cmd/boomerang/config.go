@@ -75,6 +75,12 @@ func (o *options) complete(fs *pflag.FlagSet, lookupEnv func(string) (string, bo
 		}
 		o.outbox = append(o.outbox, src)
 	}
+	if len(o.cluster.Etcd) > 0 {
+		c := o.cluster
+		o.cfg.Cluster = &c
+	} else if o.embedEtcd {
+		return errors.New("--embed-etcd needs --etcd, the endpoint it serves")
+	}
 	if err := o.loadSecrets(lookupEnv); err != nil {
 		return err
 	}

@@ -34,6 +34,10 @@ type options struct {
 	outboxSources   []string
 	outboxNode      string
 	outbox          []outbox.Config // parsed from outboxSources by complete
+	cluster         server.ClusterConfig
+	embedEtcd       bool
+	etcdPeerAddr    string
+	etcdDataDir     string
 }
 
 func newOptions() *options { return &options{pools: poolFlag{}} }
@@ -96,6 +100,23 @@ func (o *options) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.outboxSources, "outbox-source", nil,
 		"PostgreSQL outbox source, comma-separated key=value settings (name=…,dsn=…,client=…); repeatable; see docs/outbox.md")
 	fs.StringVar(&o.outboxNode, "outbox-node", "", "this instance's name among the nodes running the outbox sources (default: kept in the data directory)")
+	o.registerCluster(fs)
+}
+
+// registerCluster binds the cluster's flags; see docs/cluster.md.
+func (o *options) registerCluster(fs *pflag.FlagSet) {
+	c := &o.cluster
+	fs.StringSliceVar(&c.Etcd, "etcd", nil, "etcd endpoints (host:port, comma-separated): join a cluster (default: standalone)")
+	fs.StringVar(&c.Name, "cluster", "boomerang", "name of the cluster to join (with --etcd)")
+	fs.Uint64Var(&c.NodeID, "node-id", 0, "this node's id in the cluster, unique, above 0 (with --etcd; a standalone data directory is node 1's)")
+	fs.StringVar(&c.Addr, "cluster-addr", server.DefaultClusterAddr, "replication listen address (with --etcd)")
+	fs.StringVar(&c.Advertise, "advertise", "", "host:port the other nodes reach --cluster-addr at; its host is advertised with the TCP and HTTP ports (default: --cluster-addr)")
+	fs.StringVar(&c.Zone, "zone", "", "zone of this node: each shard's replicas are spread over zones")
+	fs.IntVar(&c.ReplicationFactor, "replication-factor", 3, "replicas of each shard, once that many nodes exist")
+	fs.DurationVar(&c.DeadTimeout, "dead-timeout", time.Minute, "how long a node may be gone before its replicas are placed elsewhere")
+	fs.BoolVar(&o.embedEtcd, "embed-etcd", false, "also run an embedded single-member etcd, serving clients at the first --etcd endpoint")
+	fs.StringVar(&o.etcdPeerAddr, "etcd-peer-addr", defaultEtcdPeerAddr, "peer address of the embedded etcd")
+	fs.StringVar(&o.etcdDataDir, "etcd-data-dir", "", "data directory of the embedded etcd (default: <data-dir>-etcd)")
 }
 
 // poolFlag collects --pool values.

@@ -38,6 +38,13 @@ func serve(ctx context.Context, o *options, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	etcd, err := embedEtcd(o, stderr)
+	if err != nil {
+		return err
+	}
+	if etcd != nil {
+		defer etcd.Close() // after the server has left the cluster
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := srv.Start(ctx); err != nil {

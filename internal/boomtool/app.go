@@ -129,7 +129,7 @@ BOOMERANG_PASSWORD, or else from the session saved by "boomtool login".`,
 		a.loginCommand(), a.logoutCommand(), a.sessionCommand(),
 		a.setCommand(), a.updateCommand(), a.deleteCommand(), a.deleteAllCommand(), a.showCommand(), a.listCommand(), a.nextCommand(),
 		a.dlqCommand(), a.groupCommand(), a.clientCommand(), a.infoCommand(), a.benchCommand(),
-		a.attemptsCommand(), a.completedCommand(), a.auditCommand(),
+		a.attemptsCommand(), a.completedCommand(), a.auditCommand(), a.clusterCommand(),
 	)
 	return root
 }

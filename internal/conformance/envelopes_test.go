@@ -273,11 +273,22 @@ func panelOperations() []op {
 		{"get_cluster",
 			&boomerangv1.Request{RequestId: 67, SessionId: session, Body: &boomerangv1.Request_GetCluster{GetCluster: &boomerangv1.GetClusterRequest{}}},
 			&boomerangv1.Response{RequestId: 67, Body: &boomerangv1.Response_GetCluster{GetCluster: &boomerangv1.GetClusterResponse{
-				Standalone: true,
-				Nodes: []*boomerangv1.ClusterNode{{Id: "standalone", TcpAddress: "127.0.0.1:7070", HttpAddress: "127.0.0.1:7071", Healthy: true, Health: "ready",
-					StartedMs: createMs, Version: "1.0.0"}},
-				Shards: []*boomerangv1.ClusterShard{{Shard: 0, Leader: "standalone", Replicas: []string{"standalone"}}, {Shard: 63, Leader: "standalone", Replicas: []string{"standalone"}, Partition: 1}},
+				Name: "prod", MapRevision: 4242,
+				Nodes: []*boomerangv1.ClusterNode{
+					{Id: "1", TcpAddress: "10.0.0.1:7070", HttpAddress: "10.0.0.1:7071", RaftAddress: "10.0.0.1:7072", Zone: "a", Live: true, Healthy: true, Health: "member",
+						StartedMs: createMs, Version: "1.0.0"},
+					{Id: "2", TcpAddress: "10.0.0.2:7070", HttpAddress: "10.0.0.2:7071", RaftAddress: "10.0.0.2:7072", Zone: "b", Mark: "draining", Health: "gone: its membership lease lapsed"},
+				},
+				Shards: []*boomerangv1.ClusterShard{
+					{Shard: 0, Leader: "1", PreferredLeader: "2", Replicas: []string{"1", "2", "3"}},
+					{Shard: 63, Leader: "2", PreferredLeader: "2", Replicas: []string{"1", "2", "3"}, Partition: 1},
+				},
 			}}}},
+		{"change_cluster",
+			&boomerangv1.Request{RequestId: 80, SessionId: session, Body: &boomerangv1.Request_ChangeCluster{ChangeCluster: &boomerangv1.ChangeClusterRequest{
+				Change: &boomerangv1.ChangeClusterRequest_Move{Move: &boomerangv1.ShardMove{Shard: 12, From: "1", To: "4"}},
+			}}},
+			&boomerangv1.Response{RequestId: 80, Body: &boomerangv1.Response_ChangeCluster{ChangeCluster: &boomerangv1.ChangeClusterResponse{MapRevision: 4243}}}},
 		{"list_pools",
 			&boomerangv1.Request{RequestId: 68, SessionId: session, Body: &boomerangv1.Request_ListPools{ListPools: &boomerangv1.ListPoolsRequest{}}},
 			&boomerangv1.Response{RequestId: 68, Body: &boomerangv1.Response_ListPools{ListPools: &boomerangv1.ListPoolsResponse{Pools: []*boomerangv1.PoolInfo{

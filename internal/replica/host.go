@@ -297,5 +297,8 @@ func (n *Node) Status(ctx context.Context) ([]ShardStatus, error) {
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err // out may still be written to
+	}
+	return out, nil
 }

@@ -53,7 +53,9 @@ func (ls *logStorage) Snapshot() (*raftpb.Snapshot, error) {
 	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if p := ls.prepared; p != nil && p.GetMetadata().GetIndex() >= first-1 {
+	// A snapshot from before the latest configuration change would not
+	// hold a replica that change added, which then refuses it.
+	if p := ls.prepared; p != nil && p.GetMetadata().GetIndex() >= first-1 && p.GetMetadata().GetIndex() >= ls.confs[len(ls.confs)-1].index {
 		return p, nil
 	}
 	ls.prepared = nil

@@ -59,6 +59,11 @@ type Config struct {
 	// node then hosts beside the task shards (see replica.Config.System).
 	System replica.StateMachine
 
+	// Placed, when true, makes the node host only the shards it has a log
+	// of when it starts: a cluster's placement gives it the others at
+	// runtime through Node().Host. Default false: every shard is hosted.
+	Placed bool
+
 	// RaftTick is the replication's tick, and ElectionTicks the ticks
 	// after which followers that hear nothing from a leader elect another
 	// (randomly between 1 and 2 times it). Defaults replica.DefaultTick

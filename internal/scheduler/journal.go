@@ -229,3 +229,13 @@ func (p *partition) applied(shard uint16, proposal uint64) []*pendingCmd {
 // stopped leading it while the request was under way, which may or may
 // not have taken effect).
 var ErrNotLeader = errors.New("scheduler: not the shard's leader")
+
+// NotLeaderError is ErrNotLeader for a request this node refused before
+// doing anything, because it does not lead Shard: the shard's leader may
+// be asked instead.
+type NotLeaderError struct{ Shard uint16 }
+
+func (e *NotLeaderError) Error() string { return ErrNotLeader.Error() }
+
+// Unwrap makes errors.Is(err, ErrNotLeader) true.
+func (e *NotLeaderError) Unwrap() error { return ErrNotLeader }

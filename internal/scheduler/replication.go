@@ -17,9 +17,12 @@ func (s *Scheduler) startNode() error {
 			return err
 		}
 	}
-	shards := make([]uint16, s.cfg.Store.Shards())
-	for i := range shards {
-		shards[i] = uint16(i)
+	var shards []uint16
+	if !s.cfg.Placed {
+		shards = make([]uint16, s.cfg.Store.Shards())
+		for i := range shards {
+			shards[i] = uint16(i)
+		}
 	}
 	node, err := replica.New(replica.Config{
 		ID: s.cfg.NodeID, Peers: s.cfg.Peers, Shards: shards,
@@ -117,7 +120,7 @@ func (s *Scheduler) onLeader(ctx context.Context, shard uint16, op func(p *parti
 	p := s.partitionOf(shard)
 	return s.call(ctx, p, func(done func(result)) {
 		if !p.leads(shard) {
-			done(result{err: ErrNotLeader})
+			done(result{err: &NotLeaderError{Shard: shard}})
 			return
 		}
 		op(p, done)

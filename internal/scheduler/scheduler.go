@@ -81,7 +81,7 @@ func (s *Scheduler) start(ctx context.Context) error {
 		return fmt.Errorf("scheduler: replication: %w", err)
 	}
 	s.sweeper.Go(func() { s.sweep(s.stop) })
-	if len(s.cfg.Peers) > 1 {
+	if len(s.cfg.Peers) > 1 || s.cfg.Placed {
 		return nil // a cluster's shards get their leaders as it goes
 	}
 	select {
@@ -258,7 +258,7 @@ func (s *Scheduler) Get(ctx context.Context, c Caller, id uint64) (TaskView, err
 		// Only under the lease: a deposed leader that does not know it yet
 		// could answer without a change the new one acknowledged.
 		if !s.node.Leased(shard) {
-			done(result{err: ErrNotLeader})
+			done(result{err: &NotLeaderError{Shard: shard}})
 			return
 		}
 		p.get(c, id, done)

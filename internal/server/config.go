@@ -212,6 +212,11 @@ type Config struct {
 	// scheduler's defaults.
 	Limits Limits
 
+	// Cluster, when set, makes the server a node of a cluster coordinated
+	// through etcd (see docs/cluster.md). Default nil: standalone, every
+	// shard hosted here alone.
+	Cluster *ClusterConfig
+
 	// StoreFS, if set, holds the store in memory instead of DataDir's
 	// disk: for tests of a failing disk.
 	StoreFS *store.MemFS
@@ -350,7 +355,7 @@ func (c *Config) ensureDefaults() {
 }
 
 func (c *Config) validate() error {
-	if err := firstError(c.Limits.validate(), c.Panel.validate()); err != nil {
+	if err := firstError(c.Limits.validate(), c.Panel.validate(), c.Cluster.validate()); err != nil {
 		return err
 	}
 	for name, addr := range map[string]string{"TCPAddr": c.TCPAddr, "HTTPAddr": c.HTTPAddr} {

@@ -51,10 +51,18 @@ func sessionOf(h http.Header) string {
 func serve[Req, Resp any](ctx context.Context, h *connectHandler, name string, req *connect.Request[Req],
 	op func(context.Context, auth.Principal, *Req) (*Resp, error)) (*connect.Response[Resp], error) {
 	start := time.Now()
-	p, err := h.svc.Authenticate(sessionOf(req.Header()))
+	p, forwarded := h.svc.fwd.Load().forwarded(ctx, req.Header().Get(forwardHeader))
+	var err error
+	if !forwarded {
+		p, err = h.svc.Authenticate(sessionOf(req.Header()))
+	}
 	var resp *Resp
 	if err == nil {
-		resp, err = op(withPeer(ctx, req.Peer().Addr), p, req.Msg)
+		ctx = withPeer(ctx, req.Peer().Addr)
+		resp, err = op(ctx, p, req.Msg)
+		if !forwarded {
+			resp, err = forwardOn(withForwarder(ctx, h.svc.fwd.Load()), p, req.Msg, resp, err)
+		}
 		h.svc.audited(p, name, any(req.Msg), err)
 	}
 	return answer(h, name, start, resp, err)
@@ -217,6 +225,10 @@ func (h *connectHandler) ListAuditLog(ctx context.Context, req *connect.Request[
 
 func (h *connectHandler) BulkDeadLetters(ctx context.Context, req *connect.Request[boomerangv1.BulkDeadLettersRequest]) (*connect.Response[boomerangv1.BulkDeadLettersResponse], error) {
 	return serve(ctx, h, "BulkDeadLetters", req, h.svc.BulkDeadLetters)
+}
+
+func (h *connectHandler) ChangeCluster(ctx context.Context, req *connect.Request[boomerangv1.ChangeClusterRequest]) (*connect.Response[boomerangv1.ChangeClusterResponse], error) {
+	return serve(ctx, h, "ChangeCluster", req, h.svc.ChangeCluster)
 }
 
 func (h *connectHandler) GetCluster(ctx context.Context, req *connect.Request[boomerangv1.GetClusterRequest]) (*connect.Response[boomerangv1.GetClusterResponse], error) {

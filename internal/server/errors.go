@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
 	"github.com/boomerangd/boomerang/internal/auth"
@@ -140,6 +141,10 @@ func about(err error, format string, args ...any) error {
 func ErrorOf(err error) *boomerangv1.Error {
 	if err == nil {
 		return &boomerangv1.Error{Status: boomerangv1.Status_STATUS_OK}
+	}
+	var re *remoteErr
+	if errors.As(err, &re) {
+		return proto.CloneOf(re.wire) // the shard's leader answered
 	}
 	e := &boomerangv1.Error{Status: boomerangv1.Status_STATUS_INTERNAL}
 	var fe *scheduler.FieldError

@@ -78,11 +78,13 @@ func (s *Service) handle(ctx context.Context, req *boomerangv1.Request, resp *bo
 func run[Req, Resp any](ctx context.Context, p auth.Principal, in *Req,
 	fn func(context.Context, auth.Principal, *Req) (*Resp, error), set func(*Resp)) error {
 	r, err := fn(ctx, p, in)
+	r, err = forwardOn(ctx, p, in, r, err)
 	set(r)
 	return err
 }
 
 func (s *Service) handleAuthenticated(ctx context.Context, p auth.Principal, req *boomerangv1.Request, resp *boomerangv1.Response) error {
+	ctx = withForwarder(ctx, s.fwd.Load())
 	switch b := req.Body.(type) {
 	case *boomerangv1.Request_RegisterClient:
 		return run(ctx, p, b.RegisterClient, s.RegisterClient, func(r *boomerangv1.RegisterClientResponse) {
@@ -218,6 +220,10 @@ func (s *Service) handleData(ctx context.Context, p auth.Principal, req *boomera
 	case *boomerangv1.Request_BulkDeadLetters:
 		return run(ctx, p, b.BulkDeadLetters, s.BulkDeadLetters, func(r *boomerangv1.BulkDeadLettersResponse) {
 			resp.Body = &boomerangv1.Response_BulkDeadLetters{BulkDeadLetters: r}
+		})
+	case *boomerangv1.Request_ChangeCluster:
+		return run(ctx, p, b.ChangeCluster, s.ChangeCluster, func(r *boomerangv1.ChangeClusterResponse) {
+			resp.Body = &boomerangv1.Response_ChangeCluster{ChangeCluster: r}
 		})
 	case *boomerangv1.Request_GetCluster:
 		return run(ctx, p, b.GetCluster, s.GetCluster, func(r *boomerangv1.GetClusterResponse) {

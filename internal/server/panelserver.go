@@ -30,8 +30,12 @@ func (s *Server) protocolOf(t *storepb.Task) storepb.Protocol {
 	return delivery.Effective(t.Callback, client).GetProtocol()
 }
 
-// cluster describes a standalone node: itself, leading every shard.
+// cluster describes the cluster, or a standalone node: itself, leading
+// every shard.
 func (s *Server) cluster() *boomerangv1.GetClusterResponse {
+	if s.cl != nil && s.cl.member != nil {
+		return s.clusterView()
+	}
 	health, healthy := "ready", s.ready.Load()
 	if err := s.sched.Err(); err != nil {
 		health, healthy = "the scheduler stopped after a storage failure: "+err.Error(), false

@@ -27,6 +27,7 @@ import (
 type Server struct {
 	cfg Config
 	log *slog.Logger
+	cl  *clusterNode // nil: standalone
 
 	st        *store.Store
 	auth      *auth.Auth
@@ -136,7 +137,7 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 	s.hist = newHistory(&s.cfg, s.protocolOf)
-	s.sched, err = scheduler.New(scheduler.Config{
+	sc := scheduler.Config{
 		Store: s.st, System: s.auth, Deliverer: s.hist.wrap(deliverer), Retry: retry, OnFinished: s.onFinished, Clock: s.cfg.Clock, Logger: s.log.With("component", "scheduler"),
 		Partitions: s.cfg.Partitions, MaxPayload: s.cfg.MaxPayloadBytes,
 		DeadLetterPolicy:     s.deadLetterLimits,
@@ -145,8 +146,14 @@ func (s *Server) start(ctx context.Context) error {
 		MinInterval:          s.cfg.Limits.MinInterval,
 		IdempotencyRetention: s.cfg.Limits.IdempotencyRetention,
 		MaxIdempotencyKeys:   s.cfg.Limits.IdempotencyKeys,
-	})
-	if err != nil {
+	}
+	if s.cfg.Cluster != nil {
+		if err := s.prepareCluster(); err != nil {
+			return err
+		}
+		sc.NodeID, sc.Placed, sc.Transport = s.cfg.Cluster.NodeID, true, s.cl.tr
+	}
+	if s.sched, err = scheduler.New(sc); err != nil {
 		return err
 	}
 	if err := s.sched.Start(ctx); err != nil {
@@ -166,12 +173,19 @@ func (s *Server) start(ctx context.Context) error {
 	if s.ui, err = s.newUI(); err != nil {
 		return err
 	}
-	return s.listen(reg)
+	if err := s.listen(reg); err != nil {
+		return err
+	}
+	if s.cfg.Cluster != nil {
+		return s.joinCluster()
+	}
+	return nil
 }
 
 // startSystem attaches auth to the replica node, which hosts the system
 // group (clients and sessions) beside the task shards, waits for the
-// group's leader (this node: it stands alone), seals stale records again
+// group's leader (this node: the server hosts it with one voter, in a
+// cluster too until placement spreads it), seals stale records again
 // and creates the first admin.
 func (s *Server) startSystem(ctx context.Context) error {
 	s.auth.Attach(s.sched.Node())
@@ -278,9 +292,11 @@ func (s *Server) teardown(ctx context.Context) error {
 	if s.samp != nil {
 		s.samp.shutdown()
 	}
+	s.leaveCluster()
 	if s.sched != nil {
 		errs = append(errs, s.sched.Stop(ctx))
 	}
+	errs = append(errs, s.stopCluster())
 	if s.engine != nil {
 		errs = append(errs, s.engine.Close(ctx))
 	}

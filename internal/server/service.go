@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/jonboulle/clockwork"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -35,6 +36,8 @@ type Service struct {
 	// configuration.
 	clientChanged func(id string)
 	panel         *panel
+	// fwd sends requests on to shards' leaders; nil when standalone.
+	fwd atomic.Pointer[forwarder]
 }
 
 // responseOverhead is the room a list response leaves for its envelope.

@@ -6456,6 +6456,10 @@ type ClusterNode struct {
 	Health        string                 `protobuf:"bytes,5,opt,name=health,proto3" json:"health,omitempty"`
 	StartedMs     int64                  `protobuf:"varint,6,opt,name=started_ms,json=startedMs,proto3" json:"started_ms,omitempty"`
 	Version       string                 `protobuf:"bytes,7,opt,name=version,proto3" json:"version,omitempty"`
+	RaftAddress   string                 `protobuf:"bytes,8,opt,name=raft_address,json=raftAddress,proto3" json:"raft_address,omitempty"` // cluster: where its peers replicate to it
+	Zone          string                 `protobuf:"bytes,9,opt,name=zone,proto3" json:"zone,omitempty"`
+	Mark          string                 `protobuf:"bytes,10,opt,name=mark,proto3" json:"mark,omitempty"`  // cluster: "", "draining" or "removed"
+	Live          bool                   `protobuf:"varint,11,opt,name=live,proto3" json:"live,omitempty"` // cluster: its membership lease is held
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6539,14 +6543,43 @@ func (x *ClusterNode) GetVersion() string {
 	return ""
 }
 
+func (x *ClusterNode) GetRaftAddress() string {
+	if x != nil {
+		return x.RaftAddress
+	}
+	return ""
+}
+
+func (x *ClusterNode) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
+}
+
+func (x *ClusterNode) GetMark() string {
+	if x != nil {
+		return x.Mark
+	}
+	return ""
+}
+
+func (x *ClusterNode) GetLive() bool {
+	if x != nil {
+		return x.Live
+	}
+	return false
+}
+
 type ClusterShard struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Shard         uint32                 `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
-	Leader        string                 `protobuf:"bytes,2,opt,name=leader,proto3" json:"leader,omitempty"`
-	Replicas      []string               `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
-	Partition     uint32                 `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"` // the leader's partition loop that runs it
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Shard           uint32                 `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	Leader          string                 `protobuf:"bytes,2,opt,name=leader,proto3" json:"leader,omitempty"`
+	Replicas        []string               `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	Partition       uint32                 `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"`                                   // the leader's partition loop that runs it
+	PreferredLeader string                 `protobuf:"bytes,5,opt,name=preferred_leader,json=preferredLeader,proto3" json:"preferred_leader,omitempty"` // cluster: the shard map's choice
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ClusterShard) Reset() {
@@ -6607,11 +6640,20 @@ func (x *ClusterShard) GetPartition() uint32 {
 	return 0
 }
 
+func (x *ClusterShard) GetPreferredLeader() string {
+	if x != nil {
+		return x.PreferredLeader
+	}
+	return ""
+}
+
 type GetClusterResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Standalone    bool                   `protobuf:"varint,1,opt,name=standalone,proto3" json:"standalone,omitempty"`
 	Nodes         []*ClusterNode         `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	Shards        []*ClusterShard        `protobuf:"bytes,3,rep,name=shards,proto3" json:"shards,omitempty"`
+	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`                                   // cluster: its name
+	MapRevision   int64                  `protobuf:"varint,5,opt,name=map_revision,json=mapRevision,proto3" json:"map_revision,omitempty"` // cluster: the etcd revision of the shard map
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6667,6 +6709,245 @@ func (x *GetClusterResponse) GetShards() []*ClusterShard {
 	return nil
 }
 
+func (x *GetClusterResponse) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetClusterResponse) GetMapRevision() int64 {
+	if x != nil {
+		return x.MapRevision
+	}
+	return 0
+}
+
+// ChangeClusterRequest changes a cluster's placement (admin only). The
+// placement controller carries each change out: replicas move as
+// learners that catch up and then vote.
+type ChangeClusterRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Change:
+	//
+	//	*ChangeClusterRequest_Drain
+	//	*ChangeClusterRequest_Undrain
+	//	*ChangeClusterRequest_Remove
+	//	*ChangeClusterRequest_Move
+	Change        isChangeClusterRequest_Change `protobuf_oneof:"change"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangeClusterRequest) Reset() {
+	*x = ChangeClusterRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeClusterRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeClusterRequest) ProtoMessage() {}
+
+func (x *ChangeClusterRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeClusterRequest.ProtoReflect.Descriptor instead.
+func (*ChangeClusterRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *ChangeClusterRequest) GetChange() isChangeClusterRequest_Change {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+func (x *ChangeClusterRequest) GetDrain() string {
+	if x != nil {
+		if x, ok := x.Change.(*ChangeClusterRequest_Drain); ok {
+			return x.Drain
+		}
+	}
+	return ""
+}
+
+func (x *ChangeClusterRequest) GetUndrain() string {
+	if x != nil {
+		if x, ok := x.Change.(*ChangeClusterRequest_Undrain); ok {
+			return x.Undrain
+		}
+	}
+	return ""
+}
+
+func (x *ChangeClusterRequest) GetRemove() string {
+	if x != nil {
+		if x, ok := x.Change.(*ChangeClusterRequest_Remove); ok {
+			return x.Remove
+		}
+	}
+	return ""
+}
+
+func (x *ChangeClusterRequest) GetMove() *ShardMove {
+	if x != nil {
+		if x, ok := x.Change.(*ChangeClusterRequest_Move); ok {
+			return x.Move
+		}
+	}
+	return nil
+}
+
+type isChangeClusterRequest_Change interface {
+	isChangeClusterRequest_Change()
+}
+
+type ChangeClusterRequest_Drain struct {
+	// drain moves every replica off a node; it stays a member.
+	Drain string `protobuf:"bytes,1,opt,name=drain,proto3,oneof"`
+}
+
+type ChangeClusterRequest_Undrain struct {
+	// undrain lets a drained node hold replicas again.
+	Undrain string `protobuf:"bytes,2,opt,name=undrain,proto3,oneof"`
+}
+
+type ChangeClusterRequest_Remove struct {
+	// remove moves every replica off a node for good.
+	Remove string `protobuf:"bytes,3,opt,name=remove,proto3,oneof"`
+}
+
+type ChangeClusterRequest_Move struct {
+	// move moves one shard's replica, or its preferred leader.
+	Move *ShardMove `protobuf:"bytes,4,opt,name=move,proto3,oneof"`
+}
+
+func (*ChangeClusterRequest_Drain) isChangeClusterRequest_Change() {}
+
+func (*ChangeClusterRequest_Undrain) isChangeClusterRequest_Change() {}
+
+func (*ChangeClusterRequest_Remove) isChangeClusterRequest_Change() {}
+
+func (*ChangeClusterRequest_Move) isChangeClusterRequest_Change() {}
+
+type ShardMove struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Shard         uint32                 `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	From          string                 `protobuf:"bytes,2,opt,name=from,proto3" json:"from,omitempty"` // node whose replica moves; empty: move only the leader
+	To            string                 `protobuf:"bytes,3,opt,name=to,proto3" json:"to,omitempty"`     // node that gets the replica, or the leadership
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShardMove) Reset() {
+	*x = ShardMove{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShardMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShardMove) ProtoMessage() {}
+
+func (x *ShardMove) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShardMove.ProtoReflect.Descriptor instead.
+func (*ShardMove) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *ShardMove) GetShard() uint32 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *ShardMove) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *ShardMove) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+type ChangeClusterResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MapRevision   int64                  `protobuf:"varint,1,opt,name=map_revision,json=mapRevision,proto3" json:"map_revision,omitempty"` // the revision the change was written at
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangeClusterResponse) Reset() {
+	*x = ChangeClusterResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeClusterResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeClusterResponse) ProtoMessage() {}
+
+func (x *ChangeClusterResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeClusterResponse.ProtoReflect.Descriptor instead.
+func (*ChangeClusterResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *ChangeClusterResponse) GetMapRevision() int64 {
+	if x != nil {
+		return x.MapRevision
+	}
+	return 0
+}
+
 type ListPoolsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -6675,7 +6956,7 @@ type ListPoolsRequest struct {
 
 func (x *ListPoolsRequest) Reset() {
 	*x = ListPoolsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6687,7 +6968,7 @@ func (x *ListPoolsRequest) String() string {
 func (*ListPoolsRequest) ProtoMessage() {}
 
 func (x *ListPoolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6700,7 +6981,7 @@ func (x *ListPoolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoolsRequest.ProtoReflect.Descriptor instead.
 func (*ListPoolsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{93}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{96}
 }
 
 type PoolInfo struct {
@@ -6717,7 +6998,7 @@ type PoolInfo struct {
 
 func (x *PoolInfo) Reset() {
 	*x = PoolInfo{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6729,7 +7010,7 @@ func (x *PoolInfo) String() string {
 func (*PoolInfo) ProtoMessage() {}
 
 func (x *PoolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6742,7 +7023,7 @@ func (x *PoolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolInfo.ProtoReflect.Descriptor instead.
 func (*PoolInfo) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{94}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *PoolInfo) GetName() string {
@@ -6796,7 +7077,7 @@ type ListPoolsResponse struct {
 
 func (x *ListPoolsResponse) Reset() {
 	*x = ListPoolsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6808,7 +7089,7 @@ func (x *ListPoolsResponse) String() string {
 func (*ListPoolsResponse) ProtoMessage() {}
 
 func (x *ListPoolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6821,7 +7102,7 @@ func (x *ListPoolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoolsResponse.ProtoReflect.Descriptor instead.
 func (*ListPoolsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{95}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *ListPoolsResponse) GetPools() []*PoolInfo {
@@ -6875,6 +7156,7 @@ type Request struct {
 	//	*Request_GetCluster
 	//	*Request_ListPools
 	//	*Request_RegisterTasks
+	//	*Request_ChangeCluster
 	Body          isRequest_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -6882,7 +7164,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6894,7 +7176,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6907,7 +7189,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{96}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *Request) GetRequestId() uint64 {
@@ -7264,6 +7546,15 @@ func (x *Request) GetRegisterTasks() *RegisterTasksRequest {
 	return nil
 }
 
+func (x *Request) GetChangeCluster() *ChangeClusterRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_ChangeCluster); ok {
+			return x.ChangeCluster
+		}
+	}
+	return nil
+}
+
 type isRequest_Body interface {
 	isRequest_Body()
 }
@@ -7416,6 +7707,10 @@ type Request_RegisterTasks struct {
 	RegisterTasks *RegisterTasksRequest `protobuf:"bytes,50,opt,name=register_tasks,json=registerTasks,proto3,oneof"`
 }
 
+type Request_ChangeCluster struct {
+	ChangeCluster *ChangeClusterRequest `protobuf:"bytes,80,opt,name=change_cluster,json=changeCluster,proto3,oneof"`
+}
+
 func (*Request_Login) isRequest_Body() {}
 
 func (*Request_RefreshSession) isRequest_Body() {}
@@ -7490,6 +7785,8 @@ func (*Request_ListPools) isRequest_Body() {}
 
 func (*Request_RegisterTasks) isRequest_Body() {}
 
+func (*Request_ChangeCluster) isRequest_Body() {}
+
 // Response is one server frame on the raw TCP transport: the answer to the
 // request with the same request_id, or, with request_id 0, a connection
 // error sent just before the server closes the connection (a broken frame,
@@ -7537,6 +7834,7 @@ type Response struct {
 	//	*Response_GetCluster
 	//	*Response_ListPools
 	//	*Response_RegisterTasks
+	//	*Response_ChangeCluster
 	Body          isResponse_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -7544,7 +7842,7 @@ type Response struct {
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7556,7 +7854,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7569,7 +7867,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{97}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *Response) GetRequestId() uint64 {
@@ -7926,6 +8224,15 @@ func (x *Response) GetRegisterTasks() *RegisterTasksResponse {
 	return nil
 }
 
+func (x *Response) GetChangeCluster() *ChangeClusterResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_ChangeCluster); ok {
+			return x.ChangeCluster
+		}
+	}
+	return nil
+}
+
 type isResponse_Body interface {
 	isResponse_Body()
 }
@@ -8078,6 +8385,10 @@ type Response_RegisterTasks struct {
 	RegisterTasks *RegisterTasksResponse `protobuf:"bytes,50,opt,name=register_tasks,json=registerTasks,proto3,oneof"`
 }
 
+type Response_ChangeCluster struct {
+	ChangeCluster *ChangeClusterResponse `protobuf:"bytes,80,opt,name=change_cluster,json=changeCluster,proto3,oneof"`
+}
+
 func (*Response_Login) isResponse_Body() {}
 
 func (*Response_RefreshSession) isResponse_Body() {}
@@ -8152,6 +8463,8 @@ func (*Response_ListPools) isResponse_Body() {}
 
 func (*Response_RegisterTasks) isResponse_Body() {}
 
+func (*Response_ChangeCluster) isResponse_Body() {}
+
 // Delivery is one attempt to deliver a task occurrence. Receivers should
 // deduplicate by (task_id, fire_at_ms): delivery is at least once.
 type Delivery struct {
@@ -8176,7 +8489,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8188,7 +8501,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8201,7 +8514,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{98}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *Delivery) GetDeliveryId() uint64 {
@@ -8279,7 +8592,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[99]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8291,7 +8604,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[99]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8304,7 +8617,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{99}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *Ack) GetDeliveryId() uint64 {
@@ -8815,7 +9128,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x04more\x18\x05 \x01(\bR\x04more\x12\x1d\n" +
 	"\n" +
 	"last_error\x18\x06 \x01(\tR\tlastError\"\x13\n" +
-	"\x11GetClusterRequest\"\xcc\x01\n" +
+	"\x11GetClusterRequest\"\xab\x02\n" +
 	"\vClusterNode\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
 	"\vtcp_address\x18\x02 \x01(\tR\n" +
@@ -8825,18 +9138,38 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x06health\x18\x05 \x01(\tR\x06health\x12\x1d\n" +
 	"\n" +
 	"started_ms\x18\x06 \x01(\x03R\tstartedMs\x12\x18\n" +
-	"\aversion\x18\a \x01(\tR\aversion\"v\n" +
+	"\aversion\x18\a \x01(\tR\aversion\x12!\n" +
+	"\fraft_address\x18\b \x01(\tR\vraftAddress\x12\x12\n" +
+	"\x04zone\x18\t \x01(\tR\x04zone\x12\x12\n" +
+	"\x04mark\x18\n" +
+	" \x01(\tR\x04mark\x12\x12\n" +
+	"\x04live\x18\v \x01(\bR\x04live\"\xa1\x01\n" +
 	"\fClusterShard\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\rR\x05shard\x12\x16\n" +
 	"\x06leader\x18\x02 \x01(\tR\x06leader\x12\x1a\n" +
 	"\breplicas\x18\x03 \x03(\tR\breplicas\x12\x1c\n" +
-	"\tpartition\x18\x04 \x01(\rR\tpartition\"\x99\x01\n" +
+	"\tpartition\x18\x04 \x01(\rR\tpartition\x12)\n" +
+	"\x10preferred_leader\x18\x05 \x01(\tR\x0fpreferredLeader\"\xd0\x01\n" +
 	"\x12GetClusterResponse\x12\x1e\n" +
 	"\n" +
 	"standalone\x18\x01 \x01(\bR\n" +
 	"standalone\x12/\n" +
 	"\x05nodes\x18\x02 \x03(\v2\x19.boomerang.v1.ClusterNodeR\x05nodes\x122\n" +
-	"\x06shards\x18\x03 \x03(\v2\x1a.boomerang.v1.ClusterShardR\x06shards\"\x12\n" +
+	"\x06shards\x18\x03 \x03(\v2\x1a.boomerang.v1.ClusterShardR\x06shards\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12!\n" +
+	"\fmap_revision\x18\x05 \x01(\x03R\vmapRevision\"\x9d\x01\n" +
+	"\x14ChangeClusterRequest\x12\x16\n" +
+	"\x05drain\x18\x01 \x01(\tH\x00R\x05drain\x12\x1a\n" +
+	"\aundrain\x18\x02 \x01(\tH\x00R\aundrain\x12\x18\n" +
+	"\x06remove\x18\x03 \x01(\tH\x00R\x06remove\x12-\n" +
+	"\x04move\x18\x04 \x01(\v2\x17.boomerang.v1.ShardMoveH\x00R\x04moveB\b\n" +
+	"\x06change\"E\n" +
+	"\tShardMove\x12\x14\n" +
+	"\x05shard\x18\x01 \x01(\rR\x05shard\x12\x12\n" +
+	"\x04from\x18\x02 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x03 \x01(\tR\x02to\":\n" +
+	"\x15ChangeClusterResponse\x12!\n" +
+	"\fmap_revision\x18\x01 \x01(\x03R\vmapRevision\"\x12\n" +
 	"\x10ListPoolsRequest\"\xb6\x01\n" +
 	"\bPoolInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
@@ -8846,7 +9179,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x0emax_per_second\x18\x05 \x01(\x01R\fmaxPerSecond\x12\x1a\n" +
 	"\brejected\x18\x06 \x01(\x04R\brejected\"A\n" +
 	"\x11ListPoolsResponse\x12,\n" +
-	"\x05pools\x18\x01 \x03(\v2\x16.boomerang.v1.PoolInfoR\x05pools\"\x87\x16\n" +
+	"\x05pools\x18\x01 \x03(\v2\x16.boomerang.v1.PoolInfoR\x05pools\"\xd4\x16\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x1d\n" +
@@ -8897,8 +9230,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"getCluster\x12?\n" +
 	"\n" +
 	"list_pools\x18D \x01(\v2\x1e.boomerang.v1.ListPoolsRequestH\x00R\tlistPools\x12K\n" +
-	"\x0eregister_tasks\x182 \x01(\v2\".boomerang.v1.RegisterTasksRequestH\x00R\rregisterTasksB\x06\n" +
-	"\x04body\"\xb9\x16\n" +
+	"\x0eregister_tasks\x182 \x01(\v2\".boomerang.v1.RegisterTasksRequestH\x00R\rregisterTasks\x12K\n" +
+	"\x0echange_cluster\x18P \x01(\v2\".boomerang.v1.ChangeClusterRequestH\x00R\rchangeClusterB\x06\n" +
+	"\x04body\"\x87\x17\n" +
 	"\bResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12)\n" +
@@ -8948,7 +9282,8 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"getCluster\x12@\n" +
 	"\n" +
 	"list_pools\x18D \x01(\v2\x1f.boomerang.v1.ListPoolsResponseH\x00R\tlistPools\x12L\n" +
-	"\x0eregister_tasks\x182 \x01(\v2#.boomerang.v1.RegisterTasksResponseH\x00R\rregisterTasksB\x06\n" +
+	"\x0eregister_tasks\x182 \x01(\v2#.boomerang.v1.RegisterTasksResponseH\x00R\rregisterTasks\x12L\n" +
+	"\x0echange_cluster\x18P \x01(\v2#.boomerang.v1.ChangeClusterResponseH\x00R\rchangeClusterB\x06\n" +
 	"\x04body\"\xf1\x01\n" +
 	"\bDelivery\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\x04R\n" +
@@ -9020,7 +9355,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"BulkAction\x12\x1b\n" +
 	"\x17BULK_ACTION_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12BULK_ACTION_REPLAY\x10\x01\x12\x16\n" +
-	"\x12BULK_ACTION_DELETE\x10\x022\xa2\x19\n" +
+	"\x12BULK_ACTION_DELETE\x10\x022\xfc\x19\n" +
 	"\x10BoomerangService\x12@\n" +
 	"\x05Login\x12\x1a.boomerang.v1.LoginRequest\x1a\x1b.boomerang.v1.LoginResponse\x12[\n" +
 	"\x0eRefreshSession\x12#.boomerang.v1.RefreshSessionRequest\x1a$.boomerang.v1.RefreshSessionResponse\x12[\n" +
@@ -9062,7 +9397,8 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\n" +
 	"GetCluster\x12\x1f.boomerang.v1.GetClusterRequest\x1a .boomerang.v1.GetClusterResponse\x12L\n" +
 	"\tListPools\x12\x1e.boomerang.v1.ListPoolsRequest\x1a\x1f.boomerang.v1.ListPoolsResponse\x12X\n" +
-	"\rRegisterTasks\x12\".boomerang.v1.RegisterTasksRequest\x1a#.boomerang.v1.RegisterTasksResponse2G\n" +
+	"\rRegisterTasks\x12\".boomerang.v1.RegisterTasksRequest\x1a#.boomerang.v1.RegisterTasksResponse\x12X\n" +
+	"\rChangeCluster\x12\".boomerang.v1.ChangeClusterRequest\x1a#.boomerang.v1.ChangeClusterResponse2G\n" +
 	"\x0fCallbackService\x124\n" +
 	"\aDeliver\x12\x16.boomerang.v1.Delivery\x1a\x11.boomerang.v1.AckB>Z<github.com/boomerangd/boomerang/api/boomerang/v1;boomerangv1b\x06proto3"
 
@@ -9079,7 +9415,7 @@ func file_api_boomerang_v1_boomerang_proto_rawDescGZIP() []byte {
 }
 
 var file_api_boomerang_v1_boomerang_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 103)
+var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 106)
 var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(Status)(0),                         // 0: boomerang.v1.Status
 	(DispatchMode)(0),                   // 1: boomerang.v1.DispatchMode
@@ -9182,16 +9518,19 @@ var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(*ClusterNode)(nil),                 // 98: boomerang.v1.ClusterNode
 	(*ClusterShard)(nil),                // 99: boomerang.v1.ClusterShard
 	(*GetClusterResponse)(nil),          // 100: boomerang.v1.GetClusterResponse
-	(*ListPoolsRequest)(nil),            // 101: boomerang.v1.ListPoolsRequest
-	(*PoolInfo)(nil),                    // 102: boomerang.v1.PoolInfo
-	(*ListPoolsResponse)(nil),           // 103: boomerang.v1.ListPoolsResponse
-	(*Request)(nil),                     // 104: boomerang.v1.Request
-	(*Response)(nil),                    // 105: boomerang.v1.Response
-	(*Delivery)(nil),                    // 106: boomerang.v1.Delivery
-	(*Ack)(nil),                         // 107: boomerang.v1.Ack
-	nil,                                 // 108: boomerang.v1.ClientConfig.GroupRateLimitsEntry
-	nil,                                 // 109: boomerang.v1.RegisterClientRequest.GroupRateLimitsEntry
-	nil,                                 // 110: boomerang.v1.UpdateClientRequest.GroupRateLimitsEntry
+	(*ChangeClusterRequest)(nil),        // 101: boomerang.v1.ChangeClusterRequest
+	(*ShardMove)(nil),                   // 102: boomerang.v1.ShardMove
+	(*ChangeClusterResponse)(nil),       // 103: boomerang.v1.ChangeClusterResponse
+	(*ListPoolsRequest)(nil),            // 104: boomerang.v1.ListPoolsRequest
+	(*PoolInfo)(nil),                    // 105: boomerang.v1.PoolInfo
+	(*ListPoolsResponse)(nil),           // 106: boomerang.v1.ListPoolsResponse
+	(*Request)(nil),                     // 107: boomerang.v1.Request
+	(*Response)(nil),                    // 108: boomerang.v1.Response
+	(*Delivery)(nil),                    // 109: boomerang.v1.Delivery
+	(*Ack)(nil),                         // 110: boomerang.v1.Ack
+	nil,                                 // 111: boomerang.v1.ClientConfig.GroupRateLimitsEntry
+	nil,                                 // 112: boomerang.v1.RegisterClientRequest.GroupRateLimitsEntry
+	nil,                                 // 113: boomerang.v1.UpdateClientRequest.GroupRateLimitsEntry
 }
 var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	0,   // 0: boomerang.v1.Error.status:type_name -> boomerang.v1.Status
@@ -9210,7 +9549,7 @@ var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	5,   // 13: boomerang.v1.ClientConfig.role:type_name -> boomerang.v1.Role
 	12,  // 14: boomerang.v1.ClientConfig.callback_rules:type_name -> boomerang.v1.CallbackRules
 	14,  // 15: boomerang.v1.ClientConfig.group_rate_limit:type_name -> boomerang.v1.RateLimit
-	108, // 16: boomerang.v1.ClientConfig.group_rate_limits:type_name -> boomerang.v1.ClientConfig.GroupRateLimitsEntry
+	111, // 16: boomerang.v1.ClientConfig.group_rate_limits:type_name -> boomerang.v1.ClientConfig.GroupRateLimitsEntry
 	5,   // 17: boomerang.v1.LoginResponse.role:type_name -> boomerang.v1.Role
 	9,   // 18: boomerang.v1.RegisterClientRequest.callback:type_name -> boomerang.v1.Callback
 	10,  // 19: boomerang.v1.RegisterClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
@@ -9219,7 +9558,7 @@ var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	5,   // 22: boomerang.v1.RegisterClientRequest.role:type_name -> boomerang.v1.Role
 	12,  // 23: boomerang.v1.RegisterClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
 	14,  // 24: boomerang.v1.RegisterClientRequest.group_rate_limit:type_name -> boomerang.v1.RateLimit
-	109, // 25: boomerang.v1.RegisterClientRequest.group_rate_limits:type_name -> boomerang.v1.RegisterClientRequest.GroupRateLimitsEntry
+	112, // 25: boomerang.v1.RegisterClientRequest.group_rate_limits:type_name -> boomerang.v1.RegisterClientRequest.GroupRateLimitsEntry
 	17,  // 26: boomerang.v1.RegisterClientResponse.client:type_name -> boomerang.v1.ClientConfig
 	17,  // 27: boomerang.v1.ListClientsResponse.clients:type_name -> boomerang.v1.ClientConfig
 	17,  // 28: boomerang.v1.GetClientResponse.client:type_name -> boomerang.v1.ClientConfig
@@ -9230,7 +9569,7 @@ var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	5,   // 33: boomerang.v1.UpdateClientRequest.role:type_name -> boomerang.v1.Role
 	12,  // 34: boomerang.v1.UpdateClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
 	14,  // 35: boomerang.v1.UpdateClientRequest.group_rate_limit:type_name -> boomerang.v1.RateLimit
-	110, // 36: boomerang.v1.UpdateClientRequest.group_rate_limits:type_name -> boomerang.v1.UpdateClientRequest.GroupRateLimitsEntry
+	113, // 36: boomerang.v1.UpdateClientRequest.group_rate_limits:type_name -> boomerang.v1.UpdateClientRequest.GroupRateLimitsEntry
 	17,  // 37: boomerang.v1.UpdateClientResponse.client:type_name -> boomerang.v1.ClientConfig
 	17,  // 38: boomerang.v1.RotateSigningSecretResponse.client:type_name -> boomerang.v1.ClientConfig
 	5,   // 39: boomerang.v1.SessionInfo.role:type_name -> boomerang.v1.Role
@@ -9271,166 +9610,171 @@ var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	7,   // 74: boomerang.v1.BulkDeadLettersRequest.action:type_name -> boomerang.v1.BulkAction
 	98,  // 75: boomerang.v1.GetClusterResponse.nodes:type_name -> boomerang.v1.ClusterNode
 	99,  // 76: boomerang.v1.GetClusterResponse.shards:type_name -> boomerang.v1.ClusterShard
-	102, // 77: boomerang.v1.ListPoolsResponse.pools:type_name -> boomerang.v1.PoolInfo
-	18,  // 78: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
-	20,  // 79: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
-	22,  // 80: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
-	24,  // 81: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
-	26,  // 82: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
-	43,  // 83: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
-	48,  // 84: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
-	50,  // 85: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
-	52,  // 86: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
-	54,  // 87: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
-	56,  // 88: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
-	58,  // 89: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
-	60,  // 90: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
-	62,  // 91: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
-	64,  // 92: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
-	66,  // 93: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
-	68,  // 94: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
-	74,  // 95: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
-	70,  // 96: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
-	72,  // 97: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
-	37,  // 98: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
-	39,  // 99: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
-	41,  // 100: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
-	28,  // 101: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
-	30,  // 102: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
-	32,  // 103: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
-	34,  // 104: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
-	76,  // 105: boomerang.v1.Request.list_groups:type_name -> boomerang.v1.ListGroupsRequest
-	82,  // 106: boomerang.v1.Request.get_stats:type_name -> boomerang.v1.GetStatsRequest
-	84,  // 107: boomerang.v1.Request.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramRequest
-	87,  // 108: boomerang.v1.Request.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsRequest
-	90,  // 109: boomerang.v1.Request.list_completed:type_name -> boomerang.v1.ListCompletedRequest
-	93,  // 110: boomerang.v1.Request.list_audit_log:type_name -> boomerang.v1.ListAuditLogRequest
-	95,  // 111: boomerang.v1.Request.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersRequest
-	97,  // 112: boomerang.v1.Request.get_cluster:type_name -> boomerang.v1.GetClusterRequest
-	101, // 113: boomerang.v1.Request.list_pools:type_name -> boomerang.v1.ListPoolsRequest
-	45,  // 114: boomerang.v1.Request.register_tasks:type_name -> boomerang.v1.RegisterTasksRequest
-	8,   // 115: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
-	19,  // 116: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
-	21,  // 117: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
-	23,  // 118: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
-	25,  // 119: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
-	27,  // 120: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
-	44,  // 121: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
-	49,  // 122: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
-	51,  // 123: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
-	53,  // 124: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
-	55,  // 125: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
-	57,  // 126: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
-	59,  // 127: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
-	61,  // 128: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
-	63,  // 129: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
-	65,  // 130: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
-	67,  // 131: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
-	69,  // 132: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
-	75,  // 133: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
-	71,  // 134: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
-	73,  // 135: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
-	38,  // 136: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
-	40,  // 137: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
-	42,  // 138: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
-	29,  // 139: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
-	31,  // 140: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
-	33,  // 141: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
-	35,  // 142: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
-	78,  // 143: boomerang.v1.Response.list_groups:type_name -> boomerang.v1.ListGroupsResponse
-	83,  // 144: boomerang.v1.Response.get_stats:type_name -> boomerang.v1.GetStatsResponse
-	85,  // 145: boomerang.v1.Response.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramResponse
-	88,  // 146: boomerang.v1.Response.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsResponse
-	91,  // 147: boomerang.v1.Response.list_completed:type_name -> boomerang.v1.ListCompletedResponse
-	94,  // 148: boomerang.v1.Response.list_audit_log:type_name -> boomerang.v1.ListAuditLogResponse
-	96,  // 149: boomerang.v1.Response.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersResponse
-	100, // 150: boomerang.v1.Response.get_cluster:type_name -> boomerang.v1.GetClusterResponse
-	103, // 151: boomerang.v1.Response.list_pools:type_name -> boomerang.v1.ListPoolsResponse
-	46,  // 152: boomerang.v1.Response.register_tasks:type_name -> boomerang.v1.RegisterTasksResponse
-	14,  // 153: boomerang.v1.ClientConfig.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
-	14,  // 154: boomerang.v1.RegisterClientRequest.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
-	14,  // 155: boomerang.v1.UpdateClientRequest.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
-	18,  // 156: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
-	20,  // 157: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
-	22,  // 158: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
-	24,  // 159: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
-	26,  // 160: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
-	43,  // 161: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
-	48,  // 162: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
-	50,  // 163: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
-	52,  // 164: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
-	54,  // 165: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
-	56,  // 166: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
-	58,  // 167: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
-	60,  // 168: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
-	62,  // 169: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
-	64,  // 170: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
-	66,  // 171: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
-	68,  // 172: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
-	74,  // 173: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
-	70,  // 174: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
-	72,  // 175: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
-	37,  // 176: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
-	39,  // 177: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
-	41,  // 178: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
-	28,  // 179: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
-	30,  // 180: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
-	32,  // 181: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
-	34,  // 182: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
-	76,  // 183: boomerang.v1.BoomerangService.ListGroups:input_type -> boomerang.v1.ListGroupsRequest
-	82,  // 184: boomerang.v1.BoomerangService.GetStats:input_type -> boomerang.v1.GetStatsRequest
-	84,  // 185: boomerang.v1.BoomerangService.GetDueHistogram:input_type -> boomerang.v1.GetDueHistogramRequest
-	87,  // 186: boomerang.v1.BoomerangService.GetTaskAttempts:input_type -> boomerang.v1.GetTaskAttemptsRequest
-	90,  // 187: boomerang.v1.BoomerangService.ListCompleted:input_type -> boomerang.v1.ListCompletedRequest
-	93,  // 188: boomerang.v1.BoomerangService.ListAuditLog:input_type -> boomerang.v1.ListAuditLogRequest
-	95,  // 189: boomerang.v1.BoomerangService.BulkDeadLetters:input_type -> boomerang.v1.BulkDeadLettersRequest
-	97,  // 190: boomerang.v1.BoomerangService.GetCluster:input_type -> boomerang.v1.GetClusterRequest
-	101, // 191: boomerang.v1.BoomerangService.ListPools:input_type -> boomerang.v1.ListPoolsRequest
-	45,  // 192: boomerang.v1.BoomerangService.RegisterTasks:input_type -> boomerang.v1.RegisterTasksRequest
-	106, // 193: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
-	19,  // 194: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
-	21,  // 195: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
-	23,  // 196: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
-	25,  // 197: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
-	27,  // 198: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
-	44,  // 199: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
-	49,  // 200: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
-	51,  // 201: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
-	53,  // 202: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
-	55,  // 203: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
-	57,  // 204: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
-	59,  // 205: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
-	61,  // 206: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
-	63,  // 207: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
-	65,  // 208: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
-	67,  // 209: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
-	69,  // 210: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
-	75,  // 211: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
-	71,  // 212: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
-	73,  // 213: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
-	38,  // 214: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
-	40,  // 215: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
-	42,  // 216: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
-	29,  // 217: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
-	31,  // 218: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
-	33,  // 219: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
-	35,  // 220: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
-	78,  // 221: boomerang.v1.BoomerangService.ListGroups:output_type -> boomerang.v1.ListGroupsResponse
-	83,  // 222: boomerang.v1.BoomerangService.GetStats:output_type -> boomerang.v1.GetStatsResponse
-	85,  // 223: boomerang.v1.BoomerangService.GetDueHistogram:output_type -> boomerang.v1.GetDueHistogramResponse
-	88,  // 224: boomerang.v1.BoomerangService.GetTaskAttempts:output_type -> boomerang.v1.GetTaskAttemptsResponse
-	91,  // 225: boomerang.v1.BoomerangService.ListCompleted:output_type -> boomerang.v1.ListCompletedResponse
-	94,  // 226: boomerang.v1.BoomerangService.ListAuditLog:output_type -> boomerang.v1.ListAuditLogResponse
-	96,  // 227: boomerang.v1.BoomerangService.BulkDeadLetters:output_type -> boomerang.v1.BulkDeadLettersResponse
-	100, // 228: boomerang.v1.BoomerangService.GetCluster:output_type -> boomerang.v1.GetClusterResponse
-	103, // 229: boomerang.v1.BoomerangService.ListPools:output_type -> boomerang.v1.ListPoolsResponse
-	46,  // 230: boomerang.v1.BoomerangService.RegisterTasks:output_type -> boomerang.v1.RegisterTasksResponse
-	107, // 231: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
-	194, // [194:232] is the sub-list for method output_type
-	156, // [156:194] is the sub-list for method input_type
-	156, // [156:156] is the sub-list for extension type_name
-	156, // [156:156] is the sub-list for extension extendee
-	0,   // [0:156] is the sub-list for field type_name
+	102, // 77: boomerang.v1.ChangeClusterRequest.move:type_name -> boomerang.v1.ShardMove
+	105, // 78: boomerang.v1.ListPoolsResponse.pools:type_name -> boomerang.v1.PoolInfo
+	18,  // 79: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
+	20,  // 80: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
+	22,  // 81: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
+	24,  // 82: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
+	26,  // 83: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
+	43,  // 84: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
+	48,  // 85: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
+	50,  // 86: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
+	52,  // 87: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
+	54,  // 88: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
+	56,  // 89: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
+	58,  // 90: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
+	60,  // 91: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
+	62,  // 92: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
+	64,  // 93: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
+	66,  // 94: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
+	68,  // 95: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
+	74,  // 96: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
+	70,  // 97: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
+	72,  // 98: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
+	37,  // 99: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
+	39,  // 100: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
+	41,  // 101: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
+	28,  // 102: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
+	30,  // 103: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
+	32,  // 104: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
+	34,  // 105: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
+	76,  // 106: boomerang.v1.Request.list_groups:type_name -> boomerang.v1.ListGroupsRequest
+	82,  // 107: boomerang.v1.Request.get_stats:type_name -> boomerang.v1.GetStatsRequest
+	84,  // 108: boomerang.v1.Request.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramRequest
+	87,  // 109: boomerang.v1.Request.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsRequest
+	90,  // 110: boomerang.v1.Request.list_completed:type_name -> boomerang.v1.ListCompletedRequest
+	93,  // 111: boomerang.v1.Request.list_audit_log:type_name -> boomerang.v1.ListAuditLogRequest
+	95,  // 112: boomerang.v1.Request.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersRequest
+	97,  // 113: boomerang.v1.Request.get_cluster:type_name -> boomerang.v1.GetClusterRequest
+	104, // 114: boomerang.v1.Request.list_pools:type_name -> boomerang.v1.ListPoolsRequest
+	45,  // 115: boomerang.v1.Request.register_tasks:type_name -> boomerang.v1.RegisterTasksRequest
+	101, // 116: boomerang.v1.Request.change_cluster:type_name -> boomerang.v1.ChangeClusterRequest
+	8,   // 117: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
+	19,  // 118: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
+	21,  // 119: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
+	23,  // 120: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
+	25,  // 121: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
+	27,  // 122: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
+	44,  // 123: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
+	49,  // 124: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
+	51,  // 125: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
+	53,  // 126: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
+	55,  // 127: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
+	57,  // 128: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
+	59,  // 129: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
+	61,  // 130: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
+	63,  // 131: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
+	65,  // 132: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
+	67,  // 133: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
+	69,  // 134: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
+	75,  // 135: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
+	71,  // 136: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
+	73,  // 137: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
+	38,  // 138: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
+	40,  // 139: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
+	42,  // 140: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
+	29,  // 141: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
+	31,  // 142: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
+	33,  // 143: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
+	35,  // 144: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
+	78,  // 145: boomerang.v1.Response.list_groups:type_name -> boomerang.v1.ListGroupsResponse
+	83,  // 146: boomerang.v1.Response.get_stats:type_name -> boomerang.v1.GetStatsResponse
+	85,  // 147: boomerang.v1.Response.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramResponse
+	88,  // 148: boomerang.v1.Response.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsResponse
+	91,  // 149: boomerang.v1.Response.list_completed:type_name -> boomerang.v1.ListCompletedResponse
+	94,  // 150: boomerang.v1.Response.list_audit_log:type_name -> boomerang.v1.ListAuditLogResponse
+	96,  // 151: boomerang.v1.Response.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersResponse
+	100, // 152: boomerang.v1.Response.get_cluster:type_name -> boomerang.v1.GetClusterResponse
+	106, // 153: boomerang.v1.Response.list_pools:type_name -> boomerang.v1.ListPoolsResponse
+	46,  // 154: boomerang.v1.Response.register_tasks:type_name -> boomerang.v1.RegisterTasksResponse
+	103, // 155: boomerang.v1.Response.change_cluster:type_name -> boomerang.v1.ChangeClusterResponse
+	14,  // 156: boomerang.v1.ClientConfig.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
+	14,  // 157: boomerang.v1.RegisterClientRequest.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
+	14,  // 158: boomerang.v1.UpdateClientRequest.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
+	18,  // 159: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
+	20,  // 160: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
+	22,  // 161: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
+	24,  // 162: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
+	26,  // 163: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
+	43,  // 164: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
+	48,  // 165: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
+	50,  // 166: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
+	52,  // 167: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
+	54,  // 168: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
+	56,  // 169: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
+	58,  // 170: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
+	60,  // 171: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
+	62,  // 172: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
+	64,  // 173: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
+	66,  // 174: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
+	68,  // 175: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
+	74,  // 176: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
+	70,  // 177: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
+	72,  // 178: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
+	37,  // 179: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
+	39,  // 180: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
+	41,  // 181: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
+	28,  // 182: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
+	30,  // 183: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
+	32,  // 184: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
+	34,  // 185: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
+	76,  // 186: boomerang.v1.BoomerangService.ListGroups:input_type -> boomerang.v1.ListGroupsRequest
+	82,  // 187: boomerang.v1.BoomerangService.GetStats:input_type -> boomerang.v1.GetStatsRequest
+	84,  // 188: boomerang.v1.BoomerangService.GetDueHistogram:input_type -> boomerang.v1.GetDueHistogramRequest
+	87,  // 189: boomerang.v1.BoomerangService.GetTaskAttempts:input_type -> boomerang.v1.GetTaskAttemptsRequest
+	90,  // 190: boomerang.v1.BoomerangService.ListCompleted:input_type -> boomerang.v1.ListCompletedRequest
+	93,  // 191: boomerang.v1.BoomerangService.ListAuditLog:input_type -> boomerang.v1.ListAuditLogRequest
+	95,  // 192: boomerang.v1.BoomerangService.BulkDeadLetters:input_type -> boomerang.v1.BulkDeadLettersRequest
+	97,  // 193: boomerang.v1.BoomerangService.GetCluster:input_type -> boomerang.v1.GetClusterRequest
+	104, // 194: boomerang.v1.BoomerangService.ListPools:input_type -> boomerang.v1.ListPoolsRequest
+	45,  // 195: boomerang.v1.BoomerangService.RegisterTasks:input_type -> boomerang.v1.RegisterTasksRequest
+	101, // 196: boomerang.v1.BoomerangService.ChangeCluster:input_type -> boomerang.v1.ChangeClusterRequest
+	109, // 197: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
+	19,  // 198: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
+	21,  // 199: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
+	23,  // 200: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
+	25,  // 201: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
+	27,  // 202: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
+	44,  // 203: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
+	49,  // 204: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
+	51,  // 205: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
+	53,  // 206: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
+	55,  // 207: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
+	57,  // 208: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
+	59,  // 209: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
+	61,  // 210: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
+	63,  // 211: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
+	65,  // 212: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
+	67,  // 213: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
+	69,  // 214: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
+	75,  // 215: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
+	71,  // 216: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
+	73,  // 217: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
+	38,  // 218: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
+	40,  // 219: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
+	42,  // 220: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
+	29,  // 221: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
+	31,  // 222: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
+	33,  // 223: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
+	35,  // 224: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
+	78,  // 225: boomerang.v1.BoomerangService.ListGroups:output_type -> boomerang.v1.ListGroupsResponse
+	83,  // 226: boomerang.v1.BoomerangService.GetStats:output_type -> boomerang.v1.GetStatsResponse
+	85,  // 227: boomerang.v1.BoomerangService.GetDueHistogram:output_type -> boomerang.v1.GetDueHistogramResponse
+	88,  // 228: boomerang.v1.BoomerangService.GetTaskAttempts:output_type -> boomerang.v1.GetTaskAttemptsResponse
+	91,  // 229: boomerang.v1.BoomerangService.ListCompleted:output_type -> boomerang.v1.ListCompletedResponse
+	94,  // 230: boomerang.v1.BoomerangService.ListAuditLog:output_type -> boomerang.v1.ListAuditLogResponse
+	96,  // 231: boomerang.v1.BoomerangService.BulkDeadLetters:output_type -> boomerang.v1.BulkDeadLettersResponse
+	100, // 232: boomerang.v1.BoomerangService.GetCluster:output_type -> boomerang.v1.GetClusterResponse
+	106, // 233: boomerang.v1.BoomerangService.ListPools:output_type -> boomerang.v1.ListPoolsResponse
+	46,  // 234: boomerang.v1.BoomerangService.RegisterTasks:output_type -> boomerang.v1.RegisterTasksResponse
+	103, // 235: boomerang.v1.BoomerangService.ChangeCluster:output_type -> boomerang.v1.ChangeClusterResponse
+	110, // 236: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
+	198, // [198:237] is the sub-list for method output_type
+	159, // [159:198] is the sub-list for method input_type
+	159, // [159:159] is the sub-list for extension type_name
+	159, // [159:159] is the sub-list for extension extendee
+	0,   // [0:159] is the sub-list for field type_name
 }
 
 func init() { file_api_boomerang_v1_boomerang_proto_init() }
@@ -9453,7 +9797,13 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*UpdateTaskRequest_FireAtMs)(nil),
 	}
 	file_api_boomerang_v1_boomerang_proto_msgTypes[46].OneofWrappers = []any{}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[96].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[93].OneofWrappers = []any{
+		(*ChangeClusterRequest_Drain)(nil),
+		(*ChangeClusterRequest_Undrain)(nil),
+		(*ChangeClusterRequest_Remove)(nil),
+		(*ChangeClusterRequest_Move)(nil),
+	}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[99].OneofWrappers = []any{
 		(*Request_Login)(nil),
 		(*Request_RefreshSession)(nil),
 		(*Request_RegisterClient)(nil),
@@ -9491,8 +9841,9 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Request_GetCluster)(nil),
 		(*Request_ListPools)(nil),
 		(*Request_RegisterTasks)(nil),
+		(*Request_ChangeCluster)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[97].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[100].OneofWrappers = []any{
 		(*Response_Login)(nil),
 		(*Response_RefreshSession)(nil),
 		(*Response_RegisterClient)(nil),
@@ -9530,6 +9881,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Response_GetCluster)(nil),
 		(*Response_ListPools)(nil),
 		(*Response_RegisterTasks)(nil),
+		(*Response_ChangeCluster)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -9537,7 +9889,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_boomerang_v1_boomerang_proto_rawDesc), len(file_api_boomerang_v1_boomerang_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   103,
+			NumMessages:   106,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -155,6 +155,9 @@ const (
 	// BoomerangServiceRegisterTasksProcedure is the fully-qualified name of the BoomerangService's
 	// RegisterTasks RPC.
 	BoomerangServiceRegisterTasksProcedure = "/boomerang.v1.BoomerangService/RegisterTasks"
+	// BoomerangServiceChangeClusterProcedure is the fully-qualified name of the BoomerangService's
+	// ChangeCluster RPC.
+	BoomerangServiceChangeClusterProcedure = "/boomerang.v1.BoomerangService/ChangeCluster"
 	// CallbackServiceDeliverProcedure is the fully-qualified name of the CallbackService's Deliver RPC.
 	CallbackServiceDeliverProcedure = "/boomerang.v1.CallbackService/Deliver"
 )
@@ -198,6 +201,7 @@ type BoomerangServiceClient interface {
 	GetCluster(context.Context, *connect.Request[v1.GetClusterRequest]) (*connect.Response[v1.GetClusterResponse], error)
 	ListPools(context.Context, *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error)
 	RegisterTasks(context.Context, *connect.Request[v1.RegisterTasksRequest]) (*connect.Response[v1.RegisterTasksResponse], error)
+	ChangeCluster(context.Context, *connect.Request[v1.ChangeClusterRequest]) (*connect.Response[v1.ChangeClusterResponse], error)
 }
 
 // NewBoomerangServiceClient constructs a client for the boomerang.v1.BoomerangService service. By
@@ -433,6 +437,12 @@ func NewBoomerangServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(boomerangServiceMethods.ByName("RegisterTasks")),
 			connect.WithClientOptions(opts...),
 		),
+		changeCluster: connect.NewClient[v1.ChangeClusterRequest, v1.ChangeClusterResponse](
+			httpClient,
+			baseURL+BoomerangServiceChangeClusterProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("ChangeCluster")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -475,6 +485,7 @@ type boomerangServiceClient struct {
 	getCluster          *connect.Client[v1.GetClusterRequest, v1.GetClusterResponse]
 	listPools           *connect.Client[v1.ListPoolsRequest, v1.ListPoolsResponse]
 	registerTasks       *connect.Client[v1.RegisterTasksRequest, v1.RegisterTasksResponse]
+	changeCluster       *connect.Client[v1.ChangeClusterRequest, v1.ChangeClusterResponse]
 }
 
 // Login calls boomerang.v1.BoomerangService.Login.
@@ -662,6 +673,11 @@ func (c *boomerangServiceClient) RegisterTasks(ctx context.Context, req *connect
 	return c.registerTasks.CallUnary(ctx, req)
 }
 
+// ChangeCluster calls boomerang.v1.BoomerangService.ChangeCluster.
+func (c *boomerangServiceClient) ChangeCluster(ctx context.Context, req *connect.Request[v1.ChangeClusterRequest]) (*connect.Response[v1.ChangeClusterResponse], error) {
+	return c.changeCluster.CallUnary(ctx, req)
+}
+
 // BoomerangServiceHandler is an implementation of the boomerang.v1.BoomerangService service.
 type BoomerangServiceHandler interface {
 	Login(context.Context, *connect.Request[v1.LoginRequest]) (*connect.Response[v1.LoginResponse], error)
@@ -701,6 +717,7 @@ type BoomerangServiceHandler interface {
 	GetCluster(context.Context, *connect.Request[v1.GetClusterRequest]) (*connect.Response[v1.GetClusterResponse], error)
 	ListPools(context.Context, *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error)
 	RegisterTasks(context.Context, *connect.Request[v1.RegisterTasksRequest]) (*connect.Response[v1.RegisterTasksResponse], error)
+	ChangeCluster(context.Context, *connect.Request[v1.ChangeClusterRequest]) (*connect.Response[v1.ChangeClusterResponse], error)
 }
 
 // NewBoomerangServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -932,6 +949,12 @@ func NewBoomerangServiceHandler(svc BoomerangServiceHandler, opts ...connect.Han
 		connect.WithSchema(boomerangServiceMethods.ByName("RegisterTasks")),
 		connect.WithHandlerOptions(opts...),
 	)
+	boomerangServiceChangeClusterHandler := connect.NewUnaryHandler(
+		BoomerangServiceChangeClusterProcedure,
+		svc.ChangeCluster,
+		connect.WithSchema(boomerangServiceMethods.ByName("ChangeCluster")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/boomerang.v1.BoomerangService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case BoomerangServiceLoginProcedure:
@@ -1008,6 +1031,8 @@ func NewBoomerangServiceHandler(svc BoomerangServiceHandler, opts ...connect.Han
 			boomerangServiceListPoolsHandler.ServeHTTP(w, r)
 		case BoomerangServiceRegisterTasksProcedure:
 			boomerangServiceRegisterTasksHandler.ServeHTTP(w, r)
+		case BoomerangServiceChangeClusterProcedure:
+			boomerangServiceChangeClusterHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1163,6 +1188,10 @@ func (UnimplementedBoomerangServiceHandler) ListPools(context.Context, *connect.
 
 func (UnimplementedBoomerangServiceHandler) RegisterTasks(context.Context, *connect.Request[v1.RegisterTasksRequest]) (*connect.Response[v1.RegisterTasksResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.RegisterTasks is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) ChangeCluster(context.Context, *connect.Request[v1.ChangeClusterRequest]) (*connect.Response[v1.ChangeClusterResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.ChangeCluster is not implemented"))
 }
 
 // CallbackServiceClient is a client for the boomerang.v1.CallbackService service.

@@ -187,6 +187,24 @@ class CancelTasksResponse(_message.Message):
     skipped: int
     def __init__(self, matched: _Optional[int] = ..., cancelled: _Optional[int] = ..., skipped: _Optional[int] = ...) -> None: ...
 
+class ChangeClusterRequest(_message.Message):
+    __slots__ = ["drain", "move", "remove", "undrain"]
+    DRAIN_FIELD_NUMBER: _ClassVar[int]
+    MOVE_FIELD_NUMBER: _ClassVar[int]
+    REMOVE_FIELD_NUMBER: _ClassVar[int]
+    UNDRAIN_FIELD_NUMBER: _ClassVar[int]
+    drain: str
+    move: ShardMove
+    remove: str
+    undrain: str
+    def __init__(self, drain: _Optional[str] = ..., undrain: _Optional[str] = ..., remove: _Optional[str] = ..., move: _Optional[_Union[ShardMove, _Mapping]] = ...) -> None: ...
+
+class ChangeClusterResponse(_message.Message):
+    __slots__ = ["map_revision"]
+    MAP_REVISION_FIELD_NUMBER: _ClassVar[int]
+    map_revision: int
+    def __init__(self, map_revision: _Optional[int] = ...) -> None: ...
+
 class ChangePasswordRequest(_message.Message):
     __slots__ = ["client_id", "current_password", "new_password"]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -239,34 +257,44 @@ class ClientConfig(_message.Message):
     def __init__(self, id: _Optional[str] = ..., admin: bool = ..., callback: _Optional[_Union[Callback, _Mapping]] = ..., retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., dead_letters: _Optional[_Union[DeadLetterPolicy, _Mapping]] = ..., default_mode: _Optional[_Union[DispatchMode, str]] = ..., created_ms: _Optional[int] = ..., group_limit: _Optional[int] = ..., role: _Optional[_Union[Role, str]] = ..., callback_rules: _Optional[_Union[CallbackRules, _Mapping]] = ..., previous_secret_expires_ms: _Optional[int] = ..., group_rate_limit: _Optional[_Union[RateLimit, _Mapping]] = ..., group_rate_limits: _Optional[_Mapping[str, RateLimit]] = ...) -> None: ...
 
 class ClusterNode(_message.Message):
-    __slots__ = ["health", "healthy", "http_address", "id", "started_ms", "tcp_address", "version"]
+    __slots__ = ["health", "healthy", "http_address", "id", "live", "mark", "raft_address", "started_ms", "tcp_address", "version", "zone"]
     HEALTHY_FIELD_NUMBER: _ClassVar[int]
     HEALTH_FIELD_NUMBER: _ClassVar[int]
     HTTP_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    LIVE_FIELD_NUMBER: _ClassVar[int]
+    MARK_FIELD_NUMBER: _ClassVar[int]
+    RAFT_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     STARTED_MS_FIELD_NUMBER: _ClassVar[int]
     TCP_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    ZONE_FIELD_NUMBER: _ClassVar[int]
     health: str
     healthy: bool
     http_address: str
     id: str
+    live: bool
+    mark: str
+    raft_address: str
     started_ms: int
     tcp_address: str
     version: str
-    def __init__(self, id: _Optional[str] = ..., tcp_address: _Optional[str] = ..., http_address: _Optional[str] = ..., healthy: bool = ..., health: _Optional[str] = ..., started_ms: _Optional[int] = ..., version: _Optional[str] = ...) -> None: ...
+    zone: str
+    def __init__(self, id: _Optional[str] = ..., tcp_address: _Optional[str] = ..., http_address: _Optional[str] = ..., healthy: bool = ..., health: _Optional[str] = ..., started_ms: _Optional[int] = ..., version: _Optional[str] = ..., raft_address: _Optional[str] = ..., zone: _Optional[str] = ..., mark: _Optional[str] = ..., live: bool = ...) -> None: ...
 
 class ClusterShard(_message.Message):
-    __slots__ = ["leader", "partition", "replicas", "shard"]
+    __slots__ = ["leader", "partition", "preferred_leader", "replicas", "shard"]
     LEADER_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
+    PREFERRED_LEADER_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     SHARD_FIELD_NUMBER: _ClassVar[int]
     leader: str
     partition: int
+    preferred_leader: str
     replicas: _containers.RepeatedScalarFieldContainer[str]
     shard: int
-    def __init__(self, shard: _Optional[int] = ..., leader: _Optional[str] = ..., replicas: _Optional[_Iterable[str]] = ..., partition: _Optional[int] = ...) -> None: ...
+    def __init__(self, shard: _Optional[int] = ..., leader: _Optional[str] = ..., replicas: _Optional[_Iterable[str]] = ..., partition: _Optional[int] = ..., preferred_leader: _Optional[str] = ...) -> None: ...
 
 class CompletedTask(_message.Message):
     __slots__ = ["attempts", "dead_letter_id", "delivered", "error", "finished_ms", "seq", "task"]
@@ -379,14 +407,18 @@ class GetClusterRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetClusterResponse(_message.Message):
-    __slots__ = ["nodes", "shards", "standalone"]
+    __slots__ = ["map_revision", "name", "nodes", "shards", "standalone"]
+    MAP_REVISION_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
     SHARDS_FIELD_NUMBER: _ClassVar[int]
     STANDALONE_FIELD_NUMBER: _ClassVar[int]
+    map_revision: int
+    name: str
     nodes: _containers.RepeatedCompositeFieldContainer[ClusterNode]
     shards: _containers.RepeatedCompositeFieldContainer[ClusterShard]
     standalone: bool
-    def __init__(self, standalone: bool = ..., nodes: _Optional[_Iterable[_Union[ClusterNode, _Mapping]]] = ..., shards: _Optional[_Iterable[_Union[ClusterShard, _Mapping]]] = ...) -> None: ...
+    def __init__(self, standalone: bool = ..., nodes: _Optional[_Iterable[_Union[ClusterNode, _Mapping]]] = ..., shards: _Optional[_Iterable[_Union[ClusterShard, _Mapping]]] = ..., name: _Optional[str] = ..., map_revision: _Optional[int] = ...) -> None: ...
 
 class GetDeadLetterRequest(_message.Message):
     __slots__ = ["id"]
@@ -924,10 +956,11 @@ class ReplayDeadLetterResponse(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
 
 class Request(_message.Message):
-    __slots__ = ["bulk_dead_letters", "cancel_task", "cancel_tasks", "change_password", "delete_dead_letter", "deregister_client", "get_client", "get_cluster", "get_dead_letter", "get_due_histogram", "get_group", "get_server_info", "get_stats", "get_task", "get_task_attempts", "list_audit_log", "list_clients", "list_completed", "list_dead_letters", "list_groups", "list_pools", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "register_tasks", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "session_id", "skip_group", "unblock_group", "update_client", "update_task"]
+    __slots__ = ["bulk_dead_letters", "cancel_task", "cancel_tasks", "change_cluster", "change_password", "delete_dead_letter", "deregister_client", "get_client", "get_cluster", "get_dead_letter", "get_due_histogram", "get_group", "get_server_info", "get_stats", "get_task", "get_task_attempts", "list_audit_log", "list_clients", "list_completed", "list_dead_letters", "list_groups", "list_pools", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "register_tasks", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "session_id", "skip_group", "unblock_group", "update_client", "update_task"]
     BULK_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASKS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASK_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_CLUSTER_FIELD_NUMBER: _ClassVar[int]
     CHANGE_PASSWORD_FIELD_NUMBER: _ClassVar[int]
     DELETE_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     DEREGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
@@ -967,6 +1000,7 @@ class Request(_message.Message):
     bulk_dead_letters: BulkDeadLettersRequest
     cancel_task: CancelTaskRequest
     cancel_tasks: CancelTasksRequest
+    change_cluster: ChangeClusterRequest
     change_password: ChangePasswordRequest
     delete_dead_letter: DeleteDeadLetterRequest
     deregister_client: DeregisterClientRequest
@@ -1003,13 +1037,14 @@ class Request(_message.Message):
     unblock_group: UnblockGroupRequest
     update_client: UpdateClientRequest
     update_task: UpdateTaskRequest
-    def __init__(self, request_id: _Optional[int] = ..., session_id: _Optional[str] = ..., login: _Optional[_Union[LoginRequest, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionRequest, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientRequest, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientRequest, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsRequest, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskRequest, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskRequest, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskRequest, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskRequest, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksRequest, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersRequest, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterRequest, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterRequest, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterRequest, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupRequest, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupRequest, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupRequest, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoRequest, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksRequest, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersRequest, _Mapping]] = ..., logout: _Optional[_Union[LogoutRequest, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsRequest, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsRequest, _Mapping]] = ..., get_client: _Optional[_Union[GetClientRequest, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientRequest, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordRequest, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretRequest, _Mapping]] = ..., list_groups: _Optional[_Union[ListGroupsRequest, _Mapping]] = ..., get_stats: _Optional[_Union[GetStatsRequest, _Mapping]] = ..., get_due_histogram: _Optional[_Union[GetDueHistogramRequest, _Mapping]] = ..., get_task_attempts: _Optional[_Union[GetTaskAttemptsRequest, _Mapping]] = ..., list_completed: _Optional[_Union[ListCompletedRequest, _Mapping]] = ..., list_audit_log: _Optional[_Union[ListAuditLogRequest, _Mapping]] = ..., bulk_dead_letters: _Optional[_Union[BulkDeadLettersRequest, _Mapping]] = ..., get_cluster: _Optional[_Union[GetClusterRequest, _Mapping]] = ..., list_pools: _Optional[_Union[ListPoolsRequest, _Mapping]] = ..., register_tasks: _Optional[_Union[RegisterTasksRequest, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[int] = ..., session_id: _Optional[str] = ..., login: _Optional[_Union[LoginRequest, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionRequest, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientRequest, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientRequest, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsRequest, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskRequest, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskRequest, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskRequest, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskRequest, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksRequest, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersRequest, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterRequest, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterRequest, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterRequest, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupRequest, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupRequest, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupRequest, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoRequest, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksRequest, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersRequest, _Mapping]] = ..., logout: _Optional[_Union[LogoutRequest, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsRequest, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsRequest, _Mapping]] = ..., get_client: _Optional[_Union[GetClientRequest, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientRequest, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordRequest, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretRequest, _Mapping]] = ..., list_groups: _Optional[_Union[ListGroupsRequest, _Mapping]] = ..., get_stats: _Optional[_Union[GetStatsRequest, _Mapping]] = ..., get_due_histogram: _Optional[_Union[GetDueHistogramRequest, _Mapping]] = ..., get_task_attempts: _Optional[_Union[GetTaskAttemptsRequest, _Mapping]] = ..., list_completed: _Optional[_Union[ListCompletedRequest, _Mapping]] = ..., list_audit_log: _Optional[_Union[ListAuditLogRequest, _Mapping]] = ..., bulk_dead_letters: _Optional[_Union[BulkDeadLettersRequest, _Mapping]] = ..., get_cluster: _Optional[_Union[GetClusterRequest, _Mapping]] = ..., list_pools: _Optional[_Union[ListPoolsRequest, _Mapping]] = ..., register_tasks: _Optional[_Union[RegisterTasksRequest, _Mapping]] = ..., change_cluster: _Optional[_Union[ChangeClusterRequest, _Mapping]] = ...) -> None: ...
 
 class Response(_message.Message):
-    __slots__ = ["bulk_dead_letters", "cancel_task", "cancel_tasks", "change_password", "delete_dead_letter", "deregister_client", "error", "get_client", "get_cluster", "get_dead_letter", "get_due_histogram", "get_group", "get_server_info", "get_stats", "get_task", "get_task_attempts", "list_audit_log", "list_clients", "list_completed", "list_dead_letters", "list_groups", "list_pools", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "register_tasks", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "skip_group", "unblock_group", "update_client", "update_task"]
+    __slots__ = ["bulk_dead_letters", "cancel_task", "cancel_tasks", "change_cluster", "change_password", "delete_dead_letter", "deregister_client", "error", "get_client", "get_cluster", "get_dead_letter", "get_due_histogram", "get_group", "get_server_info", "get_stats", "get_task", "get_task_attempts", "list_audit_log", "list_clients", "list_completed", "list_dead_letters", "list_groups", "list_pools", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "register_tasks", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "skip_group", "unblock_group", "update_client", "update_task"]
     BULK_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASKS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASK_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_CLUSTER_FIELD_NUMBER: _ClassVar[int]
     CHANGE_PASSWORD_FIELD_NUMBER: _ClassVar[int]
     DELETE_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     DEREGISTER_CLIENT_FIELD_NUMBER: _ClassVar[int]
@@ -1049,6 +1084,7 @@ class Response(_message.Message):
     bulk_dead_letters: BulkDeadLettersResponse
     cancel_task: CancelTaskResponse
     cancel_tasks: CancelTasksResponse
+    change_cluster: ChangeClusterResponse
     change_password: ChangePasswordResponse
     delete_dead_letter: DeleteDeadLetterResponse
     deregister_client: DeregisterClientResponse
@@ -1085,7 +1121,7 @@ class Response(_message.Message):
     unblock_group: UnblockGroupResponse
     update_client: UpdateClientResponse
     update_task: UpdateTaskResponse
-    def __init__(self, request_id: _Optional[int] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., login: _Optional[_Union[LoginResponse, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionResponse, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientResponse, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientResponse, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsResponse, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskResponse, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskResponse, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskResponse, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskResponse, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksResponse, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersResponse, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterResponse, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterResponse, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterResponse, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupResponse, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupResponse, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupResponse, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoResponse, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksResponse, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersResponse, _Mapping]] = ..., logout: _Optional[_Union[LogoutResponse, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsResponse, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsResponse, _Mapping]] = ..., get_client: _Optional[_Union[GetClientResponse, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientResponse, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordResponse, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretResponse, _Mapping]] = ..., list_groups: _Optional[_Union[ListGroupsResponse, _Mapping]] = ..., get_stats: _Optional[_Union[GetStatsResponse, _Mapping]] = ..., get_due_histogram: _Optional[_Union[GetDueHistogramResponse, _Mapping]] = ..., get_task_attempts: _Optional[_Union[GetTaskAttemptsResponse, _Mapping]] = ..., list_completed: _Optional[_Union[ListCompletedResponse, _Mapping]] = ..., list_audit_log: _Optional[_Union[ListAuditLogResponse, _Mapping]] = ..., bulk_dead_letters: _Optional[_Union[BulkDeadLettersResponse, _Mapping]] = ..., get_cluster: _Optional[_Union[GetClusterResponse, _Mapping]] = ..., list_pools: _Optional[_Union[ListPoolsResponse, _Mapping]] = ..., register_tasks: _Optional[_Union[RegisterTasksResponse, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[int] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., login: _Optional[_Union[LoginResponse, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionResponse, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientResponse, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientResponse, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsResponse, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskResponse, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskResponse, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskResponse, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskResponse, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksResponse, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersResponse, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterResponse, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterResponse, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterResponse, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupResponse, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupResponse, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupResponse, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoResponse, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksResponse, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersResponse, _Mapping]] = ..., logout: _Optional[_Union[LogoutResponse, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsResponse, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsResponse, _Mapping]] = ..., get_client: _Optional[_Union[GetClientResponse, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientResponse, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordResponse, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretResponse, _Mapping]] = ..., list_groups: _Optional[_Union[ListGroupsResponse, _Mapping]] = ..., get_stats: _Optional[_Union[GetStatsResponse, _Mapping]] = ..., get_due_histogram: _Optional[_Union[GetDueHistogramResponse, _Mapping]] = ..., get_task_attempts: _Optional[_Union[GetTaskAttemptsResponse, _Mapping]] = ..., list_completed: _Optional[_Union[ListCompletedResponse, _Mapping]] = ..., list_audit_log: _Optional[_Union[ListAuditLogResponse, _Mapping]] = ..., bulk_dead_letters: _Optional[_Union[BulkDeadLettersResponse, _Mapping]] = ..., get_cluster: _Optional[_Union[GetClusterResponse, _Mapping]] = ..., list_pools: _Optional[_Union[ListPoolsResponse, _Mapping]] = ..., register_tasks: _Optional[_Union[RegisterTasksResponse, _Mapping]] = ..., change_cluster: _Optional[_Union[ChangeClusterResponse, _Mapping]] = ...) -> None: ...
 
 class RetryPolicy(_message.Message):
     __slots__ = ["backoff", "initial_interval_ms", "jitter", "max_attempts", "max_interval_ms", "multiplier"]
@@ -1152,6 +1188,15 @@ class SessionInfo(_message.Message):
     role: Role
     source: str
     def __init__(self, handle: _Optional[str] = ..., client: _Optional[str] = ..., role: _Optional[_Union[Role, str]] = ..., created_ms: _Optional[int] = ..., expires_ms: _Optional[int] = ..., source: _Optional[str] = ..., current: bool = ...) -> None: ...
+
+class ShardMove(_message.Message):
+    __slots__ = ["shard", "to"]
+    FROM_FIELD_NUMBER: _ClassVar[int]
+    SHARD_FIELD_NUMBER: _ClassVar[int]
+    TO_FIELD_NUMBER: _ClassVar[int]
+    shard: int
+    to: str
+    def __init__(self, shard: _Optional[int] = ..., to: _Optional[str] = ..., **kwargs) -> None: ...
 
 class SkipGroupRequest(_message.Message):
     __slots__ = ["client", "group"]

@@ -1,0 +1,144 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/boomerangd/boomerang/internal/replica"
+)
+
+// agent makes this node's replicas match the map, on every change and
+// every interval.
+func (m *Member) agent(ctx context.Context) {
+	for {
+		if st, err := m.read(ctx); err == nil && st.Map != nil {
+			if err := m.reconcile(ctx, st.Map); err != nil && ctx.Err() == nil {
+				m.log.Info("placement step not taken; trying again", "err", err)
+			}
+		} else if err != nil && ctx.Err() == nil {
+			m.log.Debug("etcd unavailable; placement waits", "err", err)
+		}
+		if !m.next(ctx) {
+			return
+		}
+	}
+}
+
+// reconcile takes one step towards the map for each shard: hosting what
+// the map gives this node, changing the groups it leads, dropping
+// replicas it no longer holds.
+func (m *Member) reconcile(ctx context.Context, sm *ShardMap) error {
+	status, err := m.cfg.Local.Status(ctx)
+	if err != nil {
+		return err
+	}
+	hosted := make(map[uint16]replica.ShardStatus, len(status))
+	for _, s := range status {
+		hosted[s.Shard] = s
+	}
+	me := m.cfg.Node.ID
+	var errs []error
+	for i, p := range sm.Shards {
+		shard := uint16(i)
+		s, ok := hosted[shard]
+		switch {
+		case !ok && slices.Contains(p.Replicas, me):
+			var voters []uint64
+			if slices.Contains(p.Initial, me) {
+				voters = p.Initial
+			}
+			errs = append(errs, m.cfg.Local.Host(ctx, shard, voters))
+		case !ok:
+		case s.Leader == me:
+			errs = append(errs, m.lead(ctx, sm.Revision, shard, p, s))
+		case !slices.Contains(p.Replicas, me) && !member(s, me) && len(s.Voters) > 0:
+			m.log.Info("dropping a replica no longer placed here", "shard", shard)
+			errs = append(errs, m.cfg.Local.Unhost(ctx, shard))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func member(s replica.ShardStatus, id uint64) bool {
+	return slices.Contains(s.Voters, id) || slices.Contains(s.Learners, id)
+}
+
+// lead takes the next step of a group this node leads towards its
+// placement p, fenced by the map's revision.
+func (m *Member) lead(ctx context.Context, rev int64, shard uint16, p Placement, s replica.ShardStatus) error {
+	me := m.cfg.Node.ID
+	change, peer, transfer := nextStep(p, s, m.cfg.CatchUpLag, me)
+	if change == 0 && transfer == 0 {
+		return nil
+	}
+	if err := m.fence(ctx, rev); err != nil {
+		return err
+	}
+	if transfer != 0 {
+		m.log.Info("handing the leadership over", "shard", shard, "to", transfer)
+		return m.cfg.Local.TransferLeadership(ctx, shard, transfer)
+	}
+	m.log.Info("changing a shard's replicas", "shard", shard, "change", changeName[change], "node", peer)
+	return m.cfg.Local.ChangeConf(ctx, shard, change, peer)
+}
+
+var changeName = map[replica.ConfChangeType]string{replica.AddLearner: "add learner", replica.Promote: "promote", replica.Remove: "remove"}
+
+// nextStep is the one change that brings group s (led by me) closer to
+// placement p: add a missing replica as a learner; promote a learner
+// that caught up; remove a learner not wanted; once every wanted replica
+// votes, remove a voter not wanted, handing the leadership over first if
+// it is me; then transfer the leadership to the preferred leader.
+func nextStep(p Placement, s replica.ShardStatus, lag, me uint64) (change replica.ConfChangeType, peer, transfer uint64) {
+	caughtUp := func(id uint64) bool {
+		match, ok := s.Match[id]
+		return ok && match > 0 && match+lag >= s.Commit
+	}
+	for _, id := range p.Replicas {
+		if !member(s, id) {
+			return replica.AddLearner, id, 0
+		}
+	}
+	for _, id := range s.Learners {
+		if !slices.Contains(p.Replicas, id) {
+			return replica.Remove, id, 0
+		}
+		if caughtUp(id) {
+			return replica.Promote, id, 0
+		}
+	}
+	if len(s.Learners) > 0 {
+		return 0, 0, 0 // wait for them before removing voters
+	}
+	for _, id := range s.Voters {
+		if slices.Contains(p.Replicas, id) {
+			continue
+		}
+		if id != me {
+			return replica.Remove, id, 0
+		}
+		if to := successor(p, caughtUp); to != 0 {
+			return 0, 0, to
+		}
+		return 0, 0, 0
+	}
+	if p.Leader != 0 && p.Leader != me && slices.Contains(s.Voters, p.Leader) && caughtUp(p.Leader) {
+		return 0, 0, p.Leader
+	}
+	return 0, 0, 0
+}
+
+// successor picks who takes over from a leader that leaves the group:
+// the preferred leader, else any wanted replica that caught up.
+func successor(p Placement, caughtUp func(uint64) bool) uint64 {
+	if caughtUp(p.Leader) {
+		return p.Leader
+	}
+	for _, id := range p.Replicas {
+		if caughtUp(id) {
+			return id
+		}
+	}
+	return 0
+}

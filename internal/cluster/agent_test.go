@@ -1,0 +1,55 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/boomerangd/boomerang/internal/replica"
+)
+
+// The leader's next step towards a placement, one at a time, in order.
+func TestNextStep(t *testing.T) {
+	const me = 1
+	p := Placement{Replicas: []uint64{1, 2, 4}, Leader: 4}
+	for _, tc := range []struct {
+		name     string
+		status   replica.ShardStatus
+		change   replica.ConfChangeType
+		peer     uint64
+		transfer uint64
+	}{
+		{"add the missing replica as a learner",
+			replica.ShardStatus{Voters: []uint64{1, 2, 3}, Commit: 100, Match: map[uint64]uint64{1: 100, 2: 100, 3: 100}},
+			replica.AddLearner, 4, 0},
+		{"wait for a learner far behind",
+			replica.ShardStatus{Voters: []uint64{1, 2, 3}, Learners: []uint64{4}, Commit: 1000, Match: map[uint64]uint64{1: 1000, 2: 1000, 3: 1000, 4: 10}},
+			0, 0, 0},
+		{"promote a learner that caught up",
+			replica.ShardStatus{Voters: []uint64{1, 2, 3}, Learners: []uint64{4}, Commit: 1000, Match: map[uint64]uint64{1: 1000, 2: 1000, 3: 1000, 4: 990}},
+			replica.Promote, 4, 0},
+		{"remove a learner not placed",
+			replica.ShardStatus{Voters: []uint64{1, 2, 4}, Learners: []uint64{5}, Commit: 10, Match: map[uint64]uint64{1: 10, 2: 10, 4: 10, 5: 10}},
+			replica.Remove, 5, 0},
+		{"remove a voter not placed once all placed ones vote",
+			replica.ShardStatus{Voters: []uint64{1, 2, 3, 4}, Commit: 10, Match: map[uint64]uint64{1: 10, 2: 10, 3: 10, 4: 10}},
+			replica.Remove, 3, 0},
+		{"transfer to the preferred leader",
+			replica.ShardStatus{Voters: []uint64{1, 2, 4}, Commit: 10, Match: map[uint64]uint64{1: 10, 2: 10, 4: 10}},
+			0, 0, 4},
+		{"nothing while the preferred leader lags",
+			replica.ShardStatus{Voters: []uint64{1, 2, 4}, Commit: 1000, Match: map[uint64]uint64{1: 1000, 2: 1000, 4: 3}},
+			0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			change, peer, transfer := nextStep(p, tc.status, DefaultCatchUpLag, me)
+			if change != tc.change || peer != tc.peer || transfer != tc.transfer {
+				t.Fatalf("got change %d peer %d transfer %d, want %d %d %d", change, peer, transfer, tc.change, tc.peer, tc.transfer)
+			}
+		})
+	}
+	// A leader the placement drops hands over before it is removed.
+	gone := Placement{Replicas: []uint64{2, 3, 4}, Leader: 3}
+	st := replica.ShardStatus{Voters: []uint64{1, 2, 3, 4}, Commit: 10, Match: map[uint64]uint64{1: 10, 2: 10, 3: 10, 4: 10}}
+	if change, _, transfer := nextStep(gone, st, DefaultCatchUpLag, me); change != 0 || transfer != 3 {
+		t.Fatalf("a leaving leader: change %d, transfer to %d; want a transfer to 3", change, transfer)
+	}
+}

@@ -1,0 +1,86 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// NodeInfo is what a node publishes of itself while it is a member.
+type NodeInfo struct {
+	ID uint64 `json:"id"`
+	// Raft is the address its peers reach its replication port at.
+	Raft string `json:"raft"`
+	// TCP and HTTP are the addresses clients reach its raw TCP and HTTP
+	// ports at; empty when it serves none.
+	TCP  string `json:"tcp,omitempty"`
+	HTTP string `json:"http,omitempty"`
+	// Zone, when set, spreads replicas over zones before nodes.
+	Zone string `json:"zone,omitempty"`
+}
+
+// Marks an operator sets on a node.
+const (
+	// MarkDraining: the node's replicas move away; it stays a member.
+	MarkDraining = "draining"
+	// MarkRemoved: the node's replicas move away and it never gets any
+	// again.
+	MarkRemoved = "removed"
+)
+
+// Placement is where one shard lives.
+type Placement struct {
+	// Replicas are the nodes that hold the shard's replicas.
+	Replicas []uint64 `json:"replicas"`
+	// Leader is the replica preferred as leader.
+	Leader uint64 `json:"leader"`
+	// Initial are the voters a new group starts with: the replicas when
+	// the map was created, until the first change of the shard's
+	// replicas. A node that joins later starts empty and waits for its
+	// leader's snapshot.
+	Initial []uint64 `json:"initial,omitempty"`
+}
+
+// ShardMap places every shard.
+type ShardMap struct {
+	Shards []Placement `json:"shards"`
+	// Revision is the etcd revision the map was last written at (0: not
+	// written yet); a write must name it.
+	Revision int64 `json:"-"`
+}
+
+func decodeMap(data []byte, rev int64) (*ShardMap, error) {
+	m := new(ShardMap)
+	if err := json.Unmarshal(data, m); err != nil {
+		return nil, fmt.Errorf("cluster: shard map: %w", err)
+	}
+	m.Revision = rev
+	return m, nil
+}
+
+// Of returns shard's placement, or the zero one.
+func (m *ShardMap) Of(shard uint16) Placement {
+	if m == nil || int(shard) >= len(m.Shards) {
+		return Placement{}
+	}
+	return m.Shards[shard]
+}
+
+// Contains reports whether node holds one of p's replicas.
+func (p Placement) Contains(node uint64) bool { return slices.Contains(p.Replicas, node) }
+
+// clone deep-copies m.
+func (m *ShardMap) clone() *ShardMap {
+	out := &ShardMap{Revision: m.Revision, Shards: make([]Placement, len(m.Shards))}
+	for i, p := range m.Shards {
+		out.Shards[i] = Placement{Replicas: slices.Clone(p.Replicas), Leader: p.Leader, Initial: slices.Clone(p.Initial)}
+	}
+	return out
+}
+
+// equal reports whether m and o place every shard the same.
+func (m *ShardMap) equal(o *ShardMap) bool {
+	return slices.EqualFunc(m.Shards, o.Shards, func(a, b Placement) bool {
+		return a.Leader == b.Leader && slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.Initial, b.Initial)
+	})
+}
