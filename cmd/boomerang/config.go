@@ -100,6 +100,13 @@ func (o *options) loadSecrets(lookupEnv func(string) (string, bool)) error {
 		}
 		o.cfg.TLS = cfg
 	}
+	if o.sinkCA != "" {
+		pool, err := server.LoadRootCAs(o.sinkCA)
+		if err != nil {
+			return fmt.Errorf("--sink-ca: %w", err)
+		}
+		o.cfg.SinkRootCAs = pool
+	}
 	text, fromEnv := lookupEnv(envSecretKey)
 	switch {
 	case fromEnv && o.secretKeyFile != "":
