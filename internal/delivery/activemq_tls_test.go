@@ -37,8 +37,8 @@ func TestActiveMQTLS(t *testing.T) {
 		e, _ := newEngine(t, activemqCallback(b.TLSURL("/queue/orders.tls")), nil)
 		err := deliver(e, task("x"), 1).wait(t)
 		var unknown x509.UnknownAuthorityError
-		if !errors.As(err, &unknown) {
-			t.Fatalf("err = %v, want an unknown authority", err)
+		if !errors.As(err, &unknown) || IsPermanent(err) {
+			t.Fatalf("err = %v, want an unknown authority, retryable", err)
 		}
 	})
 }
