@@ -50,12 +50,12 @@
 // its lifetime). A request refused with SESSION_EXPIRED or UNAUTHORIZED is
 // sent once more: with the current session if another call replaced it
 // meanwhile, otherwise after logging in again with the credentials (so an
-// UNAUTHORIZED that means "not allowed" costs one extra login). Since
-// sessions live in the server's memory, this is also how a Client carries
-// on after the server restarts. A Client made with WithSession and no
-// credentials cannot log in again: its calls then fail with
-// ErrSessionExpired or ErrUnauthorized. Session returns the session in
-// use, for tools that save it; Logout ends it on the server.
+// UNAUTHORIZED that means "not allowed" costs one extra login); so a
+// Client carries on past a session that expired or was ended. A Client
+// made with WithSession and no credentials cannot log in again: its
+// calls then fail with ErrSessionExpired or ErrUnauthorized. Session
+// returns the session in use, for tools that save it; Logout ends it on
+// the server.
 //
 // # Connection loss and reconnection
 //

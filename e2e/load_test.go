@@ -186,8 +186,8 @@ func checkAcked(t *testing.T, s *server, acked map[uint64]string, round int) {
 }
 
 // A Client outlives a server restart on the same address: calls made
-// while the server is down wait for it, and the Client logs in again by
-// itself, since sessions do not survive a restart.
+// while the server is down wait for it, and its session, replicated
+// state like its client, is still valid after the restart.
 func TestReconnectAcrossRestart(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -214,8 +214,8 @@ func TestReconnectAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Schedule after the restart: %v", err)
 	}
-	if c.Session().ID == oldSession {
-		t.Fatal("the Client kept a session the restarted server cannot know")
+	if c.Session().ID != oldSession {
+		t.Fatal("the Client logged in again: the restarted server forgot its session")
 	}
 	for _, id := range []uint64{before.GetId(), after.GetId()} {
 		if _, err := c.GetTask(ctx, &boomerangv1.GetTaskRequest{Id: id}); err != nil {

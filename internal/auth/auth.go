@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/boomerangd/boomerang/internal/auth/authpb"
 	"github.com/boomerangd/boomerang/internal/store"
 )
 
@@ -26,16 +28,29 @@ type Auth struct {
 	// outside. Tests replace it.
 	pause func(time.Duration)
 
-	writeMu sync.Mutex // serializes changes to clients
+	writeMu sync.Mutex // serializes this node's changes to clients
 
 	mu      sync.RWMutex
 	clients map[string]*entry // every registered client
+
+	// Proposals to the system group, and what was applied of it.
+	origin       uint64 // names this process's proposals
+	pmu          sync.Mutex
+	node         Proposer
+	proposals    uint64                  // proposals made
+	waiting      map[uint64]chan outcome // by proposal
+	appliedIndex uint64
+	failed       atomic.Pointer[error]
+	led          chan struct{} // closed once this node led the system group
+	leadOnce     sync.Once
 }
 
-// New loads the registered clients from st and returns an Auth over them.
-// Records whose signing secrets are in the clear, or sealed with a key
-// other than the first of Config.SecretKeys, are sealed again with it. The
-// caller keeps st open for as long as the Auth is used.
+// New loads the registered clients and their sessions from st, the
+// system group's state as far as it was applied, and returns an Auth over
+// them; give it to the replica node that hosts the system group as its
+// state machine, then Attach the node. A record sealed with a key that is
+// not in Config.SecretKeys fails it with ErrNoKey. The caller keeps st
+// open for as long as the Auth is used.
 func New(st *store.Store, cfg Config) (*Auth, error) {
 	if st == nil {
 		return nil, errors.New("auth: a store is required")
@@ -61,6 +76,9 @@ func New(st *store.Store, cfg Config) (*Auth, error) {
 		throttle:  newThrottle(&cfg),
 		pause:     time.Sleep,
 		clients:   map[string]*entry{},
+		origin:    newOrigin(),
+		waiting:   map[uint64]chan outcome{},
+		led:       make(chan struct{}),
 	}
 	if err := a.load(); err != nil {
 		return nil, err
@@ -68,38 +86,11 @@ func New(st *store.Store, cfg Config) (*Auth, error) {
 	return a, nil
 }
 
-// load reads every client and seals stale records again.
-func (a *Auth) load() error {
-	list, err := a.st.ListClients()
-	if err != nil {
-		return fmt.Errorf("auth: load clients: %w", err)
-	}
-	b := a.st.NewBatch()
-	for _, rec := range list {
-		e, stale, err := decodeEntry(rec, a.keys)
-		if err != nil {
-			return err
-		}
-		if stale {
-			e.rec = e.encode(a.keys)
-			b.PutClient(e.rec)
-		}
-		a.clients[rec.Id] = e
-	}
-	if n := b.Count(); n > 0 {
-		if err := a.st.Commit(b); err != nil {
-			return fmt.Errorf("auth: seal signing secrets: %w", err)
-		}
-		a.cfg.Logger.Info("sealed signing secrets with the current secret key", "clients", n, "key_id", fmt.Sprintf("%x", a.keys.keys[0].id))
-	}
-	return nil
-}
-
 // Bootstrap creates the first admin when no client is registered yet. With
 // password "" it generates a strong one and returns it: it is shown this
 // once and stored only as a hash. created is false when clients already
-// exist; then nothing changes, whatever the arguments (see
-// CheckPassword).
+// exist, here or in the system group's log; then nothing changes,
+// whatever the arguments (see CheckPassword).
 func (a *Auth) Bootstrap(adminID, password string) (generated string, created bool, err error) {
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
@@ -113,7 +104,11 @@ func (a *Auth) Bootstrap(adminID, password string) (generated string, created bo
 		password = generatePassword()
 		generated = password
 	}
-	if _, _, err := a.registerLocked(ClientSpec{ID: adminID, Password: password, Role: RoleAdmin}); err != nil {
+	_, _, err = a.registerLocked(ClientSpec{ID: adminID, Password: password, Role: RoleAdmin}, putOptions{onlyIfEmpty: true})
+	if errors.Is(err, ErrExists) {
+		return "", false, nil
+	}
+	if err != nil {
 		return "", false, fmt.Errorf("auth: bootstrap admin: %w", err)
 	}
 	a.cfg.Logger.Info("created the bootstrap admin", "client", adminID, "generated_password", generated != "")
@@ -146,7 +141,30 @@ func (a *Auth) Login(clientID, password, source string) (Session, error) {
 	if err != nil {
 		return Session{}, err
 	}
-	return a.sessions.issue(e.rec.Id, e.role, source, a.cfg.Clock.Now()), nil
+	s, err := a.startSession(e.rec.Id, e.role, source, nil)
+	if errors.Is(err, ErrNotFound) { // deregistered meanwhile
+		return Session{}, ErrInvalidCredentials
+	}
+	return s, err
+}
+
+// startSession issues a session through the system group, replacing the
+// session with key replaces if not nil.
+func (a *Auth) startSession(client string, role Role, source string, replaces []byte) (Session, error) {
+	now := a.cfg.Clock.Now()
+	issued, s := a.sessions.mint(client, role, source, now)
+	ps := &authpb.PutSession{Session: s.record(), MaxPerClient: uint32(a.cfg.MaxSessionsPerClient), Replaces: replaces}
+	if before, due := a.sessions.sweepDue(now); due {
+		ps.SweepBeforeMs = before.UnixMilli()
+	}
+	out, err := a.commit(&authpb.SystemCommand{TimeMs: now.UnixMilli(), Change: &authpb.SystemCommand_PutSession{PutSession: ps}})
+	if err == nil {
+		err = out.err(client)
+	}
+	if err != nil {
+		return Session{}, err
+	}
+	return issued, nil
 }
 
 // check is Login without the session: the password check, throttled and
@@ -199,13 +217,36 @@ func (a *Auth) Authenticate(sessionID string) (Principal, error) {
 // Refresh issues a new session for a live one, which ends: requests with
 // the old id get ErrSessionExpired from then on.
 func (a *Auth) Refresh(sessionID string) (Session, error) {
-	return a.sessions.replace(sessionID, a.cfg.Clock.Now())
+	old, err := a.sessions.lookup(sessionID, a.cfg.Clock.Now())
+	if err != nil {
+		return Session{}, err
+	}
+	s, err := a.startSession(old.client, old.role, old.source, old.key[:])
+	if errors.Is(err, ErrNotFound) { // the client went or changed role meanwhile
+		return Session{}, ErrUnknownSession
+	}
+	return s, err
 }
 
 // Logout ends a live session: requests with its id get ErrUnknownSession
 // from then on.
 func (a *Auth) Logout(sessionID string) error {
-	return a.sessions.end(sessionID, a.cfg.Clock.Now())
+	s, err := a.sessions.lookup(sessionID, a.cfg.Clock.Now())
+	if err != nil {
+		return err
+	}
+	_, err = a.endSessions(&authpb.EndSessions{Client: s.client, Key: s.key[:]})
+	return err
+}
+
+// endSessions ends the sessions es matches through the system group and
+// returns how many live ones ended.
+func (a *Auth) endSessions(es *authpb.EndSessions) (int, error) {
+	out, err := a.commit(&authpb.SystemCommand{
+		TimeMs: a.cfg.Clock.Now().UnixMilli(),
+		Change: &authpb.SystemCommand_EndSessions{EndSessions: es},
+	})
+	return out.ended, err
 }
 
 // ListSessions returns the live sessions of client, or of every client
@@ -216,16 +257,12 @@ func (a *Auth) ListSessions(client string) []SessionInfo {
 
 // RevokeSessions ends client's session with handle, or all of client's
 // sessions for handle "", and returns how many live ones ended.
-func (a *Auth) RevokeSessions(client, handle string) int {
-	var match func(*session) bool
-	if handle != "" {
-		match = func(s *session) bool { return s.handle == handle }
-	}
-	n := a.sessions.revoke(client, match, a.cfg.Clock.Now())
+func (a *Auth) RevokeSessions(client, handle string) (int, error) {
+	n, err := a.endSessions(&authpb.EndSessions{Client: client, Handle: handle})
 	if n > 0 {
 		a.cfg.Logger.Info("sessions revoked", "client", client, "count", n)
 	}
-	return n
+	return n, err
 }
 
 // Sessions returns how many sessions are remembered, live or recently
@@ -251,19 +288,4 @@ func (a *Auth) lookup(id string) (*entry, bool) {
 	defer a.mu.RUnlock()
 	e, ok := a.clients[id]
 	return e, ok
-}
-
-// store writes e's record and makes e the client's entry. writeMu is
-// held.
-func (a *Auth) store(e *entry) error {
-	e.rec = e.encode(a.keys)
-	b := a.st.NewBatch()
-	b.PutClient(e.rec)
-	if err := a.st.Commit(b); err != nil {
-		return fmt.Errorf("auth: store client %q: %w", e.rec.Id, err)
-	}
-	a.mu.Lock()
-	a.clients[e.rec.Id] = e
-	a.mu.Unlock()
-	return nil
 }

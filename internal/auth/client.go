@@ -94,10 +94,10 @@ func (a *Auth) info(e *entry) ClientInfo {
 func (a *Auth) RegisterClient(spec ClientSpec) (ClientInfo, []byte, error) {
 	a.writeMu.Lock()
 	defer a.writeMu.Unlock()
-	return a.registerLocked(spec)
+	return a.registerLocked(spec, putOptions{create: true})
 }
 
-func (a *Auth) registerLocked(spec ClientSpec) (ClientInfo, []byte, error) {
+func (a *Auth) registerLocked(spec ClientSpec, o putOptions) (ClientInfo, []byte, error) {
 	if spec.Role == 0 {
 		spec.Role = RoleClient
 	}
@@ -136,7 +136,7 @@ func (a *Auth) registerLocked(spec ClientSpec) (ClientInfo, []byte, error) {
 	if err := setGroupRates(e.rec, true, spec.GroupRate, spec.GroupRates); err != nil {
 		return ClientInfo{}, nil, err
 	}
-	if err := a.store(e); err != nil {
+	if err := a.put(e, o); err != nil {
 		return ClientInfo{}, nil, err
 	}
 	a.cfg.Logger.Info("client registered", "client", spec.ID, "role", spec.Role.String())
@@ -160,15 +160,16 @@ func (a *Auth) DeregisterClient(id string) error {
 	if err := a.checkNoTasks(id); err != nil {
 		return err
 	}
-	b := a.st.NewBatch()
-	b.DeleteClient(id)
-	if err := a.st.Commit(b); err != nil {
-		return fmt.Errorf("auth: delete client %q: %w", id, err)
+	out, err := a.commit(&authpb.SystemCommand{
+		TimeMs: a.cfg.Clock.Now().UnixMilli(),
+		Change: &authpb.SystemCommand_DeleteClient{DeleteClient: id},
+	})
+	if err == nil {
+		err = out.err(id)
 	}
-	a.mu.Lock()
-	delete(a.clients, id)
-	a.mu.Unlock()
-	a.sessions.revoke(id, nil, a.cfg.Clock.Now())
+	if err != nil {
+		return err
+	}
 	a.cfg.Logger.Info("client deregistered", "client", id)
 	return nil
 }

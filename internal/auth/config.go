@@ -20,6 +20,7 @@ const (
 	DefaultMaxThrottled         = 1 << 16
 	DefaultLoginsPerSource      = 20
 	DefaultMaxLoginWait         = 5 * time.Second
+	DefaultWriteTimeout         = 5 * time.Second
 	// DefaultLoginChecksPerCore is the password checks per second and
 	// core the server runs for logins: with the default hash (about 40
 	// ms of one core) a third of the CPU.
@@ -95,6 +96,12 @@ type Config struct {
 	// Required.
 	SecretKeys [][]byte
 
+	// WriteTimeout bounds how long a change (a client's, or a login's
+	// session) waits to be committed by the system group and applied
+	// here; beyond it the change fails with ErrNoLeader, and may still
+	// take effect. Default 5 s.
+	WriteTimeout time.Duration
+
 	// Clock decides session expiry and login backoff. Default: the real
 	// clock.
 	Clock clockwork.Clock
@@ -143,6 +150,9 @@ func (c *Config) ensureDefaults() {
 	}
 	if c.LoginsPerSource == 0 {
 		c.LoginsPerSource = DefaultLoginsPerSource
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = DefaultWriteTimeout
 	}
 	if c.Clock == nil {
 		c.Clock = clockwork.NewRealClock()

@@ -7,8 +7,8 @@
 // defaults for tasks (callback, retry policy, dispatch mode), its dead
 // letter policy, its own callback rules (package egress) and the secrets
 // its webhooks are signed with. Clients live in the store and, for fast
-// logins, in memory; every change goes through one Auth, which writes the
-// store first. A signing secret is returned once, when it is set
+// logins, in memory; every change goes through the system group (see
+// Replication below). A signing secret is returned once, when it is set
 // (RegisterClient, RotateSigningSecret); nothing returns it again, nor
 // the password hash.
 //
@@ -36,10 +36,11 @@
 // callback rules, and the signing secrets sealed with AES-256-GCM under
 // the first of Config.SecretKeys, bound to the client id. A record whose
 // secrets are in the clear (written before sealing) or sealed with
-// another configured key is sealed again with the first when New loads
-// it; a record sealed with a key not configured fails New with ErrNoKey.
-// So a key is rotated by putting the new key first and the old one after
-// it for one start, then dropping the old one.
+// another configured key is sealed again with the first by Reseal, which
+// the server calls at start; a record sealed with a key not configured
+// fails New with ErrNoKey. So a key is rotated by putting the new key
+// first and the old one after it for one start, then dropping the old
+// one. Every node of a cluster must be given the same keys.
 //
 // RotateSigningSecret replaces a client's secret; the old one keeps
 // signing beside it for an overlap (DefaultSecretOverlap unless told),
@@ -81,8 +82,8 @@
 //
 // A login issues a session: a random 256-bit id valid for
 // Config.SessionTTL. Refresh issues a new id with a new expiry and ends
-// the old one; Logout ends one at once. Sessions live only in memory:
-// they do not survive a restart, and clients log in again. An expired (or
+// the old one; Logout ends one at once. Sessions are replicated like
+// clients: they survive a restart and are valid on every node. An expired (or
 // refreshed-away) session is remembered for Config.ExpiredRetention so it
 // is answered with ErrSessionExpired rather than ErrUnknownSession. Each
 // client keeps at most Config.MaxSessionsPerClient sessions; a login
@@ -91,4 +92,26 @@
 // handle or all of a client's. Deregistering a client, changing its role
 // and changing its password end its sessions (a password change keeps
 // the session that made it).
+//
+// # Replication
+//
+// Clients and sessions are the state of the system group, a Raft group
+// (store.SystemShard) that the node's replica.Node hosts beside the task
+// shards, with an Auth as its replica.StateMachine; a standalone node
+// runs it with one voter. Every change, a login's session included, is a
+// command record (authpb.SystemCommand) that the node taking the request
+// decides in full (password hash and salt, sealed secrets and nonce,
+// session key, time) and proposes; a follower's proposal is forwarded to
+// the leader. Applying a record is a pure function of the state and the
+// record: it reads no clock and no random source, checks the record's
+// conditions (the client must or must not exist, an admin must remain,
+// a replaced session must be live) and writes the state with the
+// group's applied index in one unsynced batch, on the node's loop. The
+// request is answered once its record is applied on the node that took
+// it (Config.WriteTimeout bounds the wait: ErrNoLeader).
+//
+// Reads are local: Authenticate, Login's password check and every
+// listing use this node's applied state, so a change is seen on a node
+// once the node has applied it. A session revoked on one node is refused
+// on another from the moment that node applies the revocation.
 package auth

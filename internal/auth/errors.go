@@ -37,6 +37,12 @@ var (
 	// of attempts, or the server's share of CPU for password hashing.
 	// Retry later.
 	ErrLoginBusy = errors.New("auth: too many logins; retry later")
+	// ErrNoLeader: a change was not committed by the system group in
+	// time (Config.WriteTimeout), most likely because it has no leader
+	// at the moment. It may still take effect.
+	ErrNoLeader = errors.New("auth: clients and sessions cannot change now (no leader of the system group); retry")
+	// ErrNotAttached: a change before Attach.
+	ErrNotAttached = errors.New("auth: not attached to a replica node")
 )
 
 // ThrottledError says how long to wait before the next login attempt.

@@ -1,12 +1,14 @@
 package auth
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 	"go.uber.org/goleak"
 
+	"github.com/boomerangd/boomerang/internal/replica"
 	"github.com/boomerangd/boomerang/internal/store"
 )
 
@@ -26,6 +28,7 @@ type fixture struct {
 	keys  [][]byte
 	dir   string
 	st    *store.Store
+	node  *replica.Node
 	clock *clockwork.FakeClock
 	a     *Auth
 	tune  func(*Config)
@@ -59,7 +62,40 @@ func (f *fixture) open(t *testing.T) {
 		t.Fatalf("New: %v", err)
 	}
 	a.pause = func(time.Duration) {} // unknown ids: the wait is real time, not the fake clock's
-	f.st, f.a = st, a
+	node, err := startSystem(a, st, replica.Config{ID: 1})
+	if err != nil {
+		_ = st.Close()
+		t.Fatalf("start the system group: %v", err)
+	}
+	if err := a.Reseal(); err != nil {
+		t.Errorf("Reseal: %v", err)
+	}
+	f.st, f.a, f.node = st, a, node
+}
+
+// startSystem runs a replica node that hosts only the system group, fed
+// to a, and waits until it has a leader that a can reach: this node, or
+// any other once a change of this node's commits.
+func startSystem(a *Auth, st *store.Store, cfg replica.Config) (*replica.Node, error) {
+	cfg.Shards, cfg.Store, cfg.StateMachine = []uint16{store.SystemShard}, st, a
+	node, err := replica.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.Attach(node)
+	if err := node.Start(); err != nil {
+		return nil, err
+	}
+	if len(cfg.Peers) > 1 {
+		return node, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.AwaitLeader(ctx); err != nil {
+		node.Stop()
+		return nil, err
+	}
+	return node, nil
 }
 
 func (f *fixture) close(t *testing.T) {
@@ -67,6 +103,7 @@ func (f *fixture) close(t *testing.T) {
 	if f.st == nil {
 		return
 	}
+	f.node.Stop()
 	if err := f.st.Close(); err != nil {
 		t.Errorf("store.Close: %v", err)
 	}

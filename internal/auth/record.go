@@ -28,6 +28,7 @@ type entry struct {
 	deny    []string
 	rules   *egress.Policy   // allow and deny parsed; nil without rules
 	secrets []*authpb.Secret // newest first, in the clear
+	stale   bool             // its record is to be sealed again (see Reseal)
 }
 
 // decodeEntry reads a stored record. stale is true when the record should

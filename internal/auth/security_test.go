@@ -263,18 +263,18 @@ func TestLogoutAndSessionAdmin(t *testing.T) {
 	if err := f.a.Logout(a1.ID); !errors.Is(err, ErrUnknownSession) {
 		t.Fatalf("logout twice: %v", err)
 	}
-	if n := f.a.RevokeSessions("alice", "not-a-handle"); n != 0 {
-		t.Fatalf("revoked %d with an unknown handle", n)
+	if n, err := f.a.RevokeSessions("alice", "not-a-handle"); err != nil || n != 0 {
+		t.Fatalf("revoked %d with an unknown handle: %v", n, err)
 	}
-	if n := f.a.RevokeSessions("alice", a2.Handle); n != 1 {
-		t.Fatalf("revoked %d by handle, want 1", n)
+	if n, err := f.a.RevokeSessions("alice", a2.Handle); err != nil || n != 1 {
+		t.Fatalf("revoked %d by handle, want 1: %v", n, err)
 	}
 	if _, err := f.a.Authenticate(a2.ID); !errors.Is(err, ErrUnknownSession) {
 		t.Fatalf("after revoke: %v", err)
 	}
 	f.login(t, "bob", "bob-password")
-	if n := f.a.RevokeSessions("bob", ""); n != 2 {
-		t.Fatalf("revoked %d of bob's, want 2", n)
+	if n, err := f.a.RevokeSessions("bob", ""); err != nil || n != 2 {
+		t.Fatalf("revoked %d of bob's, want 2: %v", n, err)
 	}
 	if _, err := f.a.Authenticate(b1.ID); !errors.Is(err, ErrUnknownSession) {
 		t.Fatalf("bob's session after revoking all: %v", err)

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/boomerangd/boomerang/internal/auth/authpb"
 )
 
 // sessionIDBytes is the entropy of a session id: 256 bits.
@@ -17,7 +19,7 @@ const sessionIDBytes = 32
 // handleBytes is how much of a session's key its handle shows.
 const handleBytes = 8
 
-// maxSweepInterval bounds how long forgotten sessions linger in memory.
+// maxSweepInterval bounds how long forgotten sessions linger.
 const maxSweepInterval = time.Minute
 
 // Session is an issued session.
@@ -42,9 +44,12 @@ type SessionInfo struct {
 }
 
 // sessionKey is the SHA-256 of a session id. The table is keyed by it, so
-// that lookups do not branch on the secret itself.
+// that lookups do not branch on the secret itself, and it is all that is
+// stored and replicated of the id.
 type sessionKey [sha256.Size]byte
 
+// session is a session as the system group's state holds it. Its fields
+// but expires never change; expires changes under sessions.mu.
 type session struct {
 	key     sessionKey
 	handle  string
@@ -53,15 +58,44 @@ type session struct {
 	created time.Time
 	expires time.Time
 	source  string
+	index   uint64 // the log entry that started it
 }
 
 func (s *session) principal() Principal {
 	return Principal{Client: s.client, Role: s.role, Session: s.handle}
 }
 
-// sessions holds every issued session until ExpiredRetention after its
-// expiry. Each client's sessions are also kept in issue order, oldest
-// first, to bound them per client.
+// record returns the session's replicated record.
+func (s *session) record() *authpb.Session {
+	return &authpb.Session{
+		Key: s.key[:], Client: s.client, Role: s.role.stored(),
+		CreatedMs: s.created.UnixMilli(), ExpiresMs: s.expires.UnixMilli(), Source: s.source, Index: s.index,
+	}
+}
+
+// sessionOf reads a record; ok is false for a malformed key.
+func sessionOf(r *authpb.Session) (s *session, ok bool) {
+	if len(r.Key) != sha256.Size {
+		return nil, false
+	}
+	s = &session{
+		client: r.Client, role: roleOf(r.Role, false), source: r.Source, index: r.Index,
+		created: time.UnixMilli(r.CreatedMs), expires: time.UnixMilli(r.ExpiresMs),
+	}
+	copy(s.key[:], r.Key)
+	s.handle = hex.EncodeToString(s.key[:handleBytes])
+	return s, true
+}
+
+// older orders sessions by age: by the log entry that started them. It
+// decides which session a client over its bound loses, alike on every
+// replica whatever order they loaded their sessions in.
+func older(a, b *session) int { return cmp.Compare(a.index, b.index) }
+
+// sessions holds every session of the system group's state until
+// ExpiredRetention after its expiry, by key and by client. Changes come
+// only from the applied log (see system.go); lookups come from every
+// request.
 type sessions struct {
 	ttl, retention time.Duration
 	perClient      int
@@ -69,7 +103,7 @@ type sessions struct {
 	mu        sync.RWMutex
 	byKey     map[sessionKey]*session
 	byClient  map[string][]*session
-	nextSweep time.Time
+	nextSweep time.Time // when this node's next login asks for a sweep
 }
 
 func newSessions(cfg *Config) *sessions {
@@ -81,24 +115,29 @@ func newSessions(cfg *Config) *sessions {
 
 func keyOf(id string) sessionKey { return sha256.Sum256([]byte(id)) }
 
-// issue creates a session for p, logged in from source, valid from now.
-func (t *sessions) issue(client string, role Role, source string, now time.Time) Session {
+// mint makes a new session for client, logged in from source, valid from
+// now: its id, shown once, and its record, to be replicated.
+func (t *sessions) mint(client string, role Role, source string, now time.Time) (Session, *session) {
 	raw := make([]byte, sessionIDBytes)
 	_, _ = rand.Read(raw) // crypto/rand.Read never fails
 	id := base64.RawURLEncoding.EncodeToString(raw)
 	key := keyOf(id)
+	now = now.Truncate(time.Millisecond) // as the record keeps it
 	s := &session{key: key, handle: hex.EncodeToString(key[:handleBytes]), client: client, role: role, created: now, expires: now.Add(t.ttl), source: source}
+	return Session{ID: id, Handle: s.handle, Client: client, Role: role, Expires: s.expires}, s
+}
+
+// sweepDue reports whether a login at now should ask for a sweep of
+// sessions expired beyond the retention, and when they expired by: at
+// most once per interval.
+func (t *sessions) sweepDue(now time.Time) (before time.Time, due bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.sweep(now)
-	list := t.byClient[client]
-	if len(list) >= t.perClient {
-		delete(t.byKey, list[0].key)
-		list = list[1:]
+	if now.Before(t.nextSweep) {
+		return time.Time{}, false
 	}
-	t.byClient[client] = append(list, s)
-	t.byKey[s.key] = s
-	return Session{ID: id, Handle: s.handle, Client: client, Role: role, Expires: s.expires}
+	t.nextSweep = now.Add(min(t.ttl, maxSweepInterval))
+	return now.Add(-t.retention), true
 }
 
 // lookup returns the live session with id.
@@ -122,58 +161,78 @@ func (t *sessions) lookup(id string, now time.Time) (*session, error) {
 	return s, nil
 }
 
-// replace issues a new session for the live session id and expires id.
-func (t *sessions) replace(id string, now time.Time) (Session, error) {
-	old, err := t.lookup(id, now)
-	if err != nil {
-		return Session{}, err
-	}
-	t.mu.Lock()
-	if !now.Before(old.expires) { // refreshed or expired concurrently
-		t.mu.Unlock()
-		return Session{}, ErrSessionExpired
-	}
-	old.expires = now
-	t.mu.Unlock()
-	return t.issue(old.client, old.role, old.source, now), nil
+// get returns the session with key, live or not.
+func (t *sessions) get(key sessionKey) *session {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.byKey[key]
 }
 
-// end forgets the live session id: it is unknown from then on.
-func (t *sessions) end(id string, now time.Time) error {
-	s, err := t.lookup(id, now)
-	if err != nil {
-		return err
+// add inserts s and ends the client's oldest sessions beyond max, which
+// it returns.
+func (t *sessions) add(s *session, max int) []*session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.byKey[s.key] = s
+	t.byClient[s.client] = append(t.byClient[s.client], s)
+	var ended []*session
+	for len(t.byClient[s.client]) > max {
+		oldest := slices.MinFunc(t.byClient[s.client], older)
+		ended = append(ended, t.forget(s.client, func(x *session) bool { return x == oldest })...)
+	}
+	return ended
+}
+
+// expire makes s expire at at, if it is later.
+func (t *sessions) expire(s *session, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if at.Before(s.expires) {
+		s.expires = at
+	}
+}
+
+// end forgets client's sessions that match and returns them.
+func (t *sessions) end(client string, match func(*session) bool) []*session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.forget(client, match)
+}
+
+// sweep forgets every session that expired at or before before, and
+// returns them.
+func (t *sessions) sweep(before time.Time) []*session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var gone []*session
+	for client := range t.byClient {
+		gone = append(gone, t.forget(client, func(s *session) bool { return !s.expires.After(before) })...)
+	}
+	return gone
+}
+
+// replaceAll makes list every session, at once for lookups.
+func (t *sessions) replaceAll(list []*session) {
+	byKey, byClient := make(map[sessionKey]*session, len(list)), map[string][]*session{}
+	for _, s := range list {
+		byKey[s.key] = s
+		byClient[s.client] = append(byClient[s.client], s)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.forget(s.client, func(x *session) bool { return x == s })
-	return nil
+	t.byKey, t.byClient = byKey, byClient
 }
 
-// revoke forgets client's sessions that match (nil: all of them) and
-// returns how many were live.
-func (t *sessions) revoke(client string, match func(*session) bool, now time.Time) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := 0
-	t.forget(client, func(s *session) bool {
-		hit := match == nil || match(s)
-		if hit && now.Before(s.expires) {
-			n++
-		}
-		return hit
-	})
-	return n
-}
-
-// forget drops client's sessions for which drop says so. Called with mu
-// held.
-func (t *sessions) forget(client string, drop func(*session) bool) {
+// forget drops client's sessions for which drop says so and returns
+// them. Called with mu held.
+func (t *sessions) forget(client string, drop func(*session) bool) []*session {
 	list := t.byClient[client]
 	kept := list[:0]
+	var gone []*session
 	for _, s := range list {
 		if drop(s) {
 			delete(t.byKey, s.key)
+			gone = append(gone, s)
 			continue
 		}
 		kept = append(kept, s)
@@ -181,9 +240,10 @@ func (t *sessions) forget(client string, drop func(*session) bool) {
 	clear(list[len(kept):])
 	if len(kept) == 0 {
 		delete(t.byClient, client)
-		return
+	} else {
+		t.byClient[client] = kept
 	}
-	t.byClient[client] = kept
+	return gone
 }
 
 // list returns the live sessions of client ("": every client), ordered
@@ -201,10 +261,10 @@ func (t *sessions) list(client string, now time.Time) []SessionInfo {
 	}
 	if client != "" {
 		add(t.byClient[client])
-		return out
-	}
-	for _, list := range t.byClient {
-		add(list)
+	} else {
+		for _, list := range t.byClient {
+			add(list)
+		}
 	}
 	slices.SortFunc(out, func(a, b SessionInfo) int {
 		return cmp.Or(cmp.Compare(a.Client, b.Client), a.Created.Compare(b.Created), cmp.Compare(a.Handle, b.Handle))
@@ -217,16 +277,4 @@ func (t *sessions) count() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return len(t.byKey)
-}
-
-// sweep forgets sessions expired for longer than the retention, at most
-// once per interval. Called with mu held.
-func (t *sessions) sweep(now time.Time) {
-	if now.Before(t.nextSweep) {
-		return
-	}
-	t.nextSweep = now.Add(min(t.ttl, maxSweepInterval))
-	for client := range t.byClient {
-		t.forget(client, func(s *session) bool { return now.Sub(s.expires) >= t.retention })
-	}
 }

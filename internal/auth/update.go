@@ -100,11 +100,8 @@ func (a *Auth) UpdateClient(id string, u ClientUpdate) (ClientInfo, error) {
 	if roleChanged {
 		e.role = u.Role
 	}
-	if err := a.store(e); err != nil {
+	if err := a.put(e, putOptions{endSessions: roleChanged}); err != nil {
 		return ClientInfo{}, err
-	}
-	if roleChanged {
-		a.sessions.revoke(id, nil, a.cfg.Clock.Now())
 	}
 	a.cfg.Logger.Info("client updated", "client", id, "role", e.role.String())
 	return a.info(e), nil
@@ -133,11 +130,10 @@ func (a *Auth) ChangePassword(id, current, password, source, keep string) error 
 	}
 	e := old.with()
 	e.rec.PasswordHash = hash
-	if err := a.store(e); err != nil {
+	if err := a.put(e, putOptions{endSessions: true, keepSession: keep}); err != nil {
 		return err
 	}
-	n := a.sessions.revoke(id, func(s *session) bool { return s.handle != keep }, a.cfg.Clock.Now())
-	a.cfg.Logger.Info("password changed", "client", id, "sessions_ended", n)
+	a.cfg.Logger.Info("password changed", "client", id)
 	return nil
 }
 
@@ -166,7 +162,7 @@ func (a *Auth) RotateSigningSecret(id string, secret []byte, overlap time.Durati
 	if live := old.liveSecrets(now); overlap > 0 && len(live) > 0 {
 		e.secrets = append(e.secrets, &authpb.Secret{Key: live[0].Key, ExpiresMs: now.Add(overlap).UnixMilli()})
 	}
-	if err := a.store(e); err != nil {
+	if err := a.put(e, putOptions{}); err != nil {
 		return ClientInfo{}, nil, err
 	}
 	a.cfg.Logger.Info("signing secret rotated", "client", id, "overlap", overlap.String())

@@ -66,6 +66,13 @@
 // or moved peers close, new ones are dialed. Stats counts each peer's
 // messages and bytes both ways and the messages dropped.
 //
+// # The system group
+//
+// With Config.System set, a node also hosts the system group
+// (store.SystemShard: registered clients and sessions), whose entries go
+// to Config.System instead of Config.StateMachine. Its followers forward
+// their proposals to its leader; the task shards' do not (see system.go).
+//
 // # New groups
 //
 // A group with no persisted state starts from an initial snapshot at

@@ -109,7 +109,7 @@ func (n *Node) load(shard uint16, voters []uint64, b *store.Batch) (*group, erro
 		MaxInflightMsgs:           256,
 		CheckQuorum:               true,
 		PreVote:                   true,
-		DisableProposalForwarding: true,
+		DisableProposalForwarding: !forwards(shard),
 		Logger:                    raftLogger{n.cfg.Logger.With("shard", shard)},
 	})
 	return g, err

@@ -74,6 +74,10 @@ type Config struct {
 	Store *store.Store
 	// StateMachine is fed the committed entries. Required.
 	StateMachine StateMachine
+	// System, if set, is the state machine of the system group
+	// (store.SystemShard), which the node then hosts too; StateMachine
+	// gets every other shard's entries. Optional.
+	System StateMachine
 	// Transport carries messages to the other replicas; required when
 	// Peers holds others.
 	Transport Transport
@@ -188,6 +192,10 @@ func New(cfg Config) (*Node, error) {
 	cfg.ensureDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	if cfg.System != nil {
+		cfg.StateMachine = systemMux{system: cfg.System, shards: cfg.StateMachine}
+		cfg.Shards = append(slices.Clone(cfg.Shards), store.SystemShard)
 	}
 	return &Node{
 		cfg:     cfg,

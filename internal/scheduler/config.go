@@ -54,6 +54,11 @@ type Config struct {
 	// required when Peers holds others.
 	Transport replica.Transport
 
+	// System, if set, is the state machine of the system group (the
+	// registered clients and sessions), which the scheduler's replica
+	// node then hosts beside the task shards (see replica.Config.System).
+	System replica.StateMachine
+
 	// Placed, when true, makes the node host only the shards it has a log
 	// of when it starts: a cluster's placement gives it the others at
 	// runtime through Node().Host. Default false: every shard is hosted.

@@ -123,9 +123,6 @@ func (s *Server) start(ctx context.Context) error {
 		return err
 	}
 	forgetDataDirKey(&s.cfg, s.log)
-	if err := s.bootstrap(); err != nil {
-		return err
-	}
 
 	reg := prometheus.NewRegistry()
 	s.reg = reg
@@ -141,7 +138,7 @@ func (s *Server) start(ctx context.Context) error {
 	}
 	s.hist = newHistory(&s.cfg, s.protocolOf)
 	sc := scheduler.Config{
-		Store: s.st, Deliverer: s.hist.wrap(deliverer), Retry: retry, OnFinished: s.onFinished, Clock: s.cfg.Clock, Logger: s.log.With("component", "scheduler"),
+		Store: s.st, System: s.auth, Deliverer: s.hist.wrap(deliverer), Retry: retry, OnFinished: s.onFinished, Clock: s.cfg.Clock, Logger: s.log.With("component", "scheduler"),
 		Partitions: s.cfg.Partitions, MaxPayload: s.cfg.MaxPayloadBytes,
 		DeadLetterPolicy:     s.deadLetterLimits,
 		GroupLimit:           s.groupLimit,
@@ -162,6 +159,9 @@ func (s *Server) start(ctx context.Context) error {
 	if err := s.sched.Start(ctx); err != nil {
 		return err
 	}
+	if err := s.startSystem(ctx); err != nil {
+		return err
+	}
 	if err := reg.Register(&stateCollector{sched: s.sched, st: s.st, auth: s.auth}); err != nil {
 		return err
 	}
@@ -180,6 +180,22 @@ func (s *Server) start(ctx context.Context) error {
 		return s.joinCluster()
 	}
 	return nil
+}
+
+// startSystem attaches auth to the replica node, which hosts the system
+// group (clients and sessions) beside the task shards, waits for the
+// group's leader (this node: the server hosts it with one voter, in a
+// cluster too until placement spreads it), seals stale records again
+// and creates the first admin.
+func (s *Server) startSystem(ctx context.Context) error {
+	s.auth.Attach(s.sched.Node())
+	if err := s.auth.AwaitLeader(ctx); err != nil {
+		return err
+	}
+	if err := s.auth.Reseal(); err != nil {
+		return err
+	}
+	return s.bootstrap()
 }
 
 // bootstrap creates the first admin, or says when a configured admin

@@ -108,7 +108,11 @@ func (s *Service) RevokeSessions(_ context.Context, p auth.Principal, req *boome
 	if err := checkName("handle", req.Handle, 64); err != nil {
 		return nil, err
 	}
-	return &boomerangv1.RevokeSessionsResponse{Revoked: uint32(s.auth.RevokeSessions(client, req.Handle))}, nil
+	n, err := s.auth.RevokeSessions(client, req.Handle)
+	if err != nil {
+		return nil, err
+	}
+	return &boomerangv1.RevokeSessionsResponse{Revoked: uint32(n)}, nil
 }
 
 // GetServerInfo describes the server to any client with a session.

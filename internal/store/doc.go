@@ -36,7 +36,8 @@
 //	r shard client id             → failure time (8 bytes), blocks its group (1 byte)
 //	m shard                       → ShardMeta
 //	p shard client group\x00key id → empty: tasks by replace key (groups and keys hold no NUL)
-//	k client                      → Client (not sharded)
+//	k client                      → Client (not sharded; the system group's)
+//	s key                         → a session: auth's record, keyed by a hash of its id (the system group's)
 //
 // Here shard is 2 bytes, id and seq 8 bytes, and wake, due and created 8
 // bytes: the int64 Unix milliseconds with the sign bit flipped, so

@@ -21,6 +21,7 @@ const (
 	tagShardMeta   byte = 'm' // m|shard                     → ShardMeta
 	tagClient      byte = 'k' // k|client                    → Client
 	tagReplace     byte = 'p' // p|shard|client|group\x00key|id → empty
+	tagSession     byte = 's' // s|session key               → auth's session record
 )
 
 // schemaKey sorts before every tagged key.
@@ -113,6 +114,10 @@ func clientKey(id string) []byte {
 	return appendString(append(make([]byte, 0, 3+len(id)), tagClient), id)
 }
 
+func sessionKey(key []byte) []byte {
+	return append(binary.AppendUvarint(append(make([]byte, 0, 3+len(key)), tagSession), uint64(len(key))), key...)
+}
+
 // shardPrefix is the prefix of every key of one key space and shard.
 func shardPrefix(tag byte, shard uint16) []byte { return appendShard(nil, tag, shard) }
 
@@ -165,6 +170,8 @@ func (p keyParts) encode() []byte {
 		return clientKey(p.a)
 	case tagReplace:
 		return binary.BigEndian.AppendUint64(namedKey(tagReplace, p.shard, p.a, p.b), p.id)
+	case tagSession:
+		return sessionKey([]byte(p.a))
 	}
 	return nil
 }
@@ -180,7 +187,7 @@ func decodeKey(k []byte) (keyParts, error) {
 	}
 	p := keyParts{tag: k[0]}
 	r := keyReader{buf: k[1:]}
-	if p.tag != tagClient {
+	if p.tag != tagClient && p.tag != tagSession {
 		p.shard = r.uint16()
 	}
 	switch p.tag {
@@ -208,7 +215,7 @@ func decodeKey(k []byte) (keyParts, error) {
 	case tagRaftEntry:
 		p.seq = r.uint64() // the entry's index
 	case tagShardMeta, tagRaftHardState, tagRaftTruncated:
-	case tagClient:
+	case tagClient, tagSession:
 		p.a = r.string()
 	case tagReplace:
 		p.a = r.string()

@@ -132,8 +132,11 @@ func (s *Store) RaftShards() ([]uint16, error) {
 // DropShard deletes a shard's replication log and replicated state: the
 // node no longer hosts it.
 func (b *Batch) DropShard(shard uint16) error {
-	for _, tag := range append([]byte{tagRaftEntry, tagRaftHardState, tagRaftTruncated}, stateTags...) {
+	for _, tag := range []byte{tagRaftEntry, tagRaftHardState, tagRaftTruncated} {
 		p := shardPrefix(tag, shard)
+		b.deleteRange(p, prefixEnd(p))
+	}
+	for _, p := range statePrefixes(shard) {
 		b.deleteRange(p, prefixEnd(p))
 	}
 	return b.done()

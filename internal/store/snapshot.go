@@ -11,11 +11,25 @@ import (
 )
 
 // A shard's replicated state is every key of these tags in the shard:
-// what its log's commands wrote. Registered clients and the logs
-// themselves are not part of it.
+// what its log's commands wrote. The logs themselves are not part of it,
+// nor are registered clients and sessions, which are the system group's
+// (see statePrefixes).
 var stateTags = []byte{
 	tagTask, tagDue, tagOrder, tagClientIndex, tagGroup, tagBlocked,
 	tagIdempotency, tagIdemExpiry, tagDeadLetter, tagDeadClient, tagShardMeta, tagReplace,
+}
+
+// statePrefixes returns the key prefixes that hold a shard's replicated
+// state.
+func statePrefixes(shard uint16) [][]byte {
+	if shard == SystemShard {
+		return [][]byte{{tagClient}, shardMetaKey(SystemShard), {tagSession}}
+	}
+	ps := make([][]byte, len(stateTags))
+	for i, tag := range stateTags {
+		ps[i] = shardPrefix(tag, shard)
+	}
+	return ps
 }
 
 // snapshotMagic starts an encoded shard snapshot; its last byte is the
@@ -36,7 +50,7 @@ type ShardSnapshot struct {
 
 // SnapshotShard takes a view of a shard's replicated state as it is now.
 func (s *Store) SnapshotShard(shard uint16) (*ShardSnapshot, error) {
-	if int(shard) >= s.shards {
+	if int(shard) >= s.shards && shard != SystemShard {
 		return nil, invalidf("shard %d >= %d", shard, s.shards)
 	}
 	if err := s.enter(); err != nil {
@@ -62,8 +76,7 @@ func (ss *ShardSnapshot) Each(fn func(key, value []byte) error) error {
 		return err
 	}
 	defer ss.s.gate.Exit()
-	for _, tag := range stateTags {
-		p := shardPrefix(tag, ss.shard)
+	for _, p := range statePrefixes(ss.shard) {
 		if err := scan(ss.snap, p, prefixEnd(p), fn); err != nil {
 			return err
 		}
@@ -94,14 +107,13 @@ func (b *Batch) RestoreShard(shard uint16, data []byte) (*storepb.ShardMeta, err
 	}
 	meta := new(storepb.ShardMeta)
 	for _, kv := range kvs {
-		if kv[0][0] == tagShardMeta {
+		if bytes.Equal(kv[0], shardMetaKey(shard)) {
 			if err := unmarshal("snapshot shard meta", kv[1], meta); err != nil {
 				return nil, err
 			}
 		}
 	}
-	for _, tag := range stateTags {
-		p := shardPrefix(tag, shard)
+	for _, p := range statePrefixes(shard) {
 		b.deleteRange(p, prefixEnd(p))
 	}
 	for _, kv := range kvs {
@@ -140,5 +152,10 @@ func decodeShardSnapshot(shard uint16, data []byte) ([][2][]byte, error) {
 
 // inShardState reports whether key belongs to shard's replicated state.
 func inShardState(key []byte, shard uint16) bool {
-	return len(key) >= 3 && bytes.IndexByte(stateTags, key[0]) >= 0 && binary.BigEndian.Uint16(key[1:]) == shard
+	for _, p := range statePrefixes(shard) {
+		if bytes.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
 }

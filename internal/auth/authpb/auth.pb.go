@@ -261,6 +261,460 @@ func (x *Secret) GetExpiresMs() int64 {
 	return 0
 }
 
+// SystemCommand is one change to the system group's state (clients and
+// sessions), as proposed to its replicated log. The proposer decides
+// everything that is not a function of the state (password hashes,
+// sealed secrets, session keys, times) and puts it here, so that every
+// replica applies it alike. A change whose condition fails on the state
+// it meets changes nothing.
+type SystemCommand struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Origin   uint64                 `protobuf:"fixed64,1,opt,name=origin,proto3" json:"origin,omitempty"`              // the proposing process, chosen at random when it starts
+	Proposal uint64                 `protobuf:"varint,2,opt,name=proposal,proto3" json:"proposal,omitempty"`           // numbers its proposals
+	TimeMs   int64                  `protobuf:"varint,3,opt,name=time_ms,json=timeMs,proto3" json:"time_ms,omitempty"` // when the proposer decided the change
+	// Types that are valid to be assigned to Change:
+	//
+	//	*SystemCommand_PutClient
+	//	*SystemCommand_DeleteClient
+	//	*SystemCommand_PutSession
+	//	*SystemCommand_EndSessions
+	Change        isSystemCommand_Change `protobuf_oneof:"change"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SystemCommand) Reset() {
+	*x = SystemCommand{}
+	mi := &file_internal_auth_authpb_auth_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SystemCommand) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SystemCommand) ProtoMessage() {}
+
+func (x *SystemCommand) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_auth_authpb_auth_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SystemCommand.ProtoReflect.Descriptor instead.
+func (*SystemCommand) Descriptor() ([]byte, []int) {
+	return file_internal_auth_authpb_auth_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SystemCommand) GetOrigin() uint64 {
+	if x != nil {
+		return x.Origin
+	}
+	return 0
+}
+
+func (x *SystemCommand) GetProposal() uint64 {
+	if x != nil {
+		return x.Proposal
+	}
+	return 0
+}
+
+func (x *SystemCommand) GetTimeMs() int64 {
+	if x != nil {
+		return x.TimeMs
+	}
+	return 0
+}
+
+func (x *SystemCommand) GetChange() isSystemCommand_Change {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+func (x *SystemCommand) GetPutClient() *PutClient {
+	if x != nil {
+		if x, ok := x.Change.(*SystemCommand_PutClient); ok {
+			return x.PutClient
+		}
+	}
+	return nil
+}
+
+func (x *SystemCommand) GetDeleteClient() string {
+	if x != nil {
+		if x, ok := x.Change.(*SystemCommand_DeleteClient); ok {
+			return x.DeleteClient
+		}
+	}
+	return ""
+}
+
+func (x *SystemCommand) GetPutSession() *PutSession {
+	if x != nil {
+		if x, ok := x.Change.(*SystemCommand_PutSession); ok {
+			return x.PutSession
+		}
+	}
+	return nil
+}
+
+func (x *SystemCommand) GetEndSessions() *EndSessions {
+	if x != nil {
+		if x, ok := x.Change.(*SystemCommand_EndSessions); ok {
+			return x.EndSessions
+		}
+	}
+	return nil
+}
+
+type isSystemCommand_Change interface {
+	isSystemCommand_Change()
+}
+
+type SystemCommand_PutClient struct {
+	PutClient *PutClient `protobuf:"bytes,4,opt,name=put_client,json=putClient,proto3,oneof"`
+}
+
+type SystemCommand_DeleteClient struct {
+	DeleteClient string `protobuf:"bytes,5,opt,name=delete_client,json=deleteClient,proto3,oneof"` // also ends its sessions; refused for the last admin
+}
+
+type SystemCommand_PutSession struct {
+	PutSession *PutSession `protobuf:"bytes,6,opt,name=put_session,json=putSession,proto3,oneof"`
+}
+
+type SystemCommand_EndSessions struct {
+	EndSessions *EndSessions `protobuf:"bytes,7,opt,name=end_sessions,json=endSessions,proto3,oneof"`
+}
+
+func (*SystemCommand_PutClient) isSystemCommand_Change() {}
+
+func (*SystemCommand_DeleteClient) isSystemCommand_Change() {}
+
+func (*SystemCommand_PutSession) isSystemCommand_Change() {}
+
+func (*SystemCommand_EndSessions) isSystemCommand_Change() {}
+
+// PutClient creates or replaces a client's record.
+type PutClient struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        []byte                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`                                 // a boomerang.store.v1.Client record, its secrets sealed
+	Create        bool                   `protobuf:"varint,2,opt,name=create,proto3" json:"create,omitempty"`                                // only if no client has the id; else only if one has
+	OnlyIfEmpty   bool                   `protobuf:"varint,3,opt,name=only_if_empty,json=onlyIfEmpty,proto3" json:"only_if_empty,omitempty"` // only if no client exists at all (the bootstrap admin)
+	EndSessions   bool                   `protobuf:"varint,4,opt,name=end_sessions,json=endSessions,proto3" json:"end_sessions,omitempty"`   // end the client's sessions...
+	KeepSession   string                 `protobuf:"bytes,5,opt,name=keep_session,json=keepSession,proto3" json:"keep_session,omitempty"`    // ...but the one with this handle
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutClient) Reset() {
+	*x = PutClient{}
+	mi := &file_internal_auth_authpb_auth_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutClient) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutClient) ProtoMessage() {}
+
+func (x *PutClient) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_auth_authpb_auth_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutClient.ProtoReflect.Descriptor instead.
+func (*PutClient) Descriptor() ([]byte, []int) {
+	return file_internal_auth_authpb_auth_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PutClient) GetClient() []byte {
+	if x != nil {
+		return x.Client
+	}
+	return nil
+}
+
+func (x *PutClient) GetCreate() bool {
+	if x != nil {
+		return x.Create
+	}
+	return false
+}
+
+func (x *PutClient) GetOnlyIfEmpty() bool {
+	if x != nil {
+		return x.OnlyIfEmpty
+	}
+	return false
+}
+
+func (x *PutClient) GetEndSessions() bool {
+	if x != nil {
+		return x.EndSessions
+	}
+	return false
+}
+
+func (x *PutClient) GetKeepSession() string {
+	if x != nil {
+		return x.KeepSession
+	}
+	return ""
+}
+
+// PutSession starts a session, for a client that exists with the
+// session's role.
+type PutSession struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	MaxPerClient  uint32                 `protobuf:"varint,2,opt,name=max_per_client,json=maxPerClient,proto3" json:"max_per_client,omitempty"`    // end the client's oldest sessions beyond it
+	SweepBeforeMs int64                  `protobuf:"varint,3,opt,name=sweep_before_ms,json=sweepBeforeMs,proto3" json:"sweep_before_ms,omitempty"` // forget every session that expired at or before (0: none)
+	Replaces      []byte                 `protobuf:"bytes,4,opt,name=replaces,proto3" json:"replaces,omitempty"`                                   // the key of a live session this one replaces, which expires at time_ms
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutSession) Reset() {
+	*x = PutSession{}
+	mi := &file_internal_auth_authpb_auth_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutSession) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutSession) ProtoMessage() {}
+
+func (x *PutSession) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_auth_authpb_auth_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutSession.ProtoReflect.Descriptor instead.
+func (*PutSession) Descriptor() ([]byte, []int) {
+	return file_internal_auth_authpb_auth_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PutSession) GetSession() *Session {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+func (x *PutSession) GetMaxPerClient() uint32 {
+	if x != nil {
+		return x.MaxPerClient
+	}
+	return 0
+}
+
+func (x *PutSession) GetSweepBeforeMs() int64 {
+	if x != nil {
+		return x.SweepBeforeMs
+	}
+	return 0
+}
+
+func (x *PutSession) GetReplaces() []byte {
+	if x != nil {
+		return x.Replaces
+	}
+	return nil
+}
+
+// EndSessions ends a client's sessions that match every field set.
+type EndSessions struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Client        string                 `protobuf:"bytes,1,opt,name=client,proto3" json:"client,omitempty"`
+	Key           []byte                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Handle        string                 `protobuf:"bytes,3,opt,name=handle,proto3" json:"handle,omitempty"`
+	Keep          string                 `protobuf:"bytes,4,opt,name=keep,proto3" json:"keep,omitempty"` // a handle that does not match
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndSessions) Reset() {
+	*x = EndSessions{}
+	mi := &file_internal_auth_authpb_auth_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndSessions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndSessions) ProtoMessage() {}
+
+func (x *EndSessions) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_auth_authpb_auth_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndSessions.ProtoReflect.Descriptor instead.
+func (*EndSessions) Descriptor() ([]byte, []int) {
+	return file_internal_auth_authpb_auth_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *EndSessions) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *EndSessions) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *EndSessions) GetHandle() string {
+	if x != nil {
+		return x.Handle
+	}
+	return ""
+}
+
+func (x *EndSessions) GetKeep() string {
+	if x != nil {
+		return x.Keep
+	}
+	return ""
+}
+
+// Session is a session record. Its key is the SHA-256 of its id, which
+// is never stored.
+type Session struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Client        string                 `protobuf:"bytes,2,opt,name=client,proto3" json:"client,omitempty"`
+	Role          Role                   `protobuf:"varint,3,opt,name=role,proto3,enum=boomerang.auth.v1.Role" json:"role,omitempty"`
+	CreatedMs     int64                  `protobuf:"varint,4,opt,name=created_ms,json=createdMs,proto3" json:"created_ms,omitempty"`
+	ExpiresMs     int64                  `protobuf:"varint,5,opt,name=expires_ms,json=expiresMs,proto3" json:"expires_ms,omitempty"`
+	Source        string                 `protobuf:"bytes,6,opt,name=source,proto3" json:"source,omitempty"` // the address it logged in from
+	Index         uint64                 `protobuf:"varint,7,opt,name=index,proto3" json:"index,omitempty"`  // the system log entry that started it: orders a client's sessions by age
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Session) Reset() {
+	*x = Session{}
+	mi := &file_internal_auth_authpb_auth_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Session) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Session) ProtoMessage() {}
+
+func (x *Session) ProtoReflect() protoreflect.Message {
+	mi := &file_internal_auth_authpb_auth_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Session.ProtoReflect.Descriptor instead.
+func (*Session) Descriptor() ([]byte, []int) {
+	return file_internal_auth_authpb_auth_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Session) GetKey() []byte {
+	if x != nil {
+		return x.Key
+	}
+	return nil
+}
+
+func (x *Session) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
+}
+
+func (x *Session) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+func (x *Session) GetCreatedMs() int64 {
+	if x != nil {
+		return x.CreatedMs
+	}
+	return 0
+}
+
+func (x *Session) GetExpiresMs() int64 {
+	if x != nil {
+		return x.ExpiresMs
+	}
+	return 0
+}
+
+func (x *Session) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *Session) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
 var File_internal_auth_authpb_auth_proto protoreflect.FileDescriptor
 
 const file_internal_auth_authpb_auth_proto_rawDesc = "" +
@@ -278,7 +732,45 @@ const file_internal_auth_authpb_auth_proto_rawDesc = "" +
 	"\x06Secret\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x1d\n" +
 	"\n" +
-	"expires_ms\x18\x02 \x01(\x03R\texpiresMs*Q\n" +
+	"expires_ms\x18\x02 \x01(\x03R\texpiresMs\"\xd3\x02\n" +
+	"\rSystemCommand\x12\x16\n" +
+	"\x06origin\x18\x01 \x01(\x06R\x06origin\x12\x1a\n" +
+	"\bproposal\x18\x02 \x01(\x04R\bproposal\x12\x17\n" +
+	"\atime_ms\x18\x03 \x01(\x03R\x06timeMs\x12=\n" +
+	"\n" +
+	"put_client\x18\x04 \x01(\v2\x1c.boomerang.auth.v1.PutClientH\x00R\tputClient\x12%\n" +
+	"\rdelete_client\x18\x05 \x01(\tH\x00R\fdeleteClient\x12@\n" +
+	"\vput_session\x18\x06 \x01(\v2\x1d.boomerang.auth.v1.PutSessionH\x00R\n" +
+	"putSession\x12C\n" +
+	"\fend_sessions\x18\a \x01(\v2\x1e.boomerang.auth.v1.EndSessionsH\x00R\vendSessionsB\b\n" +
+	"\x06change\"\xa5\x01\n" +
+	"\tPutClient\x12\x16\n" +
+	"\x06client\x18\x01 \x01(\fR\x06client\x12\x16\n" +
+	"\x06create\x18\x02 \x01(\bR\x06create\x12\"\n" +
+	"\ronly_if_empty\x18\x03 \x01(\bR\vonlyIfEmpty\x12!\n" +
+	"\fend_sessions\x18\x04 \x01(\bR\vendSessions\x12!\n" +
+	"\fkeep_session\x18\x05 \x01(\tR\vkeepSession\"\xac\x01\n" +
+	"\n" +
+	"PutSession\x124\n" +
+	"\asession\x18\x01 \x01(\v2\x1a.boomerang.auth.v1.SessionR\asession\x12$\n" +
+	"\x0emax_per_client\x18\x02 \x01(\rR\fmaxPerClient\x12&\n" +
+	"\x0fsweep_before_ms\x18\x03 \x01(\x03R\rsweepBeforeMs\x12\x1a\n" +
+	"\breplaces\x18\x04 \x01(\fR\breplaces\"c\n" +
+	"\vEndSessions\x12\x16\n" +
+	"\x06client\x18\x01 \x01(\tR\x06client\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\fR\x03key\x12\x16\n" +
+	"\x06handle\x18\x03 \x01(\tR\x06handle\x12\x12\n" +
+	"\x04keep\x18\x04 \x01(\tR\x04keep\"\xcc\x01\n" +
+	"\aSession\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\fR\x03key\x12\x16\n" +
+	"\x06client\x18\x02 \x01(\tR\x06client\x12+\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x17.boomerang.auth.v1.RoleR\x04role\x12\x1d\n" +
+	"\n" +
+	"created_ms\x18\x04 \x01(\x03R\tcreatedMs\x12\x1d\n" +
+	"\n" +
+	"expires_ms\x18\x05 \x01(\x03R\texpiresMs\x12\x16\n" +
+	"\x06source\x18\x06 \x01(\tR\x06source\x12\x14\n" +
+	"\x05index\x18\a \x01(\x04R\x05index*Q\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vROLE_CLIENT\x10\x01\x12\x0e\n" +
@@ -299,21 +791,31 @@ func file_internal_auth_authpb_auth_proto_rawDescGZIP() []byte {
 }
 
 var file_internal_auth_authpb_auth_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_internal_auth_authpb_auth_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_internal_auth_authpb_auth_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_internal_auth_authpb_auth_proto_goTypes = []any{
-	(Role)(0),         // 0: boomerang.auth.v1.Role
-	(*Extension)(nil), // 1: boomerang.auth.v1.Extension
-	(*Secrets)(nil),   // 2: boomerang.auth.v1.Secrets
-	(*Secret)(nil),    // 3: boomerang.auth.v1.Secret
+	(Role)(0),             // 0: boomerang.auth.v1.Role
+	(*Extension)(nil),     // 1: boomerang.auth.v1.Extension
+	(*Secrets)(nil),       // 2: boomerang.auth.v1.Secrets
+	(*Secret)(nil),        // 3: boomerang.auth.v1.Secret
+	(*SystemCommand)(nil), // 4: boomerang.auth.v1.SystemCommand
+	(*PutClient)(nil),     // 5: boomerang.auth.v1.PutClient
+	(*PutSession)(nil),    // 6: boomerang.auth.v1.PutSession
+	(*EndSessions)(nil),   // 7: boomerang.auth.v1.EndSessions
+	(*Session)(nil),       // 8: boomerang.auth.v1.Session
 }
 var file_internal_auth_authpb_auth_proto_depIdxs = []int32{
 	0, // 0: boomerang.auth.v1.Extension.role:type_name -> boomerang.auth.v1.Role
 	3, // 1: boomerang.auth.v1.Secrets.secrets:type_name -> boomerang.auth.v1.Secret
-	2, // [2:2] is the sub-list for method output_type
-	2, // [2:2] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	5, // 2: boomerang.auth.v1.SystemCommand.put_client:type_name -> boomerang.auth.v1.PutClient
+	6, // 3: boomerang.auth.v1.SystemCommand.put_session:type_name -> boomerang.auth.v1.PutSession
+	7, // 4: boomerang.auth.v1.SystemCommand.end_sessions:type_name -> boomerang.auth.v1.EndSessions
+	8, // 5: boomerang.auth.v1.PutSession.session:type_name -> boomerang.auth.v1.Session
+	0, // 6: boomerang.auth.v1.Session.role:type_name -> boomerang.auth.v1.Role
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_internal_auth_authpb_auth_proto_init() }
@@ -321,13 +823,19 @@ func file_internal_auth_authpb_auth_proto_init() {
 	if File_internal_auth_authpb_auth_proto != nil {
 		return
 	}
+	file_internal_auth_authpb_auth_proto_msgTypes[3].OneofWrappers = []any{
+		(*SystemCommand_PutClient)(nil),
+		(*SystemCommand_DeleteClient)(nil),
+		(*SystemCommand_PutSession)(nil),
+		(*SystemCommand_EndSessions)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_internal_auth_authpb_auth_proto_rawDesc), len(file_internal_auth_authpb_auth_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   3,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -363,21 +363,25 @@ class ClientTest(unittest.TestCase):
         first = start_server(self)
         c = admin(self, first, reconnect_min=0.02, reconnect_max=0.2)
         task = c.schedule("survives", after=3600, idempotency_key="restart")
+        session = c.session
         self.assertEqual(first.stop(), 0)
 
         # Calls made while the server is down wait for it.
         waiting = c.submit("get_task", pb.GetTaskRequest(id=task.id))
         second = start_server(self, data_dir=first.data_dir, tcp_port=first.tcp_port)
         self.assertEqual(waiting.result(WAIT_LIMIT).task.payload, b"survives")
-        # Sessions live in memory: the client logged in again by itself.
+        # Sessions are stored like clients: the client's survived.
         again = c.register_task(payload=b"\x01", delay_ms=1000, idempotency_key="restart")
         self.assertFalse(again.created)
         self.assertEqual(again.task.id, task.id)
+        self.assertEqual(c.session, session, "the client logged in again")
 
-        # Calls refused together after a restart all succeed on a new login.
+        # Calls refused together after a restart and a revocation all
+        # succeed on a new login.
         self.assertEqual(second.stop(), 0)
-        start_server(self, data_dir=first.data_dir, tcp_port=first.tcp_port)
+        third = start_server(self, data_dir=first.data_dir, tcp_port=first.tcp_port)
         wait_for("the reconnection", lambda: _answers(c))
+        admin(self, third).call("revoke_sessions", pb.RevokeSessionsRequest(), timeout=WAIT_LIMIT)
         before = c.session
         futures = [c.submit("get_task", pb.GetTaskRequest(id=task.id)) for _ in range(50)]
         self.assertEqual({f.result(WAIT_LIMIT).task.id for f in futures}, {task.id})

@@ -177,6 +177,7 @@ test("the client carries on after the server restarts", async (t) => {
   const first = await startServer(t);
   const c = await admin(t, first, { reconnectMinMs: 20, reconnectMaxMs: 200 });
   const task = await c.schedule("survives", { after: 3_600_000, idempotencyKey: "restart" });
+  const session = c.session!.id;
   assert.equal(await first.stop(), 0);
 
   // Calls made while the server is down wait for it.
@@ -184,9 +185,10 @@ test("the client carries on after the server restarts", async (t) => {
   const second = await startServer(t, { dataDir: first.dataDir, tcpPort: first.tcpPort });
   const got = await waiting;
   assert.equal(text(got.task!.payload), "survives");
-  // Sessions live in memory: the client logged in again by itself.
+  // Sessions are stored like clients: the client's survived.
   const again = await c.registerTask({ payload: new Uint8Array([1]), when: { case: "delayMs", value: 1000n }, idempotencyKey: "restart" });
   assert.equal(again.created, false);
   assert.equal(again.task?.id, task.id);
+  assert.equal(c.session!.id, session, "the client logged in again");
   await second.stop();
 });
