@@ -91,7 +91,7 @@ func (o *options) complete(fs *pflag.FlagSet, lookupEnv func(string) (string, bo
 // deployments that pass secrets through the environment.
 const envSecretKey = envPrefix + "SECRET_KEY"
 
-// loadSecrets reads the TLS files and the secret keys.
+// loadSecrets reads the TLS files, the sink CA file and the secret keys.
 func (o *options) loadSecrets(lookupEnv func(string) (string, bool)) error {
 	if o.tlsCert != "" || o.tlsKey != "" || o.tlsClientCA != "" {
 		cfg, err := server.LoadTLS(o.tlsCert, o.tlsKey, o.tlsClientCA)
