@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"crypto/tls"
 	"fmt"
 	"strconv"
 	"testing"
@@ -41,5 +42,28 @@ func TestActiveMQSinkThroughTheServer(t *testing.T) {
 			t.Fatalf("got %q from client %q, want %q from shop: not in group order", m.Body, m.Header.Get("Boomerang-Client"), want)
 		}
 		next[g]++
+	}
+}
+
+// A server started with --sink-ca delivers over activemqs:// to a broker
+// whose certificate that CA signed.
+func TestActiveMQSinkOverTLSWithSinkCA(t *testing.T) {
+	t.Parallel()
+	p := newPKI(t)
+	cert, err := tls.LoadX509KeyPair(p.cert, p.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mq := activemqtest.StartTLS(t, cert)
+	sub := mq.Consumer("/queue/orders.tls")
+	s := startServer(t, "", "--sink-ca", p.ca)
+	admin := newCLI(t, s.tcp)
+	admin.ok("login", "--client", "admin", "--password", adminPassword)
+	admin.ok("client", "register", "shop", "--new-password", "shop-password", "--callback", mq.TLSURL("/queue/orders.tls"))
+	shop := newCLI(t, s.tcp)
+	shop.ok("login", "--client", "shop", "--password", "shop-password")
+	shop.ok("set", "over tls", "--group", "eu-1")
+	if m := activemqtest.Next(t, sub, waitLimit); string(m.Body) != "over tls" || m.Header.Get("Boomerang-Client") != "shop" {
+		t.Fatalf("got %q from client %q", m.Body, m.Header.Get("Boomerang-Client"))
 	}
 }

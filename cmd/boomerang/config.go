@@ -91,7 +91,7 @@ func (o *options) complete(fs *pflag.FlagSet, lookupEnv func(string) (string, bo
 // deployments that pass secrets through the environment.
 const envSecretKey = envPrefix + "SECRET_KEY"
 
-// loadSecrets reads the TLS files and the secret keys.
+// loadSecrets reads the TLS files, the sink CA file and the secret keys.
 func (o *options) loadSecrets(lookupEnv func(string) (string, bool)) error {
 	if o.tlsCert != "" || o.tlsKey != "" || o.tlsClientCA != "" {
 		cfg, err := server.LoadTLS(o.tlsCert, o.tlsKey, o.tlsClientCA)
@@ -99,6 +99,13 @@ func (o *options) loadSecrets(lookupEnv func(string) (string, bool)) error {
 			return err
 		}
 		o.cfg.TLS = cfg
+	}
+	if o.sinkCA != "" {
+		pool, err := server.LoadRootCAs(o.sinkCA)
+		if err != nil {
+			return fmt.Errorf("--sink-ca: %w", err)
+		}
+		o.cfg.SinkRootCAs = pool
 	}
 	text, fromEnv := lookupEnv(envSecretKey)
 	switch {

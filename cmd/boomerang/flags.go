@@ -30,6 +30,7 @@ type options struct {
 	tlsCert         string
 	tlsKey          string
 	tlsClientCA     string
+	sinkCA          string
 	secretKeyFile   string
 	outboxSources   []string
 	outboxNode      string
@@ -52,6 +53,7 @@ func (o *options) register(fs *pflag.FlagSet) {
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate chain: serve both ports over TLS (needs --tls-key)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&o.tlsClientCA, "tls-client-ca", "", "PEM CA bundle: require client certificates signed by it on both ports")
+	fs.StringVar(&o.sinkCA, "sink-ca", "", "PEM CA bundle trusted, besides the system's, for TLS to queue brokers (activemqs://)")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics (and /debug/pprof/) on this address instead of the HTTP address")
 	fs.StringVar(&c.MetricsToken, "metrics-token", "", "require \"Authorization: Bearer <token>\" for /metrics and /debug/pprof/")
 	fs.BoolVar(&c.Pprof, "pprof", false, "serve Go's profiler under /debug/pprof/ beside /metrics")

@@ -6,6 +6,8 @@
 package activemqtest
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/go-stomp/stomp/v3"
+	"software.sslmate.com/src/go-pkcs12"
 )
 
 // Jar is Debian's ActiveMQ (package activemq).
@@ -35,7 +38,8 @@ const (
 	stopLimit  = 30 * time.Second
 )
 
-// config is %[1]s the broker's directory, %[2]d its STOMP port.
+// config is %[1]s the broker's directory, %[2]d its STOMP port, %[3]s
+// more broker elements (an sslContext) and %[4]s more connectors.
 const config = `<beans xmlns="http://www.springframework.org/schema/beans"
   xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"
   xsi:schemaLocation="http://www.springframework.org/schema/beans http://www.springframework.org/schema/beans/spring-beans-2.0.xsd
@@ -59,9 +63,9 @@ const config = `<beans xmlns="http://www.springframework.org/schema/beans"
         </map>
       </authorizationPlugin>
     </plugins>
-    <persistenceAdapter><kahaDB directory="%[1]s/data/kahadb"/></persistenceAdapter>
+    <persistenceAdapter><kahaDB directory="%[1]s/data/kahadb"/></persistenceAdapter>%[3]s
     <transportConnectors>
-      <transportConnector name="stomp" uri="stomp://127.0.0.1:%[2]d"/>
+      <transportConnector name="stomp" uri="stomp://127.0.0.1:%[2]d"/>%[4]s
     </transportConnectors>
   </broker>
 </beans>
@@ -69,30 +73,87 @@ const config = `<beans xmlns="http://www.springframework.org/schema/beans"
 
 // Broker is a running broker.
 type Broker struct {
-	tb     testing.TB
-	dir    string
-	port   int
-	pid    int
-	exited chan struct{}
+	tb      testing.TB
+	dir     string
+	port    int
+	tlsPort int // 0: no TLS connector
+	pid     int
+	exited  chan struct{}
 }
 
 // Start runs a broker for the test and stops it when the test ends.
 func Start(tb testing.TB) *Broker {
 	tb.Helper()
+	b := newBroker(tb)
+	b.configure("", "")
+	b.Restart()
+	return b
+}
+
+// StartTLS runs a broker like Start with a second STOMP connector, over
+// TLS (stomp+ssl), at TLSAddr; it presents cert, whose key must be one
+// PKCS#12 can hold (RSA or ECDSA).
+func StartTLS(tb testing.TB, cert tls.Certificate) *Broker {
+	tb.Helper()
+	b := newBroker(tb)
+	b.tlsPort = freePort(tb)
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var chain []*x509.Certificate
+	for _, der := range cert.Certificate[1:] {
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		chain = append(chain, c)
+	}
+	// Java reads PKCS#12 key stores; the password only satisfies the format.
+	const pass = "keystore"
+	p12, err := pkcs12.Modern.Encode(cert.PrivateKey, leaf, chain, pass)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	store := filepath.Join(b.dir, "broker.p12")
+	if err := os.WriteFile(store, p12, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	b.configure(fmt.Sprintf(`
+    <sslContext><sslContext keyStore="file:%s" keyStorePassword="%s" keyStoreType="pkcs12"/></sslContext>`, store, pass),
+		fmt.Sprintf(`
+      <transportConnector name="stomp+ssl" uri="stomp+ssl://127.0.0.1:%d"/>`, b.tlsPort))
+	b.Restart()
+	return b
+}
+
+func newBroker(tb testing.TB) *Broker {
+	tb.Helper()
 	if _, err := os.Stat(Jar); err != nil {
 		tb.Fatalf("ActiveMQ is needed (apt-get install activemq; .ci/run does): %v", err)
 	}
+	return &Broker{tb: tb, dir: tb.TempDir(), port: freePort(tb)}
+}
+
+// freePort is a loopback port free a moment ago.
+func freePort(tb testing.TB) int {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	b := &Broker{tb: tb, dir: tb.TempDir(), port: ln.Addr().(*net.TCPAddr).Port}
-	_ = ln.Close()
-	if err := os.WriteFile(filepath.Join(b.dir, "activemq.xml"), fmt.Appendf(nil, config, b.dir, b.port), 0o600); err != nil {
-		tb.Fatal(err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// configure writes the broker's activemq.xml with more elements and
+// connectors.
+func (b *Broker) configure(elements, connectors string) {
+	b.tb.Helper()
+	xml := fmt.Appendf(nil, config, b.dir, b.port, elements, connectors)
+	if err := os.WriteFile(filepath.Join(b.dir, "activemq.xml"), xml, 0o600); err != nil {
+		b.tb.Fatal(err)
 	}
-	b.Restart()
-	return b
 }
 
 // Restart runs the broker again on its directory and port, after Kill;
@@ -125,9 +186,8 @@ func (b *Broker) Restart() {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		c, err := net.Dial("tcp", b.Addr())
+		err := b.listening()
 		if err == nil {
-			_ = c.Close()
 			return
 		}
 		select {
@@ -140,6 +200,22 @@ func (b *Broker) Restart() {
 			b.tb.Fatalf("ActiveMQ did not start: %v\n%s", err, logged)
 		}
 	}
+}
+
+// listening is nil once every connector accepts connections.
+func (b *Broker) listening() error {
+	addrs := []string{b.Addr()}
+	if b.tlsPort != 0 {
+		addrs = append(addrs, b.TLSAddr())
+	}
+	for _, addr := range addrs {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			return err
+		}
+		_ = c.Close()
+	}
+	return nil
 }
 
 // stop ends a broker's process group: SIGTERM, then SIGKILL after
@@ -163,6 +239,14 @@ func (b *Broker) Kill() {
 
 // Addr is the broker's STOMP address.
 func (b *Broker) Addr() string { return "127.0.0.1:" + strconv.Itoa(b.port) }
+
+// TLSAddr is the broker's STOMP over TLS address, when StartTLS ran it.
+func (b *Broker) TLSAddr() string { return "127.0.0.1:" + strconv.Itoa(b.tlsPort) }
+
+// TLSURL is the activemqs:// callback of a destination, as User.
+func (b *Broker) TLSURL(dest string) string {
+	return fmt.Sprintf("activemqs://%s:%s@%s%s", User, Password, b.TLSAddr(), dest)
+}
 
 // URL is the activemq:// callback of a destination (/queue/NAME), as
 // User.

@@ -131,7 +131,7 @@ func (t *activemqTransport) dial(ctx context.Context, key string) (*stompConn, e
 	}
 	host, _, _ := net.SplitHostPort(ep.addr)
 	if ep.tls {
-		tc := tls.Client(nc, &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12})
+		tc := tls.Client(nc, &tls.Config{ServerName: host, RootCAs: t.e.cfg.SinkRootCAs, MinVersion: tls.VersionTLS12})
 		if err := tc.HandshakeContext(ctx); err != nil {
 			_ = nc.Close()
 			return nil, err

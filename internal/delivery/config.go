@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -126,6 +127,10 @@ type Config struct {
 	// Clock drives timeouts, rate limits, redial backoff and timestamps.
 	// Default: the real clock.
 	Clock clockwork.Clock
+
+	// SinkRootCAs are the certificate authorities trusted for TLS to
+	// queue brokers (activemqs://). Default: nil, the system's.
+	SinkRootCAs *x509.CertPool
 
 	// Egress is the server's callback policy. Every attempt's endpoint is
 	// checked against it (with its client's rules) before it is made, and

@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -91,6 +92,10 @@ type Config struct {
 	// (see LoadTLS); HTTP then offers HTTP/2 through TLS instead of
 	// cleartext h2c. Default nil: plain TCP.
 	TLS *tls.Config
+
+	// SinkRootCAs are the certificate authorities trusted for TLS to
+	// queue brokers (see LoadRootCAs). Default nil: the system's.
+	SinkRootCAs *x509.CertPool
 
 	// AllowOpenDataDir lets the server start on a data directory that
 	// its group or others may read or enter. By default such a directory

@@ -40,6 +40,7 @@ func (s *Server) deliverer(reg prometheus.Registerer) (scheduler.Deliverer, sche
 		Logger:         s.log.With("component", "delivery"),
 		Clock:          s.cfg.Clock,
 		Egress:         s.egress,
+		SinkRootCAs:    s.cfg.SinkRootCAs,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -34,3 +34,21 @@ func LoadTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
 	}
 	return cfg, nil
 }
+
+// LoadRootCAs is the system's certificate authorities and those of the
+// PEM file caFile: a broker whose certificate a private CA signed is
+// trusted without trusting it for anything else the system does.
+func LoadRootCAs(caFile string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("server: CA file: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool() // no system store on this machine: the file alone
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("server: CA file %s holds no PEM certificate", caFile)
+	}
+	return pool, nil
+}

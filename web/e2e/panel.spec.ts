@@ -235,3 +235,27 @@ test("a client sees only its own; a read-only client sees all and changes nothin
   await expect(auditor.bulkDeadLetters({ action: 1 })).rejects.toThrow(/read-only/);
   expect(errors).toEqual([]);
 });
+
+test("admin points a client at an ActiveMQ queue and back", async ({ page }) => {
+  const errors = watch(page);
+  await signIn(page, "admin", adminPassword, "/ui/clients");
+  const row = page.getByRole("table", { name: "Clients" }).locator("tbody tr").filter({ hasText: "shop" });
+  await row.getByRole("button", { name: "Edit" }).click();
+  const dialog = page.getByRole("dialog", { name: "Edit client shop" });
+  await dialog.getByLabel("Callback protocol").selectOption({ label: "ACTIVEMQ" });
+  const endpoint = dialog.getByLabel("Callback endpoint (empty: none)");
+  await endpoint.fill("activemq://127.0.0.1:61613/queue orders");
+  await dialog.getByRole("button", { name: "Save" }).click();
+  // The server checks the form of a queue callback, and the panel says why.
+  await expect(dialog).toContainText("/queue/NAME");
+  await endpoint.fill("activemq://127.0.0.1:61613/queue/orders");
+  await dialog.getByRole("button", { name: "Save" }).click();
+  await expect(dialog).toBeHidden();
+  await expect(row).toContainText("activemq activemq://127.0.0.1:61613/queue/orders");
+  await row.getByRole("button", { name: "Edit" }).click();
+  await dialog.getByLabel("Callback protocol").selectOption({ label: "HTTP" });
+  await endpoint.fill(receiver.url);
+  await dialog.getByRole("button", { name: "Save" }).click();
+  await expect(row).toContainText(`http ${receiver.url}`);
+  expect(errors).toEqual([]);
+});

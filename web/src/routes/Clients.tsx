@@ -1,6 +1,7 @@
 import { Alert, Badge, Button, Code, Group, Modal, Progress, NativeSelect, Stack, Table, Text, TextInput, PasswordInput, Title } from "@mantine/core";
 import { useQueryClient } from "@tanstack/react-query";
 import { useState, type FormEvent } from "react";
+import { CallbackFields } from "../components/CallbackFields";
 import { ConfirmButton } from "../components/Confirm";
 import { ErrorAlert } from "../components/ErrorAlert";
 import { formatTime } from "../format";
@@ -156,13 +157,7 @@ function RegisterClient() {
               <TextInput label="Client id" required value={id} onChange={(e) => setId(e.currentTarget.value)} data-autofocus />
               <PasswordInput label="Password" required value={password} onChange={(e) => setPassword(e.currentTarget.value)} />
               <NativeSelect label="Role" data={roleChoices} value={role} onChange={(e) => setRole(e.currentTarget.value)} />
-              <NativeSelect
-                label="Callback protocol"
-                data={[Protocol.HTTP, Protocol.GRPC, Protocol.TCP, Protocol.UDP].map((p) => ({ value: String(p), label: Protocol[p] }))}
-                value={protocol}
-                onChange={(e) => setProtocol(e.currentTarget.value)}
-                        />
-              <TextInput label="Callback endpoint" placeholder="http://127.0.0.1:8080/hook or host:port" value={endpoint} onChange={(e) => setEndpoint(e.currentTarget.value)} />
+              <CallbackFields protocol={protocol} endpoint={endpoint} endpointLabel="Callback endpoint" onProtocol={setProtocol} onEndpoint={setEndpoint} />
               <NativeSelect
                 label="Default dispatch mode"
                 data={[
@@ -231,13 +226,7 @@ function EditClient({ client }: { client: ClientConfig }) {
       <Modal opened={open} onClose={() => setOpen(false)} title={`Edit client ${client.id}`}>
         <form onSubmit={submit}>
           <Stack>
-            <NativeSelect
-              label="Callback protocol"
-              data={[Protocol.HTTP, Protocol.GRPC, Protocol.TCP, Protocol.UDP].map((p) => ({ value: String(p), label: Protocol[p] }))}
-              value={protocol}
-              onChange={(e) => setProtocol(e.currentTarget.value)}
-            />
-            <TextInput label="Callback endpoint (empty: none)" value={endpoint} onChange={(e) => setEndpoint(e.currentTarget.value)} />
+            <CallbackFields protocol={protocol} endpoint={endpoint} endpointLabel="Callback endpoint (empty: none)" onProtocol={setProtocol} onEndpoint={setEndpoint} />
             <NativeSelect
               label="Default dispatch mode"
               data={[
