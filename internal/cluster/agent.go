@@ -52,7 +52,7 @@ func (m *Member) reconcile(ctx context.Context, sm *ShardMap) error {
 		case !ok:
 		case s.Leader == me:
 			errs = append(errs, m.lead(ctx, sm.Revision, shard, p, s))
-		case !slices.Contains(p.Replicas, me) && !member(s, me) && len(s.Voters) > 0:
+		case !slices.Contains(p.Replicas, me) && !slices.Contains(s.Voters, me) && len(s.Voters) > 0:
 			m.log.Info("dropping a replica no longer placed here", "shard", shard)
 			errs = append(errs, m.cfg.Local.Unhost(ctx, shard))
 		}
@@ -68,7 +68,11 @@ func member(s replica.ShardStatus, id uint64) bool {
 // placement p, fenced by the map's revision.
 func (m *Member) lead(ctx context.Context, rev int64, shard uint16, p Placement, s replica.ShardStatus) error {
 	me := m.cfg.Node.ID
-	change, peer, transfer := nextStep(p, s, m.cfg.CatchUpLag, me)
+	alive := func(id uint64) bool {
+		_, ok := m.State().Nodes[id]
+		return ok
+	}
+	change, peer, transfer := nextStep(p, s, m.cfg.CatchUpLag, me, alive)
 	if change == 0 && transfer == 0 {
 		return nil
 	}
@@ -83,14 +87,16 @@ func (m *Member) lead(ctx context.Context, rev int64, shard uint16, p Placement,
 	return m.cfg.Local.ChangeConf(ctx, shard, change, peer)
 }
 
-var changeName = map[replica.ConfChangeType]string{replica.AddLearner: "add learner", replica.Promote: "promote", replica.Remove: "remove"}
+var changeName = map[replica.ConfChangeType]string{replica.AddLearner: "add learner", replica.Promote: "promote", replica.Remove: "remove", replica.Demote: "demote"}
 
 // nextStep is the one change that brings group s (led by me) closer to
 // placement p: add a missing replica as a learner; promote a learner
-// that caught up; remove a learner not wanted; once every wanted replica
-// votes, remove a voter not wanted, handing the leadership over first if
-// it is me; then transfer the leadership to the preferred leader.
-func nextStep(p Placement, s replica.ShardStatus, lag, me uint64) (change replica.ConfChangeType, peer, transfer uint64) {
+// that caught up; remove a learner not wanted once it caught up (or its
+// node is gone); once every wanted replica votes, demote a voter not
+// wanted to a learner, handing the leadership over first if it is me;
+// then transfer the leadership to the preferred leader. alive reports
+// whether a node is a member of the cluster.
+func nextStep(p Placement, s replica.ShardStatus, lag, me uint64, alive func(uint64) bool) (change replica.ConfChangeType, peer, transfer uint64) {
 	caughtUp := func(id uint64) bool {
 		match, ok := s.Match[id]
 		return ok && match > 0 && match+lag >= s.Commit
@@ -102,7 +108,12 @@ func nextStep(p Placement, s replica.ShardStatus, lag, me uint64) (change replic
 	}
 	for _, id := range s.Learners {
 		if !slices.Contains(p.Replicas, id) {
-			return replica.Remove, id, 0
+			// A live learner leaving is removed once it caught up, so
+			// that it has applied its demotion and may delete its copy.
+			if caughtUp(id) || !alive(id) {
+				return replica.Remove, id, 0
+			}
+			continue
 		}
 		if caughtUp(id) {
 			return replica.Promote, id, 0
@@ -116,7 +127,7 @@ func nextStep(p Placement, s replica.ShardStatus, lag, me uint64) (change replic
 			continue
 		}
 		if id != me {
-			return replica.Remove, id, 0
+			return replica.Demote, id, 0
 		}
 		if to := successor(p, caughtUp); to != 0 {
 			return 0, 0, to

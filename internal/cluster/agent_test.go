@@ -9,6 +9,7 @@ import (
 // The leader's next step towards a placement, one at a time, in order.
 func TestNextStep(t *testing.T) {
 	const me = 1
+	alive := func(id uint64) bool { return id != 6 }
 	p := Placement{Replicas: []uint64{1, 2, 4}, Leader: 4}
 	for _, tc := range []struct {
 		name     string
@@ -26,12 +27,18 @@ func TestNextStep(t *testing.T) {
 		{"promote a learner that caught up",
 			replica.ShardStatus{Voters: []uint64{1, 2, 3}, Learners: []uint64{4}, Commit: 1000, Match: map[uint64]uint64{1: 1000, 2: 1000, 3: 1000, 4: 990}},
 			replica.Promote, 4, 0},
-		{"remove a learner not placed",
+		{"remove a learner not placed once it caught up",
 			replica.ShardStatus{Voters: []uint64{1, 2, 4}, Learners: []uint64{5}, Commit: 10, Match: map[uint64]uint64{1: 10, 2: 10, 4: 10, 5: 10}},
 			replica.Remove, 5, 0},
-		{"remove a voter not placed once all placed ones vote",
+		{"wait for a learner not placed that lags",
+			replica.ShardStatus{Voters: []uint64{1, 2, 4}, Learners: []uint64{5}, Commit: 1000, Match: map[uint64]uint64{1: 1000, 2: 1000, 4: 1000, 5: 10}},
+			0, 0, 0},
+		{"remove a lagging learner whose node is gone",
+			replica.ShardStatus{Voters: []uint64{1, 2, 4}, Learners: []uint64{6}, Commit: 1000, Match: map[uint64]uint64{1: 1000, 2: 1000, 4: 1000, 6: 10}},
+			replica.Remove, 6, 0},
+		{"demote a voter not placed once all placed ones vote",
 			replica.ShardStatus{Voters: []uint64{1, 2, 3, 4}, Commit: 10, Match: map[uint64]uint64{1: 10, 2: 10, 3: 10, 4: 10}},
-			replica.Remove, 3, 0},
+			replica.Demote, 3, 0},
 		{"transfer to the preferred leader",
 			replica.ShardStatus{Voters: []uint64{1, 2, 4}, Commit: 10, Match: map[uint64]uint64{1: 10, 2: 10, 4: 10}},
 			0, 0, 4},
@@ -40,7 +47,7 @@ func TestNextStep(t *testing.T) {
 			0, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			change, peer, transfer := nextStep(p, tc.status, DefaultCatchUpLag, me)
+			change, peer, transfer := nextStep(p, tc.status, DefaultCatchUpLag, me, alive)
 			if change != tc.change || peer != tc.peer || transfer != tc.transfer {
 				t.Fatalf("got change %d peer %d transfer %d, want %d %d %d", change, peer, transfer, tc.change, tc.peer, tc.transfer)
 			}
@@ -49,7 +56,7 @@ func TestNextStep(t *testing.T) {
 	// A leader the placement drops hands over before it is removed.
 	gone := Placement{Replicas: []uint64{2, 3, 4}, Leader: 3}
 	st := replica.ShardStatus{Voters: []uint64{1, 2, 3, 4}, Commit: 10, Match: map[uint64]uint64{1: 10, 2: 10, 3: 10, 4: 10}}
-	if change, _, transfer := nextStep(gone, st, DefaultCatchUpLag, me); change != 0 || transfer != 3 {
+	if change, _, transfer := nextStep(gone, st, DefaultCatchUpLag, me, alive); change != 0 || transfer != 3 {
 		t.Fatalf("a leaving leader: change %d, transfer to %d; want a transfer to 3", change, transfer)
 	}
 }

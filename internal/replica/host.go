@@ -89,14 +89,16 @@ func (n *Node) Host(ctx context.Context, shard uint16, voters []uint64) error {
 }
 
 // Unhost stops this node's replica of shard and deletes its log and
-// state, once the group's configuration no longer holds this node.
+// state, once the group's configuration, as applied here, no longer
+// counts this node as a voter: a learner's copy is never needed for a
+// quorum, and a removed replica may never hear of its removal.
 func (n *Node) Unhost(ctx context.Context, shard uint16) error {
 	return n.do(ctx, func() error {
 		g := n.groups[shard]
 		if g == nil {
 			return nil
 		}
-		if slices.Contains(g.conf.GetVoters(), n.cfg.ID) || slices.Contains(g.conf.GetLearners(), n.cfg.ID) {
+		if slices.Contains(g.conf.GetVoters(), n.cfg.ID) {
 			return fmt.Errorf("%w: shard %d", ErrStillMember, shard)
 		}
 		if g.leader && g.reported {
@@ -133,6 +135,10 @@ const (
 	Promote
 	// Remove removes a replica.
 	Remove
+	// Demote makes a voter a learner: a replica about to be removed
+	// first stops voting, so that its node may delete it once it has
+	// applied that, whether or not it hears of its removal.
+	Demote
 )
 
 // ChangeConf changes shard's configuration through its leader, which
@@ -146,6 +152,8 @@ func (n *Node) ChangeConf(ctx context.Context, shard uint16, change ConfChangeTy
 		typ = raftpb.ConfChangeType_ConfChangeAddNode
 	case Remove:
 		typ = raftpb.ConfChangeType_ConfChangeRemoveNode
+	case Demote:
+		typ = raftpb.ConfChangeType_ConfChangeAddLearnerNode
 	default:
 		return fmt.Errorf("replica: unknown configuration change %d", change)
 	}

@@ -102,3 +102,41 @@ func awaitNotMember(t *testing.T, r *replica, shard uint16) {
 		time.Sleep(5 * time.Millisecond) // polling the node's status
 	}
 }
+
+// A demoted replica may delete its copy once it applied its demotion,
+// before and whether or not it hears of its removal.
+func TestDemotedReplicaUnhosts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	nw := networks[0].new(t)
+	defer nw.close()
+	c := startCluster(t, nw, shards[:1])
+	defer c.stop()
+	c.commit("before", 5)
+	l := c.leader(0)
+	var gone *replica
+	for _, r := range c.rs {
+		if r != l {
+			gone = r
+		}
+	}
+	if err := gone.node.Unhost(ctx, 0); !errors.Is(err, ErrStillMember) {
+		t.Fatalf("Unhost of a voter: %v", err)
+	}
+	if err := l.node.ChangeConf(ctx, 0, Demote, gone.id); err != nil {
+		t.Fatalf("demote: %v", err)
+	}
+	waitFor(t, "the demotion applied on the demoted replica", func() bool {
+		st, err := gone.node.Status(ctx)
+		return err == nil && len(st) == 1 && slices.Contains(st[0].Learners, gone.id)
+	})
+	if err := gone.node.Unhost(ctx, 0); err != nil {
+		t.Fatalf("Unhost of a learner: %v", err)
+	}
+	if err := l.node.ChangeConf(ctx, 0, Remove, gone.id); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	c.rs = slices.DeleteFunc(c.rs, func(r *replica) bool { return r == gone })
+	c.commit("after", 5)
+	c.rs = append(c.rs, gone) // stopped with the others
+}
