@@ -41,6 +41,11 @@ func newGRPCTransport(e *Engine) *grpcTransport {
 		Proxy:           nil,
 		DialContext:     e.dialer().DialContext,
 		IdleConnTimeout: e.cfg.IdleTimeout,
+		// One connection to a receiver at a time is being dialed (for
+		// HTTP/2 this bounds dials, not connections): a burst of calls
+		// to a new receiver waits for it and shares it, instead of
+		// dialing one each.
+		MaxConnsPerHost: 1,
 	}
 	return &grpcTransport{e: e, tr: tr, hc: &http.Client{Transport: tr}, clients: map[string]*grpcClient{}}
 }
