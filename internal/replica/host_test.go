@@ -3,9 +3,9 @@ package replica
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/boomerangd/boomerang/internal/store"
 )
@@ -81,26 +81,14 @@ func TestUnhostRefusesAMember(t *testing.T) {
 // group.
 func awaitNotMember(t *testing.T, r *replica, shard uint16) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
+	waitFor(t, fmt.Sprintf("replica %d to see its removal from shard %d", r.id, shard), func() bool {
 		st, err := r.node.Status(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		member := false
-		for _, s := range st {
-			if s.Shard == shard {
-				member = slices.Contains(s.Voters, r.id) || slices.Contains(s.Learners, r.id)
-			}
-		}
-		if !member {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replica %d never saw its removal from shard %d", r.id, shard)
-		}
-		time.Sleep(5 * time.Millisecond) // polling the node's status
-	}
+		i := slices.IndexFunc(st, func(s ShardStatus) bool { return s.Shard == shard })
+		return i < 0 || !slices.Contains(st[i].Voters, r.id) && !slices.Contains(st[i].Learners, r.id)
+	})
 }
 
 // A demoted replica may delete its copy once it applied its demotion,

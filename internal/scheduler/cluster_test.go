@@ -592,7 +592,6 @@ func checkHistory(t *testing.T, evs []event) {
 func TestUngroupedTasksGoWhereTheNodeLeads(t *testing.T) {
 	c := startCluster(t, 1, localClusterNet{replica.NewLocalNetwork(1)})
 	defer c.stop()
-	deadline := time.Now().Add(waitLimit)
 	led := func(s *Scheduler) []uint16 {
 		var out []uint16
 		for shard := range uint16(clusterShards) {
@@ -602,19 +601,13 @@ func TestUngroupedTasksGoWhereTheNodeLeads(t *testing.T) {
 		}
 		return out
 	}
-	for {
+	waitUntil(t, waitLimit, "a leased leader for every shard", func() bool {
 		total := 0
 		for _, n := range c.nodes {
 			total += len(led(n.s))
 		}
-		if total == clusterShards {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d shards have a leased leader", total, clusterShards)
-		}
-		time.Sleep(5 * time.Millisecond) // waiting for elections
-	}
+		return total == clusterShards
+	})
 	for _, n := range c.nodes {
 		mine := led(n.s)
 		for range 2 * clusterShards {
@@ -632,5 +625,18 @@ func TestUngroupedTasksGoWhereTheNodeLeads(t *testing.T) {
 				t.Fatalf("node %d placed a task on shard %d; it leads %v", n.id, shard, mine)
 			}
 		}
+	}
+}
+
+// waitUntil polls cond, which nothing signals, until it holds or limit
+// passes.
+func waitUntil(tb testing.TB, limit time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling
 	}
 }

@@ -80,15 +80,14 @@ func (c *benchCluster) stop() {
 
 // awaitLeases waits until every shard has a leader holding its lease.
 func (c *benchCluster) awaitLeases() {
-	deadline := time.Now().Add(30 * time.Second)
-	for shard := range uint16(store.DefaultShards) {
-		for c.leader(shard) < 0 {
-			if time.Now().After(deadline) {
-				c.b.Fatalf("shard %d has no leader", shard)
+	waitUntil(c.b, 30*time.Second, "a leased leader for every shard", func() bool {
+		for shard := range uint16(store.DefaultShards) {
+			if c.leader(shard) < 0 {
+				return false
 			}
-			time.Sleep(10 * time.Millisecond) // waiting for elections
 		}
-	}
+		return true
+	})
 }
 
 // leader returns the node holding shard's lease, or -1.
