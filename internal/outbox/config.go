@@ -20,6 +20,7 @@ const (
 	DefaultPollInterval = time.Second
 	DefaultBatchSize    = 1000
 	DefaultMaxInFlight  = 10000
+	DefaultGroupDepth   = 16
 	DefaultStaleAfter   = 5 * time.Minute
 	DefaultLeaseTTL     = 10 * time.Second
 )
@@ -103,6 +104,13 @@ type Config struct {
 	// finished; polls take no more while it is reached. Default 10000.
 	MaxInFlight int
 
+	// GroupDepth bounds the rows of one group this node has QUEUED at
+	// once: the group's head in flight and the rows registered behind it,
+	// which Boomerang delivers in order once the head is done (doc.go,
+	// "Order"). 1 dispatches a group's next row only when its previous
+	// one has finished. Default 16.
+	GroupDepth int
+
 	// StaleAfter is how long a row may stay QUEUED by a node that has
 	// not been seen before the primary takes it back to PENDING, and how
 	// often each node checks its own QUEUED rows. Default 5 minutes.
@@ -153,6 +161,9 @@ func (c *Config) ensureDefaults() {
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = DefaultMaxInFlight
 	}
+	if c.GroupDepth == 0 {
+		c.GroupDepth = DefaultGroupDepth
+	}
 	if c.StaleAfter == 0 {
 		c.StaleAfter = DefaultStaleAfter
 	}
@@ -190,8 +201,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("outbox: source name %q must be 1 to 64 of a-z, 0-9, _ and -", c.Name)
 	case c.DSN == "":
 		return fmt.Errorf("outbox: source %s: a connection string (dsn) is required", c.Name)
-	case c.PollInterval < time.Millisecond || c.BatchSize < 1 || c.MaxInFlight < 1:
-		return fmt.Errorf("outbox: source %s: poll interval (at least 1ms), batch size and max in flight must be positive", c.Name)
+	case c.PollInterval < time.Millisecond || c.BatchSize < 1 || c.MaxInFlight < 1 || c.GroupDepth < 1:
+		return fmt.Errorf("outbox: source %s: poll interval (at least 1ms), batch size, max in flight and group depth must be positive", c.Name)
 	case c.StaleAfter < time.Second || c.LeaseTTL < 100*time.Millisecond:
 		return fmt.Errorf("outbox: source %s: stale-after must be at least 1s and lease-ttl at least 100ms", c.Name)
 	case c.Mode != storepb.DispatchMode_DISPATCH_MODE_IMMEDIATE && c.Mode != storepb.DispatchMode_DISPATCH_MODE_NEXT_ON_ERROR &&

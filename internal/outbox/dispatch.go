@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/boomerangd/boomerang/internal/scheduler"
 )
 
 // ErrDeposed: the lease row names another primary or a later term; this
@@ -91,7 +93,8 @@ func (s *Source) lead(ctx context.Context, lease Lease) {
 		s.metrics.primary.Set(0)
 		s.log.Info("outbox: no longer primary", "term", term)
 	}()
-	l := &leader{s: s, term: term, guard: newGuard(4 * (s.cfg.MaxInFlight + s.cfg.BatchSize)), pending: map[string]struct{}{}}
+	l := &leader{s: s, term: term, guard: newGuard(4 * (s.cfg.MaxInFlight + s.cfg.BatchSize*(s.cfg.GroupDepth+1))),
+		pending: map[string]struct{}{}, busy: map[string]struct{}{}}
 	l.run(ctx)
 }
 
@@ -105,6 +108,7 @@ type leader struct {
 	guard    *guard
 	cursor   string              // the full poll resumes after this group
 	pending  map[string]struct{} // groups to poll again soon: held back by the guard or by MaxInFlight
+	busy     map[string]struct{} // groups a poll has taken rows of, until their tasks are released
 	full     bool                // a full poll is due
 	lastFull time.Time
 }
@@ -238,7 +242,13 @@ func (l *leader) lastFullAt() time.Time {
 // tasks are sorted out before anything is dispatched again.
 var errUncertain = errors.New("outbox: a poll's commit failed after registering tasks")
 
-// cycle is one poll: in one fenced transaction it finds the heads that
+// chain is the rows of one group a poll takes, in the group's order.
+type chain struct {
+	group string
+	ids   []string
+}
+
+// cycle is one poll: in one fenced transaction it finds the rows that
 // may go, locks them (and free rows), registers each as a held task,
 // marks them QUEUED (poison rows ERROR) and commits; then it releases
 // the tasks. more reports that a full poll stopped short of the end of
@@ -254,16 +264,31 @@ func (l *leader) cycle(ctx context.Context) cycleResult {
 		l.mu.Unlock()
 		return cycleResult{}
 	}
+	limit := min(capacity, s.cfg.BatchSize)
 	tx, err := s.fencedTx(ctx, l.term)
 	if err != nil {
 		return cycleResult{err: err}
 	}
 	defer tx.Rollback(ctx)
-	ids, r := l.plan(ctx, tx, min(capacity, s.cfg.BatchSize))
+	chains, r := l.plan(ctx, tx, limit)
 	if r.err != nil {
 		return r
 	}
-	rows, err := s.lock(ctx, tx, ids, min(capacity, s.cfg.BatchSize)-len(ids))
+	releasing := map[int]bool{} // chains whose release is under way: their groups stay busy until it ends
+	defer func() {
+		l.mu.Lock()
+		for i, c := range chains {
+			if !releasing[i] {
+				delete(l.busy, c.group)
+			}
+		}
+		l.mu.Unlock()
+	}()
+	taken := 0
+	for _, c := range chains {
+		taken += len(c.ids)
+	}
+	rows, err := s.lock(ctx, tx, chains, limit-taken)
 	if err != nil {
 		r.err = err
 		return r
@@ -273,6 +298,12 @@ func (l *leader) cycle(ctx context.Context) cycleResult {
 		return r
 	}
 	res := s.registerAll(ctx, rows)
+	for _, task := range res.cancel {
+		if err := s.sched.Cancel(ctx, admin, task); err != nil && !errors.Is(err, scheduler.ErrNotFound) {
+			r.err = l.uncertain(err)
+			return r
+		}
+	}
 	if err := s.markDispatched(ctx, tx, res); err != nil {
 		r.err = l.uncertain(err)
 		return r
@@ -281,14 +312,15 @@ func (l *leader) cycle(ctx context.Context) cycleResult {
 		r.err = l.uncertain(err)
 		return r
 	}
-	l.dispatched(ctx, res)
+	l.dispatched(ctx, res, chains, releasing)
 	return r
 }
 
 // plan takes the work due (finished rows' groups, groups held back, a
-// full poll) and returns the heads that may go. Plans run one at a time:
-// the guard needs each poll's writers and snapshot in turn.
-func (l *leader) plan(ctx context.Context, tx pgx.Tx, limit int) ([]string, cycleResult) {
+// full poll) and returns the chains of rows that may go, marking their
+// groups busy. Plans run one at a time: the guard needs each poll's
+// writers and snapshot in turn.
+func (l *leader) plan(ctx context.Context, tx pgx.Tx, limit int) ([]chain, cycleResult) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := l.s
@@ -306,15 +338,18 @@ func (l *leader) plan(ctx context.Context, tx pgx.Tx, limit int) ([]string, cycl
 	if r.full {
 		l.lastFull = s.opts.Clock.Now()
 	}
-	ids, more, err := l.heads(ctx, tx, slices.Collect(maps.Keys(groups)), r.full, limit)
+	chains, more, err := l.heads(ctx, tx, slices.Collect(maps.Keys(groups)), r.full, limit)
 	if err != nil {
+		for _, c := range chains {
+			delete(l.busy, c.group)
+		}
 		maps.Copy(l.pending, groups)
 		l.full = l.full || r.full
 		r.err = err
 		return nil, r
 	}
 	r.more = more
-	return ids, r
+	return chains, r
 }
 
 // uncertain ends the term after a poll that registered tasks failed to
@@ -325,12 +360,25 @@ func (l *leader) uncertain(err error) error {
 	return fmt.Errorf("%w: %w", errUncertain, err)
 }
 
-// dispatched does what follows a commit: count, release.
-func (l *leader) dispatched(ctx context.Context, res dispatchResult) {
+// dispatched does what follows a commit: count, release. Each chain's
+// tasks are released in order; its group stays busy until they are, so
+// that no later poll releases a task of the group before them.
+func (l *leader) dispatched(ctx context.Context, res dispatchResult, chains []chain, releasing map[int]bool) {
 	s := l.s
 	tasks := make([]uint64, 0, len(res.queued))
+	runs := map[int]*release{}
+	var free []heldTask
 	for _, q := range res.queued {
 		tasks = append(tasks, q.task)
+		switch {
+		case !q.held:
+		case q.chain < 0:
+			free = append(free, heldTask{id: q.task, at: q.at})
+		case runs[q.chain] == nil:
+			runs[q.chain] = &release{tasks: []heldTask{{id: q.task, at: q.at}}}
+		default:
+			runs[q.chain].tasks = append(runs[q.chain].tasks, heldTask{id: q.task, at: q.at})
+		}
 	}
 	l.mu.Lock()
 	for _, q := range res.queued {
@@ -338,6 +386,9 @@ func (l *leader) dispatched(ctx context.Context, res dispatchResult) {
 	}
 	for _, p := range res.poison {
 		l.guard.forget(p.id)
+	}
+	for i := range runs {
+		releasing[i] = true
 	}
 	l.mu.Unlock()
 	s.inFlight.add(tasks...)
@@ -347,10 +398,18 @@ func (l *leader) dispatched(ctx context.Context, res dispatchResult) {
 	if len(res.failed) > 0 {
 		s.log.Warn("outbox: rows could not be registered and stay PENDING", "rows", len(res.failed), "err", res.failed[0])
 	}
-	for _, q := range res.queued {
-		if q.held {
-			s.queueRelease(ctx, q.task)
+	for i, run := range runs {
+		group := chains[i].group
+		run.done = func() {
+			l.mu.Lock()
+			delete(l.busy, group)
+			l.mu.Unlock()
+			s.freed.add([]string{group}) // the group may have room again
 		}
+		s.queueRelease(ctx, *run)
+	}
+	for _, t := range free {
+		s.queueRelease(ctx, release{tasks: []heldTask{t}})
 	}
 }
 
@@ -378,20 +437,21 @@ func (l *leader) readWriters(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// heads reads the heads of the given groups and, when full, of the next
-// groups after the cursor, and returns the ids of those that may go: the
-// row is PENDING, its group is not blocked, and the guard has let it
-// through.
-func (l *leader) heads(ctx context.Context, tx pgx.Tx, groups []string, full bool, limit int) (ids []string, more bool, err error) {
+// heads reads the first rows of the given groups and, when full, of the
+// next groups after the cursor, and returns the chains of rows that may
+// go, at most limit rows in all (see take).
+func (l *leader) heads(ctx context.Context, tx pgx.Tx, groups []string, full bool, limit int) (chains []chain, more bool, err error) {
+	depth := l.s.cfg.GroupDepth + 1 // the row after the last that may go: seen ahead
+	visit := limit
 	if len(groups) > 0 {
-		if ids, _, err = l.readHeads(ctx, tx, ids, l.s.q.headsOf, groups); err != nil {
-			return nil, false, err
+		if chains, _, err = l.readHeads(ctx, tx, chains, &limit, l.s.q.headsOf, groups, depth); err != nil {
+			return chains, false, err
 		}
 	}
 	if full {
 		var last *string
-		if ids, last, err = l.readHeads(ctx, tx, ids, l.s.q.heads, l.cursor, limit); err != nil {
-			return nil, false, err
+		if chains, last, err = l.readHeads(ctx, tx, chains, &limit, l.s.q.heads, l.cursor, visit, depth); err != nil {
+			return chains, false, err
 		}
 		if last == nil {
 			l.cursor = "" // the end: start over next time
@@ -399,46 +459,84 @@ func (l *leader) heads(ctx context.Context, tx pgx.Tx, groups []string, full boo
 			l.cursor, more = *last, true
 		}
 	}
-	return ids, more, nil
+	return chains, more, nil
 }
 
-// readHeads runs a heads query and appends the ids that may go. last is
-// the last group visited, nil when the query reached the end of the
-// groups.
-func (l *leader) readHeads(ctx context.Context, tx pgx.Tx, ids []string, sql string, args ...any) (_ []string, last *string, err error) {
+// readHeads runs a heads query and appends the chains that may go,
+// taking from *room. last is the last group visited, nil when the query
+// reached the end of the groups.
+func (l *leader) readHeads(ctx context.Context, tx pgx.Tx, chains []chain, room *int, sql string, args ...any) (_ []chain, last *string, err error) {
 	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, nil, err
+		return chains, nil, err
 	}
 	defer rows.Close()
 	polled := 0
 	for rows.Next() {
-		var group, head, status, next *string
+		var group *string
+		var g groupRows
 		var blocked bool
-		if err := rows.Scan(&group, &head, &status, &next, &blocked); err != nil {
-			return nil, nil, err
+		if err := rows.Scan(&group, &g.ids, &g.statuses, &g.owners, &g.modes, &blocked); err != nil {
+			return chains, nil, err
 		}
 		last = group
-		if group == nil || head == nil {
+		if group == nil || len(g.ids) == 0 {
 			continue
 		}
 		polled++
-		if next != nil {
-			l.guard.see(*next)
+		if _, busy := l.busy[*group]; busy || blocked {
+			continue // a busy group is polled again when its release ends
 		}
-		if *status != "PENDING" || blocked {
-			continue
-		}
-		if !l.guard.settled(*head) {
-			l.guard.see(*head)
+		if *room == 0 {
 			l.pending[*group] = struct{}{}
 			continue
 		}
-		ids = append(ids, *head)
+		if ids := l.take(*group, g, *room); len(ids) > 0 {
+			chains = append(chains, chain{group: *group, ids: ids})
+			l.busy[*group] = struct{}{}
+			*room -= len(ids)
+		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, err
+		return chains, nil, err
 	}
 	l.s.metrics.add(countPolled, polled)
-	return ids, last, nil
+	return chains, last, nil
+}
+
+// groupRows are a group's first gated rows (PENDING or QUEUED), in order.
+type groupRows struct{ ids, statuses, owners, modes []string }
+
+// take returns the PENDING rows of a group that may go now, in order, at
+// most room: those after the rows this node has QUEUED (in flight in its
+// store, where they run first), up to GroupDepth rows of the group in
+// all, each let through by the guard, none behind a BLOCK_ON_ERROR row
+// (whose failure must stop the group before anything behind it runs).
+// Rows another node has QUEUED hold the whole group: their tasks are in
+// that node's store.
+func (l *leader) take(group string, g groupRows, room int) []string {
+	var ids []string
+	queued, blocking, stopped := 0, false, false
+	for i, id := range g.ids {
+		if g.statuses[i] != "PENDING" {
+			if len(ids) > 0 || stopped || g.owners[i] != l.s.opts.Node {
+				break
+			}
+			queued++
+			blocking = g.modes[i] == "BLOCK_ON_ERROR"
+			continue
+		}
+		if !stopped && !l.guard.settled(id) {
+			l.pending[group] = struct{}{}
+			stopped = true
+		}
+		stopped = stopped || blocking || queued+len(ids) >= l.s.cfg.GroupDepth || len(ids) >= room
+		if stopped {
+			l.guard.see(id) // seen ahead: let through by the time it is due
+			continue
+		}
+		ids = append(ids, id)
+		blocking = g.modes[i] == "BLOCK_ON_ERROR"
+	}
+	return ids
 }

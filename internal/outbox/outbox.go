@@ -17,6 +17,7 @@ import (
 // satisfies it. The outbox acts as an admin caller.
 type Scheduler interface {
 	Register(ctx context.Context, req scheduler.RegisterRequest) (scheduler.TaskView, bool, error)
+	RegisterBatch(ctx context.Context, reqs []scheduler.RegisterRequest) ([]scheduler.RegisterResult, error)
 	Update(ctx context.Context, c scheduler.Caller, req scheduler.UpdateRequest) (scheduler.TaskView, error)
 	Cancel(ctx context.Context, c scheduler.Caller, id uint64) error
 	Get(ctx context.Context, c scheduler.Caller, id uint64) (scheduler.TaskView, error)

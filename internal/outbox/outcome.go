@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/boomerangd/boomerang/internal/scheduler"
+	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
 // outcomeBatch bounds the rows one statement marks.
@@ -119,6 +120,7 @@ func (s *Source) markOutcomes(ctx context.Context, batch []outcome) error {
 // also counts as done.
 func (s *Source) reconcile(ctx context.Context, olderThan time.Duration) error {
 	gone := map[uint64]string{} // task → row id
+	var stuck []*storepb.Task    // held: released together, each group's in order
 	var cursor *string
 	for {
 		rows, err := s.pool.Query(ctx, s.q.own, s.opts.Node, interval(olderThan), cursor, 1000)
@@ -150,7 +152,7 @@ func (s *Source) reconcile(ctx context.Context, olderThan time.Duration) error {
 			default:
 				s.inFlight.add(task)
 				if held(v.Task, s.opts.Clock.Now()) {
-					s.queueRelease(ctx, task)
+					stuck = append(stuck, v.Task)
 				}
 			}
 		}
@@ -160,6 +162,7 @@ func (s *Source) reconcile(ctx context.Context, olderThan time.Duration) error {
 		last := page[len(page)-1][0].(string)
 		cursor = &last
 	}
+	s.releaseInOrder(ctx, stuck)
 	if len(gone) == 0 {
 		return nil
 	}

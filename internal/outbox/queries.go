@@ -89,25 +89,28 @@ func (q *queries) build() {
 	q.writers = `SELECT DISTINCT virtualtransaction FROM pg_locks
 WHERE locktype = 'relation' AND relation = $1::oid AND mode = 'RowExclusiveLock' AND granted AND pid <> pg_backend_pid()`
 
-	// The group's first two gated rows (the head and the row after it),
-	// and whether the group is blocked.
+	// The group's first gated rows, in order, up to a limit (the last
+	// parameter), and whether the group is blocked.
 	blocked := "false"
 	if q.c.Mode != NoColumn || q.cfg.Mode == storepb.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR {
 		blocked = fmt.Sprintf("EXISTS (SELECT 1 FROM %s e WHERE e.%s = grp.g AND e.%s = 'ERROR' AND %s = 'BLOCK_ON_ERROR')",
 			t, ident(c.Group), status, q.mode("e"))
 	}
-	gated := func(extra string) string {
-		return fmt.Sprintf(`SELECT o.%s::text AS id, o.%s::text AS status FROM %s o
+	gated := func(limit string) string {
+		return fmt.Sprintf(`SELECT array_agg(x.id ORDER BY x.rn) AS ids, array_agg(x.status ORDER BY x.rn) AS statuses,
+	array_agg(x.owner ORDER BY x.rn) AS owners, array_agg(x.mode ORDER BY x.rn) AS modes
+FROM (SELECT o.%s::text AS id, o.%s::text AS status, coalesce(o.%s::text, '') AS owner, %s::text AS mode,
+		row_number() OVER (ORDER BY %s) AS rn
+	FROM %s o
 	WHERE o.%s = grp.g AND o.%s IN ('PENDING', 'QUEUED') AND NOT %s
-	ORDER BY %s %s`, id, status, t, ident(c.Group), status, q.free("o"), q.order("o"), extra)
+	ORDER BY %s LIMIT %s) x`, id, status, ident(c.Owner), q.mode("o"), q.order("o"), t, ident(c.Group), status, q.free("o"), q.order("o"), limit)
 	}
-	headsOf := func(groups string) string {
+	headsOf := func(groups, limit string) string {
 		return fmt.Sprintf(`WITH %s
-SELECT grp.g, h.id, h.status, n.id, %s
+SELECT grp.g, h.ids, h.statuses, h.owners, h.modes, %s
 FROM grp
 LEFT JOIN LATERAL (%s) h ON grp.g IS NOT NULL
-LEFT JOIN LATERAL (%s) n ON grp.g IS NOT NULL
-ORDER BY grp.g NULLS LAST`, groups, blocked, gated("LIMIT 1"), gated("OFFSET 1 LIMIT 1"))
+ORDER BY grp.g NULLS LAST`, groups, blocked, gated(limit))
 	}
 	// Full poll: the groups after a cursor, one index probe each.
 	q.heads = headsOf(fmt.Sprintf(`RECURSIVE grp(g, n) AS (
@@ -115,8 +118,8 @@ ORDER BY grp.g NULLS LAST`, groups, blocked, gated("LIMIT 1"), gated("OFFSET 1 L
 	UNION ALL
 	SELECT (SELECT o.%[1]s::text FROM %[2]s o WHERE o.%[3]s IN ('PENDING', 'QUEUED') AND o.%[1]s > grp.g ORDER BY o.%[1]s LIMIT 1), grp.n + 1
 	FROM grp WHERE grp.g IS NOT NULL AND grp.n < $2
-)`, ident(c.Group), t, status))
-	q.headsOf = headsOf("grp(g) AS (SELECT DISTINCT unnest($1::text[]))")
+)`, ident(c.Group), t, status), "$3")
+	q.headsOf = headsOf("grp(g) AS (SELECT DISTINCT unnest($1::text[]))", "$2")
 
 	sel := fmt.Sprintf("o.%s::text, coalesce(o.%s, ''), o.%s, %s::text, %s::text",
 		id, ident(c.Group), ident(c.Payload), q.col("o", c.Target), q.col("o", c.Mode))

@@ -1,8 +1,11 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/boomerangd/boomerang/internal/scheduler"
@@ -19,19 +22,37 @@ func held(t *storepb.Task, now time.Time) bool {
 	return t.GetDueMs() > now.Add(holdFor/2).UnixMilli()
 }
 
-// release is a held task to make due now.
-type release struct{ task uint64 }
+// release is a run of held tasks of one group to make due, in order:
+// each is released only once the one before it is, so that none is ever
+// due while a task of its group registered before it is still held. Each
+// is released with its registration time as its due time (a value that
+// is the same whoever releases it, and when), so the group's tasks run in
+// the order they were registered in (doc.go, "Order"). done, if set, is
+// called when the run has ended, released or not.
+type release struct {
+	tasks []heldTask
+	done  func()
+}
 
-func (s *Source) queueRelease(ctx context.Context, task uint64) {
+type heldTask struct {
+	id uint64
+	at time.Time
+}
+
+func (s *Source) queueRelease(ctx context.Context, r release) {
 	select {
-	case s.releases <- release{task: task}:
+	case s.releases <- r:
 	case <-ctx.Done():
+		if r.done != nil {
+			r.done()
+		}
 	}
 }
 
-// releaseLoop makes held tasks due, retrying while the scheduler is busy.
-// A task that cannot be released now (the scheduler stopping) stays held
-// and its row QUEUED: reconcile releases it later.
+// releaseLoop releases runs of held tasks, retrying a task until it is
+// released, gone, or ctx ends. A run cut short by the end of ctx leaves
+// its tasks held and their rows QUEUED: reconcile or cleanupHeld release
+// them later, in order.
 func (s *Source) releaseLoop(ctx context.Context) {
 	for {
 		var r release
@@ -40,24 +61,61 @@ func (s *Source) releaseLoop(ctx context.Context) {
 			return
 		case r = <-s.releases:
 		}
-		delay := 10 * time.Millisecond
-		for {
-			now := s.opts.Clock.Now()
-			_, err := s.sched.Update(ctx, admin, scheduler.UpdateRequest{ID: r.task, At: &now})
-			if err == nil || !errors.Is(err, scheduler.ErrBusy) {
-				if err != nil && !errors.Is(err, scheduler.ErrNotFound) && ctx.Err() == nil {
-					s.log.Warn("outbox: releasing a task failed; its row is checked again later", "task", r.task, "err", err)
-				}
+		for _, t := range r.tasks {
+			if !s.releaseOne(ctx, t) {
 				break
 			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-s.opts.Clock.After(delay):
-			}
-			delay = min(2*delay, time.Second)
+		}
+		if r.done != nil {
+			r.done()
 		}
 	}
+}
+
+func (s *Source) releaseOne(ctx context.Context, t heldTask) bool {
+	delay := 10 * time.Millisecond
+	for {
+		_, err := s.sched.Update(ctx, admin, scheduler.UpdateRequest{ID: t.id, At: &t.at})
+		if err == nil || errors.Is(err, scheduler.ErrNotFound) {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		if !errors.Is(err, scheduler.ErrBusy) {
+			s.log.Warn("outbox: releasing a task failed; retrying", "task", t.id, "err", err, "in", delay)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-s.opts.Clock.After(delay):
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+// releaseInOrder releases held tasks found in the store, each group's in
+// the order of their ids (the order they were registered in), and waits
+// until it is done or ctx ends.
+func (s *Source) releaseInOrder(ctx context.Context, tasks []*storepb.Task) {
+	slices.SortFunc(tasks, func(a, b *storepb.Task) int {
+		return cmp.Or(cmp.Compare(a.Client, b.Client), cmp.Compare(a.Group, b.Group), cmp.Compare(a.Id, b.Id))
+	})
+	var wg sync.WaitGroup
+	for i := 0; i < len(tasks); {
+		j := i + 1
+		for j < len(tasks) && tasks[i].Group != "" && tasks[j].Client == tasks[i].Client && tasks[j].Group == tasks[i].Group {
+			j++
+		}
+		run := release{done: wg.Done}
+		for _, t := range tasks[i:j] {
+			run.tasks = append(run.tasks, heldTask{id: t.Id, at: time.UnixMilli(t.CreatedMs)})
+		}
+		wg.Add(1)
+		s.queueRelease(ctx, run)
+		i = j
+	}
+	wg.Wait()
 }
 
 // cleanupHeld deals with held tasks left by a cycle that did not commit
@@ -75,11 +133,11 @@ func (s *Source) cleanupHeld(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			byRow := map[string]uint64{}
+			byRow := map[string]*storepb.Task{}
 			var ids []string
 			for _, v := range views {
 				if src, id, ok := parseKey(v.Task.GetIdempotencyKey()); ok && src == s.cfg.Name {
-					byRow[id] = v.Task.Id
+					byRow[id] = v.Task
 					ids = append(ids, id)
 				}
 			}
@@ -95,7 +153,11 @@ func (s *Source) cleanupHeld(ctx context.Context) error {
 	return nil
 }
 
-func (s *Source) settleHeld(ctx context.Context, byRow map[string]uint64, ids []string) error {
+// settleHeld releases the held tasks whose rows are QUEUED for them by
+// this node, and cancels the others. Pages come in the order of task ids,
+// so releasing each page's before reading the next keeps each group's
+// order.
+func (s *Source) settleHeld(ctx context.Context, byRow map[string]*storepb.Task, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -111,7 +173,7 @@ func (s *Source) settleHeld(ctx context.Context, byRow map[string]uint64, ids []
 			rows.Close()
 			return err
 		}
-		if status == "QUEUED" && owner == s.opts.Node && uint64(task) == byRow[id] {
+		if status == "QUEUED" && owner == s.opts.Node && uint64(task) == byRow[id].GetId() {
 			keep[uint64(task)] = true
 		}
 	}
@@ -120,17 +182,19 @@ func (s *Source) settleHeld(ctx context.Context, byRow map[string]uint64, ids []
 		return err
 	}
 	cancelled := 0
-	for _, task := range byRow {
-		if keep[task] {
-			s.inFlight.add(task)
-			s.queueRelease(ctx, task)
+	var release []*storepb.Task
+	for _, t := range byRow {
+		if keep[t.Id] {
+			s.inFlight.add(t.Id)
+			release = append(release, t)
 			continue
 		}
-		if err := s.sched.Cancel(ctx, admin, task); err != nil && !errors.Is(err, scheduler.ErrNotFound) {
+		if err := s.sched.Cancel(ctx, admin, t.Id); err != nil && !errors.Is(err, scheduler.ErrNotFound) {
 			return err
 		}
 		cancelled++
 	}
+	s.releaseInOrder(ctx, release)
 	if cancelled > 0 {
 		s.log.Info("outbox: cancelled held tasks whose rows were never marked", "tasks", cancelled)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,19 +16,22 @@ import (
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
-// registerWorkers bounds the registrations one poll has waiting for
-// their acknowledgement at once; the scheduler commits them together.
-const registerWorkers = 256
+// registerWorkers bounds the registrations under a new key one poll
+// has waiting for their acknowledgement at once.
+const registerWorkers = 64
 
 // lockedRow is a row a poll locked to dispatch.
 type lockedRow struct {
 	id, group, target, mode string
 	payload                 []byte
+	chain                   int // its group's place among the poll's chains; -1 for a free row
 }
 
-// lock locks the heads by id and up to free rows that no group holds
-// back, skipping rows another transaction holds.
-func (s *Source) lock(ctx context.Context, tx pgx.Tx, heads []string, free int) ([]lockedRow, error) {
+// lock locks the rows of the chains and up to free rows that no group
+// holds back, skipping rows another transaction holds. A chain keeps
+// only the rows before the first it could not lock: the rest of its
+// group waits for a later poll.
+func (s *Source) lock(ctx context.Context, tx pgx.Tx, chains []chain, free int) ([]lockedRow, error) {
 	var out []lockedRow
 	scan := func(sql string, args ...any) error {
 		rows, err := tx.Query(ctx, sql, args...)
@@ -35,7 +40,7 @@ func (s *Source) lock(ctx context.Context, tx pgx.Tx, heads []string, free int) 
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var r lockedRow
+			r := lockedRow{chain: -1}
 			var target, mode *string
 			if err := rows.Scan(&r.id, &r.group, &r.payload, &target, &mode); err != nil {
 				return err
@@ -50,9 +55,28 @@ func (s *Source) lock(ctx context.Context, tx pgx.Tx, heads []string, free int) 
 		}
 		return rows.Err()
 	}
-	if len(heads) > 0 {
-		if err := scan(s.q.lockHeads, heads); err != nil {
+	var ids []string
+	for _, c := range chains {
+		ids = append(ids, c.ids...)
+	}
+	if len(ids) > 0 {
+		if err := scan(s.q.lockHeads, ids); err != nil {
 			return nil, err
+		}
+		got := make(map[string]lockedRow, len(out))
+		for _, r := range out {
+			got[r.id] = r
+		}
+		out = out[:0]
+		for i, c := range chains {
+			for _, id := range c.ids {
+				r, ok := got[id]
+				if !ok {
+					break
+				}
+				r.chain = i
+				out = append(out, r)
+			}
 		}
 	}
 	if free > 0 {
@@ -67,51 +91,121 @@ func (s *Source) lock(ctx context.Context, tx pgx.Tx, heads []string, free int) 
 
 // dispatchResult sorts a poll's rows.
 type dispatchResult struct {
-	queued []queuedRow // registered: to mark QUEUED
+	queued []queuedRow // registered: to mark QUEUED; a chain's rows in order
 	poison []poisonRow // refused for good: to mark ERROR
 	failed []error     // not registered now: stay PENDING
+	cancel []uint64    // held tasks of rows cut from their chain: to cancel before the commit
 }
 
 type queuedRow struct {
-	id   string
-	task uint64
-	held bool // to release once marked
+	id    string
+	chain int
+	task  uint64
+	at    time.Time // the due time it is released with: its registration time
+	held  bool      // to release once marked
 }
 
 type poisonRow struct{ id, err string }
 
-// registerAll registers every row as a held task, registerWorkers at a
-// time.
+// registerAll registers the rows as held tasks, in one batch, in the
+// order of the rows: the tasks of one group are then numbered in their
+// rows' order, which is the order the scheduler runs them in once they
+// are released with their registration times as due times. A chain is
+// cut at its first row that does not register as a new task in that
+// batch: the rows after it wait for a later poll, and their held tasks
+// are cancelled, so that no task of the group is ever numbered out of its
+// row's place.
 func (s *Source) registerAll(ctx context.Context, rows []lockedRow) dispatchResult {
-	var mu sync.Mutex
 	var res dispatchResult
-	sem := make(chan struct{}, registerWorkers)
-	var wg sync.WaitGroup
+	var reqs []scheduler.RegisterRequest
+	var regRows []lockedRow
+	cut := map[int]bool{}
 	for _, r := range rows {
+		if r.chain >= 0 && cut[r.chain] {
+			continue
+		}
 		req, err := s.request(r)
 		if err != nil {
 			res.poison = append(res.poison, poisonRow{id: r.id, err: err.Error()})
+			cut[r.chain] = r.chain >= 0 // the next poll sees the ERROR row, and its mode
 			continue
 		}
+		reqs, regRows = append(reqs, req), append(regRows, r)
+	}
+	results := s.registerBatch(ctx, reqs)
+	now := s.opts.Clock.Now()
+	var again []int
+	for i, r := range regRows {
+		v, err := results[i].View, results[i].Err
+		created := err == nil && v.Status != scheduler.StatusFinished
+		if r.chain >= 0 && cut[r.chain] {
+			if created && held(v.Task, now) {
+				res.cancel = append(res.cancel, v.Task.Id)
+			}
+			continue
+		}
+		switch {
+		case created:
+			res.queued = append(res.queued, queuedRow{id: r.id, chain: r.chain, task: v.Task.Id, at: time.UnixMilli(v.Task.GetCreatedMs()), held: held(v.Task, now)})
+		case err == nil:
+			again = append(again, i) // its key's task finished: a new key
+		case errors.Is(err, scheduler.ErrInvalid):
+			res.poison = append(res.poison, poisonRow{id: r.id, err: err.Error()})
+		default:
+			res.failed = append(res.failed, err)
+		}
+		if !created && r.chain >= 0 {
+			cut[r.chain] = true
+		}
+	}
+	s.registerAgain(ctx, regRows, reqs, again, &res)
+	return res
+}
+
+// registerBatch registers reqs in batches of the scheduler's largest, in
+// order; a batch that fails as a whole fails each of its tasks.
+func (s *Source) registerBatch(ctx context.Context, reqs []scheduler.RegisterRequest) []scheduler.RegisterResult {
+	out := make([]scheduler.RegisterResult, 0, len(reqs))
+	for part := range slices.Chunk(reqs, scheduler.MaxRegisterBatch) {
+		rs, err := s.sched.RegisterBatch(ctx, part)
+		if err != nil {
+			rs = make([]scheduler.RegisterResult, len(part))
+			for i := range rs {
+				rs[i].Err = err
+			}
+		}
+		out = append(out, rs...)
+	}
+	return out
+}
+
+// registerAgain registers the rows whose first key named a finished task
+// (the row came back to PENDING) under their next keys, registerWorkers
+// at a time. Each is the last of its chain, so its new task, numbered
+// after the batch's, is in its place.
+func (s *Source) registerAgain(ctx context.Context, rows []lockedRow, reqs []scheduler.RegisterRequest, idx []int, res *dispatchResult) {
+	var mu sync.Mutex
+	sem := make(chan struct{}, registerWorkers)
+	var wg sync.WaitGroup
+	for _, i := range idx {
 		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			v, err := s.register(ctx, req, r.id)
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r := rows[i]
+			v, err := s.register(ctx, reqs[i], r.id)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err == nil:
-				res.queued = append(res.queued, queuedRow{id: r.id, task: v.Task.Id, held: held(v.Task, s.opts.Clock.Now())})
+				res.queued = append(res.queued, queuedRow{id: r.id, chain: r.chain, task: v.Task.Id, at: time.UnixMilli(v.Task.GetCreatedMs()), held: held(v.Task, s.opts.Clock.Now())})
 			case errors.Is(err, scheduler.ErrInvalid):
 				res.poison = append(res.poison, poisonRow{id: r.id, err: err.Error()})
 			default:
 				res.failed = append(res.failed, err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	return res
 }
 
 // request is the registration of a row: a task of its target's client,

@@ -118,6 +118,8 @@ func setScalar(cfg *Config, key, val string, callback, pool *string, timeout *ti
 		cfg.BatchSize, err = strconv.Atoi(val)
 	case "max-in-flight":
 		cfg.MaxInFlight, err = strconv.Atoi(val)
+	case "group-depth":
+		cfg.GroupDepth, err = strconv.Atoi(val)
 	case "delete-done":
 		cfg.DeleteDone, err = strconv.ParseBool(val)
 	default:
