@@ -21,6 +21,7 @@ var (
 	benchGroups = flag.Int("outbox.groups", 1000, "groups the rows are spread over")
 	benchRate   = flag.Int("outbox.rate", 5000, "rows inserted per second by BenchmarkLag")
 	benchFor    = flag.Duration("outbox.for", 20*time.Second, "how long BenchmarkLag inserts")
+	benchDepth  = flag.Int("outbox.depth", DefaultGroupDepth, "the source's group depth")
 )
 
 // benchDB is a durable server (fsync and synchronous commit on) with an
@@ -65,6 +66,7 @@ func BenchmarkOutbox(b *testing.B) {
 	b.Run("outbox", func(b *testing.B) {
 		rcv := startReceiver(b)
 		cfg := sourceConfig(rcv)
+		cfg.GroupDepth = *benchDepth
 		db := benchDB(b, &cfg)
 		fill(b, db, *benchRows, *benchGroups)
 		b.ResetTimer()
@@ -134,6 +136,7 @@ func markBatch(db *pgxpool.Pool, n int) (int64, error) {
 func BenchmarkLag(b *testing.B) {
 	rcv := startReceiver(b)
 	cfg := sourceConfig(rcv)
+	cfg.GroupDepth = *benchDepth
 	db := benchDB(b, &cfg)
 	n := startNode(b, cfg, nodeOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), *benchFor)

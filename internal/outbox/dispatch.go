@@ -196,7 +196,7 @@ func (l *leader) run(ctx context.Context) {
 		// of its time waiting (for the scheduler's and the database's
 		// syncs), so a few run at once; they never take the same row,
 		// since each locks its rows.
-		for running < parallelPolls && (retry || l.hasFull() || s.freed.len() > 0) {
+		for running < parallelPolls && s.inFlight.len() < s.cfg.MaxInFlight && (retry || l.hasFull() || s.freed.len() > 0) {
 			running++
 			retry = false
 			go func() { results <- l.cycle(ctx) }()

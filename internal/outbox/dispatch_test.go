@@ -229,3 +229,67 @@ func TestPoisonRows(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestRowsRegisteredAhead holds a group's first delivery: the rows
+// behind it are registered into Boomerang up to GroupDepth, and no
+// further, and once it goes the group is delivered in order, one row at
+// a time.
+func TestRowsRegisteredAhead(t *testing.T) {
+	rcv := startReceiver(t)
+	cfg := sourceConfig(rcv)
+	cfg.GroupDepth = 4
+	db := newDB(t, &cfg)
+	const rows = 30
+	for _, p := range payloads("", rows) {
+		insert(t, db, "g", p)
+	}
+	insert(t, db, "h", "other")
+	n := startNode(t, cfg, nodeOptions{})
+	let := rcv.hold(t, "000")
+	waitStatus(t, db, map[string]int{"QUEUED": cfg.GroupDepth, "DONE": 1})
+	// Three more polls see the group full and take nothing.
+	polls := n.src.Stats().Polls
+	eventually(t, "three more polls", func() bool { return n.src.Stats().Polls >= polls+3 })
+	if got := statuses(t, db)["QUEUED"]; got != cfg.GroupDepth {
+		t.Fatalf("%d rows QUEUED with the group's head held, want %d", got, cfg.GroupDepth)
+	}
+	let()
+	waitStatus(t, db, map[string]int{"DONE": rows + 1})
+	if got := rcv.delivered(); join(got["g"]) != join(payloads("", rows)) {
+		t.Fatalf("delivered %v, want the rows in order", got["g"])
+	}
+	if o := rcv.overlaps(); len(o) > 0 {
+		t.Errorf("groups with two rows in flight: %v", o)
+	}
+	if rcv.count() != rows+1 {
+		t.Errorf("%d deliveries, want %d", rcv.count(), rows+1)
+	}
+}
+
+// TestBlockOnErrorBehindRowsAhead mixes modes in one group: NEXT_ON_ERROR
+// rows are registered ahead, but nothing is registered behind a
+// BLOCK_ON_ERROR row while it is in flight, so its failure stops the
+// group before anything behind it runs; replaying it in the table goes
+// on in order.
+func TestBlockOnErrorBehindRowsAhead(t *testing.T) {
+	rcv := startReceiver(t)
+	rcv.setFail(func(d *boomerangv1.Delivery) bool { return string(d.Payload) == "c" })
+	cfg := sourceConfig(rcv)
+	db := newDB(t, &cfg)
+	for _, r := range [][2]string{{"a", "NEXT_ON_ERROR"}, {"b", "NEXT_ON_ERROR"}, {"c", "BLOCK_ON_ERROR"}, {"d", "NEXT_ON_ERROR"}, {"e", "NEXT_ON_ERROR"}} {
+		exec(t, db, "INSERT INTO boomerang_outbox (group_key, payload, dispatch_mode) VALUES ('m', $1, $2)", []byte(r[0]), r[1])
+	}
+	n := startNode(t, cfg, nodeOptions{})
+	waitStatus(t, db, map[string]int{"DONE": 2, "ERROR": 1, "PENDING": 2})
+	polls := n.src.Stats().Polls
+	eventually(t, "three more polls", func() bool { return n.src.Stats().Polls >= polls+3 })
+	if got := statuses(t, db); got["PENDING"] != 2 || join(rcv.delivered()["m"]) != "a,b" {
+		t.Fatalf("the blocked group moved on: rows %v, delivered %v", got, rcv.delivered())
+	}
+	rcv.setFail(nil)
+	exec(t, db, "UPDATE boomerang_outbox SET status = 'PENDING' WHERE status = 'ERROR'")
+	waitStatus(t, db, map[string]int{"DONE": 5})
+	if got := join(rcv.delivered()["m"]); got != "a,b,c,d,e" {
+		t.Fatalf("delivered %s", got)
+	}
+}

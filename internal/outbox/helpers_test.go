@@ -123,11 +123,12 @@ type receiver struct {
 	inFlight map[string]int          // by group
 	overlap  []string                // groups that had two deliveries at once
 	fail     func(d *boomerangv1.Delivery) bool
+	held     map[string]chan struct{} // payloads whose delivery waits until the channel closes
 }
 
 func startReceiver(t testing.TB) *receiver {
 	t.Helper()
-	rcv := &receiver{inFlight: map[string]int{}}
+	rcv := &receiver{inFlight: map[string]int{}, held: map[string]chan struct{}{}}
 	r, err := client.NewTCPReceiver(client.TCPReceiverConfig{Handler: rcv.handle})
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +165,7 @@ func (r *receiver) handle(_ context.Context, d *boomerangv1.Delivery) error {
 		r.inFlight[d.Group]++
 	}
 	fail := r.fail != nil && r.fail(d)
+	hold := r.held[string(d.Payload)]
 	r.got = append(r.got, d)
 	if !fail {
 		r.acked = append(r.acked, d)
@@ -176,10 +178,25 @@ func (r *receiver) handle(_ context.Context, d *boomerangv1.Delivery) error {
 		}
 		r.mu.Unlock()
 	}()
+	if hold != nil {
+		<-hold
+	}
 	if fail {
 		return fmt.Errorf("refused %q", d.Payload)
 	}
 	return nil
+}
+
+// hold makes the delivery of a payload wait until the returned function
+// is called (at the latest when the test ends).
+func (r *receiver) hold(t testing.TB, payload string) (let func()) {
+	ch := make(chan struct{})
+	r.mu.Lock()
+	r.held[payload] = ch
+	r.mu.Unlock()
+	let = sync.OnceFunc(func() { close(ch) })
+	t.Cleanup(let)
+	return let
 }
 
 func (r *receiver) setFail(f func(d *boomerangv1.Delivery) bool) {

@@ -120,7 +120,7 @@ func (s *Source) markOutcomes(ctx context.Context, batch []outcome) error {
 // also counts as done.
 func (s *Source) reconcile(ctx context.Context, olderThan time.Duration) error {
 	gone := map[uint64]string{} // task → row id
-	var stuck []*storepb.Task    // held: released together, each group's in order
+	var stuck []*storepb.Task   // held: released together, each group's in order
 	var cursor *string
 	for {
 		rows, err := s.pool.Query(ctx, s.q.own, s.opts.Node, interval(olderThan), cursor, 1000)

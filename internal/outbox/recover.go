@@ -39,37 +39,30 @@ type heldTask struct {
 	at time.Time
 }
 
+// queueRelease starts releasing a run once fewer than maxReleases runs
+// are under way, waiting for room until ctx ends. The run goes on until
+// the source stops: a run cut short leaves its tasks held and their rows
+// QUEUED, for reconcile or cleanupHeld to release later, in order.
 func (s *Source) queueRelease(ctx context.Context, r release) {
 	select {
-	case s.releases <- r:
+	case s.releasing <- struct{}{}:
 	case <-ctx.Done():
 		if r.done != nil {
 			r.done()
 		}
+		return
 	}
-}
-
-// releaseLoop releases runs of held tasks, retrying a task until it is
-// released, gone, or ctx ends. A run cut short by the end of ctx leaves
-// its tasks held and their rows QUEUED: reconcile or cleanupHeld release
-// them later, in order.
-func (s *Source) releaseLoop(ctx context.Context) {
-	for {
-		var r release
-		select {
-		case <-ctx.Done():
-			return
-		case r = <-s.releases:
-		}
+	s.wg.Go(func() {
+		defer func() { <-s.releasing }()
 		for _, t := range r.tasks {
-			if !s.releaseOne(ctx, t) {
+			if !s.releaseOne(s.ctx, t) {
 				break
 			}
 		}
 		if r.done != nil {
 			r.done()
 		}
-	}
+	})
 }
 
 func (s *Source) releaseOne(ctx context.Context, t heldTask) bool {

@@ -10,6 +10,7 @@ import (
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
 	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/server"
+	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
 // TestRecoversOutcomesLostInACrash puts finished rows back to QUEUED, as
@@ -142,5 +143,62 @@ func TestRowSentAgain(t *testing.T) {
 	}
 	if second == first {
 		t.Fatalf("the row was sent again as the same task %d", first)
+	}
+}
+
+// TestRowsAheadAfterACrash leaves what a crash with several rows of a
+// group registered ahead leaves: held tasks for rows a poll marked QUEUED
+// and committed (not yet released), and for rows of a poll that never
+// committed. The marked ones are released in order, the others cancelled
+// and their rows dispatched anew behind them: each row is delivered once,
+// in order.
+func TestRowsAheadAfterACrash(t *testing.T) {
+	rcv := startReceiver(t)
+	cfg := sourceConfig(rcv)
+	db := newDB(t, &cfg)
+	const rows, marked = 6, 3
+	for _, p := range payloads("", rows) {
+		insert(t, db, "g", p)
+	}
+	var tasks []uint64
+	n := startNode(t, cfg, nodeOptions{before: func(srv *server.Server) {
+		var reqs []scheduler.RegisterRequest
+		for i, p := range payloads("", rows-1) {
+			reqs = append(reqs, scheduler.RegisterRequest{
+				Client: "admin", Group: "g", Payload: []byte(p), At: time.Now().Add(holdFor), Callback: rcv.callback(),
+				Mode: storepb.DispatchMode_DISPATCH_MODE_NEXT_ON_ERROR, IdempotencyKey: idempotencyKey(cfg.Name, "", strconv.Itoa(i+1)),
+			})
+		}
+		res, err := srv.Scheduler().RegisterBatch(context.Background(), reqs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			tasks = append(tasks, r.View.Task.Id)
+			if i < marked {
+				exec(t, db, "UPDATE boomerang_outbox SET status = 'QUEUED', task_id = $1, owner = 'node-a', queued_at = now() WHERE id = $2",
+					int64(r.View.Task.Id), i+1)
+			}
+		}
+	}})
+	waitStatus(t, db, map[string]int{"DONE": rows})
+	if got := join(rcv.delivered()["g"]); got != join(payloads("", rows)) || rcv.count() != rows {
+		t.Fatalf("delivered %s in %d deliveries, want each row once, in order", got, rcv.count())
+	}
+	for _, orphan := range tasks[marked:] {
+		if _, err := n.srv.Scheduler().Get(context.Background(), admin, orphan); !errors.Is(err, scheduler.ErrNotFound) {
+			t.Errorf("held task %d of an uncommitted poll: %v, want it cancelled", orphan, err)
+		}
+	}
+	var kept int
+	orphans := []int64{int64(tasks[marked]), int64(tasks[marked+1])}
+	if err := db.QueryRow(context.Background(), "SELECT count(*) FROM boomerang_outbox WHERE task_id = ANY($1)", orphans).Scan(&kept); err != nil {
+		t.Fatal(err)
+	}
+	if kept != 0 {
+		t.Errorf("%d rows kept a cancelled task", kept)
 	}
 }

@@ -32,12 +32,12 @@ type Source struct {
 	ready     chan struct{}
 	elector   Elector
 
-	wake     chan struct{} // a notification, or the poll is due early
-	outcomes outcomeQueue
-	freed    groupSet // groups with a finished gated row: poll them next
-	inFlight taskSet  // tasks this node queued, not finished
-	releases chan release
-	primary  atomic.Bool
+	wake      chan struct{} // a notification, or the poll is due early
+	outcomes  outcomeQueue
+	freed     groupSet      // groups with a finished gated row: poll them next
+	inFlight  taskSet       // tasks this node queued, not finished
+	releasing chan struct{} // one per run of releases under way
+	primary   atomic.Bool
 
 	cancel context.CancelFunc
 	ctx    context.Context
@@ -52,19 +52,20 @@ type Source struct {
 func newSource(cfg Config, opts *Options, m *sourceMetrics) *Source {
 	return &Source{
 		cfg: cfg, opts: opts, metrics: m,
-		log:      opts.Logger.With("source", cfg.Name),
-		ready:    make(chan struct{}),
-		wake:     make(chan struct{}, 1),
-		outcomes: outcomeQueue{signal: make(chan struct{}, 1)},
-		freed:    groupSet{signal: make(chan struct{}, 1)},
-		inFlight: taskSet{ids: map[uint64]struct{}{}, gauge: m.inFlight},
-		releases: make(chan release, 1024),
-		stop:     make(chan struct{}),
+		log:       opts.Logger.With("source", cfg.Name),
+		ready:     make(chan struct{}),
+		wake:      make(chan struct{}, 1),
+		outcomes:  outcomeQueue{signal: make(chan struct{}, 1)},
+		freed:     groupSet{signal: make(chan struct{}, 1)},
+		inFlight:  taskSet{ids: map[uint64]struct{}{}, gauge: m.inFlight},
+		releasing: make(chan struct{}, maxReleases),
+		stop:      make(chan struct{}),
 	}
 }
 
-// releaseWorkers bounds the held tasks released at once.
-const releaseWorkers = 256
+// maxReleases bounds the runs of held tasks being released at once: each
+// waits for one durable update after another, so many go at once.
+const maxReleases = 4096
 
 func (s *Source) start(ctx context.Context, sched Scheduler) {
 	s.sched = sched
@@ -87,13 +88,6 @@ func (s *Source) start(ctx context.Context, sched Scheduler) {
 func (s *Source) run(ctx context.Context) {
 	if !s.connect(ctx) {
 		return
-	}
-	for range releaseWorkers {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.releaseLoop(ctx)
-		}()
 	}
 	for _, f := range []func(context.Context){s.listen, s.maintain} {
 		s.wg.Add(1)
