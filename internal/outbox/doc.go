@@ -1,6 +1,6 @@
 // Package outbox dispatches the rows of a PostgreSQL table (the
 // transactional outbox pattern) as Boomerang tasks: each row a task, in
-// order within its group, one row of a group in flight at a time, run by
+// order within its group, one row of a group delivered at a time, run by
 // one primary node per source. docs/outbox.md is the user's guide; this
 // is the contract.
 //
@@ -18,17 +18,18 @@
 //
 // A poll runs in one transaction that first reads the lease row FOR KEY
 // SHARE (the fence, below). It finds the rows that may go, locks them
-// FOR UPDATE SKIP LOCKED, registers each as a task of its target's
-// client, in its group, with the row id in the task's idempotency key
-// ("outbox:<source>:<after>:<id>", see keyPrefix), and marks it QUEUED with the task id and
-// this node as owner, then commits. Rows that can never become tasks
+// FOR UPDATE SKIP LOCKED, registers them in one batch, each as a task of
+// its target's client, in its group, with the row id in the task's
+// idempotency key ("outbox:<source>:<after>:<id>", see keyPrefix), and
+// marks them QUEUED with the task id and this node as owner, then commits. Rows that can never become tasks
 // (a payload over the limit, an unknown target or mode, an invalid
 // group) are marked ERROR with the reason in the same transaction; the
 // source goes on. Registration failures that may pass (the scheduler
 // busy or stopping) leave the row PENDING for the next poll.
 //
 // Tasks are registered held: due five years from now. Only after the
-// poll has committed is a task released (its due time set to now). A
+// poll has committed is a task released (its due time set to its
+// registration time, which has passed). A
 // task therefore never fires before its row records it, which is what
 // makes a crash between the scheduler's acknowledgement and the commit
 // harmless: the idempotency key alone would not do, since the scheduler
@@ -48,20 +49,47 @@
 //
 // Rows of a group go in (sequence, created_at, id) order; rows with no
 // group (NULL or empty) and IMMEDIATE rows are free: no order, no gate.
-// A gated row is dispatched only as its group's head (the first of the
-// group's PENDING or QUEUED gated rows), only while the head is PENDING
-// (nothing of the group in flight), and never while the group has a
-// BLOCK_ON_ERROR row in ERROR: such a group waits until the row is
-// replayed (set back to PENDING), skipped (set DONE) or deleted in the
-// table. BLOCK_ON_ERROR rows are registered NEXT_ON_ERROR, so that the
-// table alone decides: nothing needs unblocking in Boomerang.
+// Boomerang delivers a group's tasks one at a time in (due, seq) order,
+// the next once the previous one's outcome is durable; the outbox
+// builds on that and hands it a group's rows ahead of their turn, up to
+// Config.GroupDepth QUEUED at once. A poll reads each group's first
+// gated rows (PENDING or QUEUED) in order and takes the PENDING rows that
+// follow the rows this node has QUEUED (a chain), each only while:
+//
+//   - the group has no BLOCK_ON_ERROR row in ERROR (such a group waits
+//     until the row is replayed: set back to PENDING, skipped: set DONE,
+//     or deleted in the table);
+//   - no row before it in the group is QUEUED by another node (its task
+//     is in that node's store, outside this one's order) or PENDING and
+//     not taken;
+//   - the row before it is not BLOCK_ON_ERROR: nothing is registered
+//     behind such a row, so when it fails nothing behind it has been
+//     handed over. BLOCK_ON_ERROR rows are registered NEXT_ON_ERROR, so
+//     that the table alone decides: nothing needs unblocking in Boomerang;
+//   - the guard (below) has let it through.
+//
+// The tasks of a group must run in their rows' order, whatever the order
+// of the scheduler's work. Three rules see to it. The poll registers its
+// rows in one batch in chain order, and the scheduler numbers (seq) the
+// tasks of one group in the order of the batch; a chain is cut at its
+// first row that does not become a new task in that batch (an error, or
+// a key whose task finished, which is registered again, last), and the
+// held tasks of rows behind the cut are cancelled before the commit.
+// Tasks are released with their registration time as due time, which the
+// scheduler keeps monotonic per shard, so released tasks of a group sort
+// by registration whoever releases them and whenever, and a release
+// repeated by recovery changes nothing. A group's tasks are released one
+// after the other (release), never one while an earlier one is still
+// held, and a group stays busy for later polls from the plan that takes
+// its rows until their releases have ended; recovery releases each
+// group's held tasks in the order of their ids (releaseInOrder).
 //
 // Transactions can commit out of order: one that took sequence 5 may
 // commit after one that took 6. A poll must then not take 6 for the
-// head while 5 is still invisible. The guard (guard.go) holds a head
+// 6 while 5 is still invisible. The guard (guard.go) holds a row
 // back until every transaction that was writing to the table when the
-// head was first seen has ended, judged before the snapshot that
-// computes the head: writers are read from pg_locks (RowExclusiveLock on
+// row was first seen has ended, judged before the snapshot that
+// reads the group: writers are read from pg_locks (RowExclusiveLock on
 // the table, by virtual transaction id) at the start of each poll. This
 // is exact under one condition: a row's place in the order is taken
 // while its transaction writes the table, that is by the INSERT itself
@@ -72,9 +100,9 @@
 // earlier statement of a transaction that had not yet written the table.
 // A long transaction that writes the outbox table holds every group back
 // until it ends; one that writes only other tables holds back nothing.
-// Each poll reads a group's head and the row after it, so that in a
-// steady flow the next head has been seen, and let through, by the time
-// it is due.
+// Each poll notes every PENDING row it reads and does not take, so that
+// in a steady flow a row has been seen, and let through, by the time it
+// is due.
 //
 // # Polling
 //
@@ -82,9 +110,11 @@
 // `outbox init` notifies NotifyChannel on every PENDING row; a
 // dedicated connection LISTENs), by a finished row (its group is polled
 // at once), or by Config.PollInterval. A full poll visits up to
-// BatchSize groups from a cursor, one index probe each, so a table of
-// many groups is covered over several polls; a finished row's group is
-// polled directly. At most MaxInFlight rows are QUEUED by a node.
+// BatchSize groups from a cursor, one index scan of at most GroupDepth+1
+// rows each, so a table of many groups is covered over several polls; a
+// group with a finished row, or whose releases have ended, is polled
+// directly. A poll takes at most BatchSize rows, and at most MaxInFlight
+// rows are QUEUED by a node: no poll starts while they are.
 //
 // # One primary
 //
