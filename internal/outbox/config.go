@@ -20,7 +20,7 @@ const (
 	DefaultPollInterval = time.Second
 	DefaultBatchSize    = 1000
 	DefaultMaxInFlight  = 10000
-	DefaultGroupDepth   = 16
+	DefaultGroupDepth   = 8
 	DefaultStaleAfter   = 5 * time.Minute
 	DefaultLeaseTTL     = 10 * time.Second
 )
@@ -108,7 +108,7 @@ type Config struct {
 	// once: the group's head in flight and the rows registered behind it,
 	// which Boomerang delivers in order once the head is done (doc.go,
 	// "Order"). 1 dispatches a group's next row only when its previous
-	// one has finished. Default 16.
+	// one has finished. Default 8.
 	GroupDepth int
 
 	// StaleAfter is how long a row may stay QUEUED by a node that has
