@@ -97,9 +97,12 @@ func (s *stateWrites) release(pb *pebble.Batch) error {
 	return nil
 }
 
+// reset empties s, keeping its memory for the next batch.
 func (s *stateWrites) reset() {
 	if s != nil {
-		*s = stateWrites{arena: s.arena[:0], writes: s.writes[:0]}
+		s.arena, s.writes = s.arena[:0], s.writes[:0]
+		clear(s.tasks)
+		clear(s.dead)
 	}
 }
 
