@@ -69,8 +69,8 @@ func (s *Source) releaseOne(ctx context.Context, t heldTask) bool {
 	delay := 10 * time.Millisecond
 	for {
 		_, err := s.sched.Update(ctx, admin, scheduler.UpdateRequest{ID: t.id, At: &t.at})
-		if err == nil || errors.Is(err, scheduler.ErrNotFound) {
-			return true
+		if err == nil || errors.Is(err, scheduler.ErrNotFound) || errors.Is(err, scheduler.ErrInFlight) {
+			return true // released, or released already: running or finished
 		}
 		if ctx.Err() != nil {
 			return false
