@@ -10,7 +10,7 @@ import (
 
 func TestParseSource(t *testing.T) {
 	cfg, err := ParseSource("name=orders, dsn='host=db user=app password=a,b', client=shop, callback=nats://n:4222/orders.{group}," +
-		"mode=block-on-error,poll-interval=250ms,batch=50,delete-done=true,column.group=aggregate_id,column.target=-," +
+		"mode=block-on-error,poll-interval=250ms,batch=50,group-depth=3,delete-done=true,column.group=aggregate_id,column.target=-," +
 		"target.audit=amqp://rabbit/?routing_key=audit,target.audit.client=auditor,timeout=3s")
 	if err != nil {
 		t.Fatal(err)
@@ -20,14 +20,14 @@ func TestParseSource(t *testing.T) {
 		t.Errorf("name, dsn, client: %+v", cfg)
 	case cfg.Target.Callback.GetProtocol() != storepb.Protocol_PROTOCOL_NATS || cfg.Target.Callback.TimeoutMs != 3000:
 		t.Errorf("callback %v", cfg.Target.Callback)
-	case cfg.Mode != storepb.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR || cfg.PollInterval != 250*time.Millisecond || cfg.BatchSize != 50 || !cfg.DeleteDone:
+	case cfg.Mode != storepb.DispatchMode_DISPATCH_MODE_BLOCK_ON_ERROR || cfg.PollInterval != 250*time.Millisecond || cfg.BatchSize != 50 || cfg.GroupDepth != 3 || !cfg.DeleteDone:
 		t.Errorf("settings %+v", cfg)
 	case cfg.Columns.Group != "aggregate_id" || cfg.Columns.Target != NoColumn:
 		t.Errorf("columns %+v", cfg.Columns)
 	case cfg.Targets["audit"].Client != "auditor" || cfg.Targets["audit"].Callback.GetProtocol() != storepb.Protocol_PROTOCOL_AMQP:
 		t.Errorf("targets %+v", cfg.Targets)
 	}
-	for _, bad := range []string{"name", "name=x,bogus=1", "mode=sometimes", "column.nope=x", "callback=ftp://x/", "dsn='open", "batch=many", "target.a.b=c"} {
+	for _, bad := range []string{"name", "name=x,bogus=1", "mode=sometimes", "column.nope=x", "callback=ftp://x/", "dsn='open", "batch=many", "group-depth=deep", "target.a.b=c"} {
 		if _, err := ParseSource(bad); err == nil {
 			t.Errorf("ParseSource(%q) succeeded", bad)
 		}
@@ -65,6 +65,7 @@ func TestConfigValidation(t *testing.T) {
 		"required column": {func(c *Config) { c.Columns.Status = NoColumn }, "status column is required"},
 		"named target":    {func(c *Config) { c.Targets = map[string]Target{"x": {}} }, "target x"},
 		"short lease":     {func(c *Config) { c.LeaseTTL = time.Millisecond }, "lease-ttl"},
+		"group depth":     {func(c *Config) { c.GroupDepth = -1 }, "group depth"},
 	} {
 		cfg := good()
 		tc.edit(&cfg)
