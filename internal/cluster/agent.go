@@ -37,27 +37,34 @@ func (m *Member) reconcile(ctx context.Context, sm *ShardMap) error {
 	for _, s := range status {
 		hosted[s.Shard] = s
 	}
-	me := m.cfg.Node.ID
 	var errs []error
-	for i, p := range sm.Shards {
-		shard := uint16(i)
-		s, ok := hosted[shard]
-		switch {
-		case !ok && slices.Contains(p.Replicas, me):
-			var voters []uint64
-			if slices.Contains(p.Initial, me) {
-				voters = p.Initial
-			}
-			errs = append(errs, m.cfg.Local.Host(ctx, shard, voters))
-		case !ok:
-		case s.Leader == me:
-			errs = append(errs, m.lead(ctx, sm.Revision, shard, p, s))
-		case !slices.Contains(p.Replicas, me) && !slices.Contains(s.Voters, me) && len(s.Voters) > 0:
-			m.log.Info("dropping a replica no longer placed here", "shard", shard)
-			errs = append(errs, m.cfg.Local.Unhost(ctx, shard))
+	sm.each(func(shard uint16, p *Placement) {
+		if len(p.Replicas) > 0 { // a map written before the system group was placed does not place it
+			errs = append(errs, m.reconcileShard(ctx, sm.Revision, shard, *p, hosted))
 		}
-	}
+	})
 	return errors.Join(errs...)
+}
+
+// reconcileShard takes one step towards p for shard.
+func (m *Member) reconcileShard(ctx context.Context, rev int64, shard uint16, p Placement, hosted map[uint16]replica.ShardStatus) error {
+	me := m.cfg.Node.ID
+	s, ok := hosted[shard]
+	switch {
+	case !ok && slices.Contains(p.Replicas, me):
+		var voters []uint64
+		if slices.Contains(p.Initial, me) {
+			voters = p.Initial
+		}
+		return m.cfg.Local.Host(ctx, shard, voters)
+	case !ok:
+	case s.Leader == me:
+		return m.lead(ctx, rev, shard, p, s)
+	case !slices.Contains(p.Replicas, me) && !slices.Contains(s.Voters, me) && len(s.Voters) > 0:
+		m.log.Info("dropping a replica no longer placed here", "shard", shard)
+		return m.cfg.Local.Unhost(ctx, shard)
+	}
+	return nil
 }
 
 func member(s replica.ShardStatus, id uint64) bool {

@@ -3,6 +3,8 @@ package cluster
 import (
 	"cmp"
 	"slices"
+
+	"github.com/boomerangd/boomerang/internal/store"
 )
 
 // planInput is what the controller knows when it plans.
@@ -46,7 +48,25 @@ func plan(cur *ShardMap, in planInput) *ShardMap {
 		slices.Sort(next.Shards[i].Replicas)
 	}
 	balanceLeaders(next, in)
+	placeSystem(&next.System, in, load)
 	return next
+}
+
+// SystemReplicas is the least replication factor of the system group:
+// clients and sessions outlive the loss of any one node even where the
+// task shards are given fewer replicas.
+const SystemReplicas = 3
+
+// placeSystem places the system group like a shard, with at least
+// SystemReplicas replicas (all nodes when fewer), outside the balancing:
+// it is one group among many.
+func placeSystem(p *Placement, in planInput, load map[uint64]int) {
+	p.Replicas = slices.DeleteFunc(p.Replicas, func(id uint64) bool { return !in.keep[id] })
+	fill(p, min(max(in.rf, SystemReplicas), len(in.keep)), in, load)
+	slices.Sort(p.Replicas)
+	if _, ok := in.live[p.Leader]; !ok || !p.Contains(p.Leader) {
+		p.Leader, _ = leastLed(p.Replicas, in, map[uint64]int{})
+	}
 }
 
 // seed is the first map: every shard on one node, as a group of that one
@@ -62,7 +82,18 @@ func seed(shards int, first uint64, owner func(shard uint16) (uint64, bool)) *Sh
 		}
 		m.Shards[i] = Placement{Replicas: []uint64{id}, Leader: id, Initial: []uint64{id}}
 	}
+	m.System = seedSystem(first, owner)
 	return m
+}
+
+// seedSystem places the system group on the node that leads it already
+// (a standalone data directory's clients), else on first.
+func seedSystem(first uint64, owner func(shard uint16) (uint64, bool)) Placement {
+	id, ok := owner(store.SystemShard)
+	if !ok {
+		id = first
+	}
+	return Placement{Replicas: []uint64{id}, Leader: id, Initial: []uint64{id}}
 }
 
 // fill trims or completes p's replicas to rf.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/boomerangd/boomerang/internal/store"
 )
 
 // NodeInfo is what a node publishes of itself while it is a member.
@@ -44,6 +46,9 @@ type Placement struct {
 // ShardMap places every shard.
 type ShardMap struct {
 	Shards []Placement `json:"shards"`
+	// System places the system group (store.SystemShard: clients and
+	// sessions); empty in a map written before it was placed.
+	System Placement `json:"system"`
 	// Revision is the etcd revision the map was last written at (0: not
 	// written yet); a write must name it.
 	Revision int64 `json:"-"`
@@ -60,6 +65,9 @@ func decodeMap(data []byte, rev int64) (*ShardMap, error) {
 
 // Of returns shard's placement, or the zero one.
 func (m *ShardMap) Of(shard uint16) Placement {
+	if m != nil && shard == store.SystemShard {
+		return m.System
+	}
 	if m == nil || int(shard) >= len(m.Shards) {
 		return Placement{}
 	}
@@ -71,16 +79,30 @@ func (p Placement) Contains(node uint64) bool { return slices.Contains(p.Replica
 
 // clone deep-copies m.
 func (m *ShardMap) clone() *ShardMap {
-	out := &ShardMap{Revision: m.Revision, Shards: make([]Placement, len(m.Shards))}
+	out := &ShardMap{Revision: m.Revision, Shards: make([]Placement, len(m.Shards)), System: m.System.clone()}
 	for i, p := range m.Shards {
-		out.Shards[i] = Placement{Replicas: slices.Clone(p.Replicas), Leader: p.Leader, Initial: slices.Clone(p.Initial)}
+		out.Shards[i] = p.clone()
 	}
 	return out
 }
 
+func (p Placement) clone() Placement {
+	return Placement{Replicas: slices.Clone(p.Replicas), Leader: p.Leader, Initial: slices.Clone(p.Initial)}
+}
+
+// each calls fn with every placement of m, the system group's last.
+func (m *ShardMap) each(fn func(shard uint16, p *Placement)) {
+	for i := range m.Shards {
+		fn(uint16(i), &m.Shards[i])
+	}
+	fn(store.SystemShard, &m.System)
+}
+
 // equal reports whether m and o place every shard the same.
 func (m *ShardMap) equal(o *ShardMap) bool {
-	return slices.EqualFunc(m.Shards, o.Shards, func(a, b Placement) bool {
-		return a.Leader == b.Leader && slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.Initial, b.Initial)
-	})
+	return slices.EqualFunc(m.Shards, o.Shards, Placement.equal) && m.System.equal(o.System)
+}
+
+func (p Placement) equal(o Placement) bool {
+	return p.Leader == o.Leader && slices.Equal(p.Replicas, o.Replicas) && slices.Equal(p.Initial, o.Initial)
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/boomerangd/boomerang/internal/store"
 )
 
-// With Config.System, every node hosts the system group beside its
+// With Config.System, every node that hosts the system group beside its
 // shards and feeds its entries to the system state machine, the shards'
 // to the other; a follower's proposal for the system group reaches the
 // leader and is committed.
@@ -20,7 +20,7 @@ func TestSystemGroup(t *testing.T) {
 	for _, id := range []uint64{1, 2, 3} {
 		fs := store.NewMemFS()
 		var sys *recorder
-		r := startReplica(t, id, []uint64{1, 2, 3}, []uint16{0}, fs, nw, func(cfg *Config) {
+		r := startReplica(t, id, []uint64{1, 2, 3}, []uint16{0, store.SystemShard}, fs, nw, func(cfg *Config) {
 			sys = newRecorder(cfg.Store)
 			cfg.System = sys
 		})

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -120,7 +121,48 @@ func (s *Server) joinCluster() error {
 		scheme = "https"
 	}
 	s.svc.fwd.Store(&forwarder{member: m, http: s.forwardClient(), scheme: scheme, key: m.ForwardKey})
+	s.summaries.Go(s.joinSystem)
 	return nil
+}
+
+// joinSystem waits until this node's replica of the system group, which
+// the placement gives it, has caught up, then seals stale records again
+// and creates the first admin if no node did: the placement needs only
+// etcd, so nothing here waits for itself. Until then auth answers
+// requests with auth.ErrCatchingUp.
+func (s *Server) joinSystem() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.stopping
+		cancel()
+	}()
+	for {
+		wait, cancelWait := context.WithTimeout(ctx, 5*time.Second)
+		err := s.auth.CatchUp(wait)
+		cancelWait()
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond): // not hosted yet: the placement adds it
+		}
+	}
+	var pw string
+	err := s.auth.Reseal()
+	if err == nil {
+		pw, err = s.bootstrap()
+	}
+	if err != nil {
+		s.log.Error("clients: seal records or create the first admin", "err", err)
+		return
+	}
+	s.log.Info("clients and sessions caught up with the cluster")
+	if pw != "" {
+		s.log.Warn("created the admin client with a generated password, shown only this once", "client", s.cfg.AdminID, "password", pw)
+	}
 }
 
 // withHost replaces addr's host.

@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
+	"github.com/boomerangd/boomerang/client"
+)
+
+// Clients and sessions in a cluster: a client registered through one
+// node logs in through another at once (read-your-writes through the
+// system group's read barrier), and keeps working, new logins and
+// sessions issued before alike, once the node it was registered through
+// is killed with SIGKILL.
+func TestClusterClients(t *testing.T) {
+	etcd := startEtcd(t)
+	var nodes []*server
+	for id := range 3 {
+		nodes = append(nodes, startNode(t, etcd, id+1))
+	}
+	awaitSettled(t, nodes[0].admin(t), 3)
+	ctx := testContext(t)
+
+	const password = "client-secret-1"
+	if _, err := nodes[1].admin(t).RegisterClient(ctx, &boomerangv1.RegisterClientRequest{ClientId: "c1", Password: password}); err != nil {
+		t.Fatal(err)
+	}
+	before := login(t, nodes[2], "c1", password)
+	schedule(t, before, "registered through node 2, logged in through node 3")
+
+	nodes[1].kill()
+	schedule(t, before, "a session issued before the kill")
+	for _, n := range []*server{nodes[0], nodes[2]} {
+		schedule(t, login(t, n, "c1", password), "a login after the kill")
+	}
+	// Changes go on through the remaining majority.
+	admin3 := login(t, nodes[2], "admin", adminPassword)
+	retryBusy(t, "a client registered after the kill", func() error {
+		_, err := admin3.RegisterClient(ctx, &boomerangv1.RegisterClientRequest{ClientId: "c2", Password: password})
+		return err
+	})
+	schedule(t, login(t, nodes[0], "c2", password), "registered after the kill")
+}
+
+// schedule registers a task far in the future as c's client, again
+// while the answer is BUSY (a shard changing leaders), with one
+// idempotency key.
+func schedule(t *testing.T, c *client.Client, what string) {
+	t.Helper()
+	key := fmt.Sprint(time.Now().UnixNano())
+	retryBusy(t, what, func() error {
+		_, err := c.Schedule(testContext(t), []byte(what), client.After(time.Hour), client.InGroup(key), client.WithIdempotencyKey(key))
+		return err
+	})
+}
+
+// login dials n as client id, again while the answer is BUSY (the
+// system group electing a leader).
+func login(t *testing.T, n *server, id, password string) *client.Client {
+	t.Helper()
+	var c *client.Client
+	retryBusy(t, "login of "+id, func() error {
+		var err error
+		c, err = client.Dial(testContext(t), n.tcp, client.Credentials{ClientID: id, Password: password})
+		return err
+	})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// retryBusy calls op until it does not fail with BUSY; any other error
+// fails the test.
+func retryBusy(t *testing.T, what string, op func() error) {
+	t.Helper()
+	var err error
+	waitFor(t, what, func() bool {
+		err = op()
+		var ce *client.Error
+		return !errors.As(err, &ce) || ce.Status != boomerangv1.Status_STATUS_BUSY
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
