@@ -31,6 +31,8 @@ func TestClusterClients(t *testing.T) {
 	before := login(t, nodes[2], "c1", password)
 	schedule(t, before, "registered through node 2, logged in through node 3")
 
+	checkBatchAndLists(t, nodes)
+
 	nodes[1].kill()
 	schedule(t, before, "a session issued before the kill")
 	for _, n := range []*server{nodes[0], nodes[2]} {
@@ -43,6 +45,58 @@ func TestClusterClients(t *testing.T) {
 		return err
 	})
 	schedule(t, login(t, nodes[0], "c2", password), "registered after the kill")
+}
+
+// checkBatchAndLists registers a batch of tasks in many groups, so on
+// shards every node leads, through one node, then lists them through
+// every node, a few at a time.
+func checkBatchAndLists(t *testing.T, nodes []*server) {
+	t.Helper()
+	admin := login(t, nodes[0], "admin", adminPassword)
+	const n = 40
+	req := &boomerangv1.RegisterTasksRequest{}
+	for i := range n {
+		req.Tasks = append(req.Tasks, &boomerangv1.RegisterTaskRequest{
+			Payload: []byte("batch"), When: &boomerangv1.RegisterTaskRequest_DelayMs{DelayMs: time.Hour.Milliseconds()},
+			Group: fmt.Sprintf("batch-%d", i),
+		})
+	}
+	resp, err := admin.RegisterTasks(testContext(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range resp.GetResults() {
+		if r.GetRegistered() == nil {
+			t.Fatalf("batch task %d: %v", i, r.GetError())
+		}
+	}
+	for _, node := range nodes {
+		c := login(t, node, "admin", adminPassword)
+		var last uint64
+		count := 0
+		for task, err := range c.Tasks(testContext(t), &boomerangv1.ListTasksRequest{Client: "admin", PageSize: 7}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if task.GetId() <= last {
+				t.Fatalf("listing through %s: task %d after %d", node.tcp, task.GetId(), last)
+			}
+			last = task.GetId()
+			count++
+		}
+		groups, err := c.ListGroups(testContext(t), &boomerangv1.ListGroupsRequest{Client: "admin"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if count != n || len(groups.GetGroups()) != n {
+			t.Fatalf("listing through %s: %d tasks and %d groups, want %d of each", node.tcp, count, len(groups.GetGroups()), n)
+		}
+	}
+	_, err = admin.DeregisterClient(testContext(t), &boomerangv1.DeregisterClientRequest{ClientId: "c1"})
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != boomerangv1.Status_STATUS_CONFLICT {
+		t.Fatalf("deregistering a client with tasks: %v, want CONFLICT", err)
+	}
 }
 
 // schedule registers a task far in the future as c's client, again

@@ -171,7 +171,7 @@ func (s *Server) start(ctx context.Context) error {
 	s.svc = &Service{
 		auth: s.auth, sched: s.sched, clock: s.cfg.Clock, log: s.log, egress: s.egress,
 		maxPayload: s.cfg.MaxPayloadBytes, listBudget: s.cfg.MaxFrameBytes - responseOverhead,
-		info: s.info, clientChanged: s.clientChanged, panel: s.newPanel(),
+		info: s.info, clientChanged: s.clientChanged, panel: s.newPanel(), groupShard: s.st.GroupShard,
 	}
 	if s.ui, err = s.newUI(); err != nil {
 		return err
