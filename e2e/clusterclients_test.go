@@ -10,15 +10,18 @@ import (
 	"github.com/boomerangd/boomerang/client"
 )
 
-// Clients and sessions in a cluster: a client registered through one
-// node logs in through another at once (read-your-writes through the
-// system group's read barrier), and keeps working, new logins and
-// sessions issued before alike, once the node it was registered through
-// is killed with SIGKILL.
+// Clients and sessions in a cluster of four nodes (the system group's
+// three voters and a learner): a client registered through one node logs
+// in through another at once (read-your-writes through the system
+// group's read barrier), and keeps working, new logins and sessions
+// issued before alike, once the node it was registered through is killed
+// with SIGKILL. On the way, a batch through one node reaches every
+// shard's leader, and listings through every node, none of which hosts
+// every shard, see every task.
 func TestClusterClients(t *testing.T) {
 	etcd := startEtcd(t)
 	var nodes []*server
-	for id := range 3 {
+	for id := range 4 {
 		nodes = append(nodes, startNode(t, etcd, id+1))
 	}
 	awaitSettled(t, nodes[0].admin(t), 3)
@@ -35,7 +38,7 @@ func TestClusterClients(t *testing.T) {
 
 	nodes[1].kill()
 	schedule(t, before, "a session issued before the kill")
-	for _, n := range []*server{nodes[0], nodes[2]} {
+	for _, n := range []*server{nodes[0], nodes[2], nodes[3]} {
 		schedule(t, login(t, n, "c1", password), "a login after the kill")
 	}
 	// Changes go on through the remaining majority.
@@ -44,7 +47,7 @@ func TestClusterClients(t *testing.T) {
 		_, err := admin3.RegisterClient(ctx, &boomerangv1.RegisterClientRequest{ClientId: "c2", Password: password})
 		return err
 	})
-	schedule(t, login(t, nodes[0], "c2", password), "registered after the kill")
+	schedule(t, login(t, nodes[3], "c2", password), "registered after the kill")
 }
 
 // checkBatchAndLists registers a batch of tasks in many groups, so on

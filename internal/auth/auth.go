@@ -43,7 +43,8 @@ type Auth struct {
 	failed       atomic.Pointer[error]
 	led          chan struct{} // closed once this node led the system group
 	leadOnce     sync.Once
-	synced       atomic.Bool // reads may be served (see readable)
+	synced       atomic.Bool // the replica caught up (see readable)
+	opened       atomic.Bool // Open was called
 }
 
 // New loads the registered clients and their sessions from st, the
@@ -85,6 +86,7 @@ func New(st *store.Store, cfg Config) (*Auth, error) {
 		return nil, err
 	}
 	a.synced.Store(!cfg.Replicated)
+	a.opened.Store(!cfg.Replicated)
 	return a, nil
 }
 

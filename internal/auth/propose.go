@@ -80,10 +80,15 @@ func (a *Auth) recheck() bool {
 	return a.CatchUp(ctx) == nil
 }
 
+// Open lets a cluster node's Auth answer logins and sessions, once the
+// caller has made the first admin if no node had (Bootstrap): before,
+// they are answered ErrCatchingUp, not "invalid credentials".
+func (a *Auth) Open() { a.opened.Store(true) }
+
 // readable reports whether this node's state may answer reads: always
-// on a standalone node; in a cluster once its replica has caught up
-// since the node started (or since the replica was dropped).
-func (a *Auth) readable() bool { return a.synced.Load() || a.recheck() }
+// on a standalone node; in a cluster once it is open and its replica has
+// caught up since the node started (or since the replica was dropped).
+func (a *Auth) readable() bool { return a.opened.Load() && (a.synced.Load() || a.recheck()) }
 
 // newOrigin names this process's proposals, so that it recognizes them
 // when they are applied, and not those of an earlier run.

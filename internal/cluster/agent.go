@@ -51,7 +51,7 @@ func (m *Member) reconcileShard(ctx context.Context, rev int64, shard uint16, p 
 	me := m.cfg.Node.ID
 	s, ok := hosted[shard]
 	switch {
-	case !ok && slices.Contains(p.Replicas, me):
+	case !ok && p.holds(me):
 		var voters []uint64
 		if slices.Contains(p.Initial, me) {
 			voters = p.Initial
@@ -60,7 +60,7 @@ func (m *Member) reconcileShard(ctx context.Context, rev int64, shard uint16, p 
 	case !ok:
 	case s.Leader == me:
 		return m.lead(ctx, rev, shard, p, s)
-	case !slices.Contains(p.Replicas, me) && !slices.Contains(s.Voters, me) && len(s.Voters) > 0:
+	case !p.holds(me) && !slices.Contains(s.Voters, me) && len(s.Voters) > 0:
 		m.log.Info("dropping a replica no longer placed here", "shard", shard)
 		return m.cfg.Local.Unhost(ctx, shard)
 	}
@@ -98,8 +98,8 @@ var changeName = map[replica.ConfChangeType]string{replica.AddLearner: "add lear
 
 // nextStep is the one change that brings group s (led by me) closer to
 // placement p: add a missing replica as a learner; promote a learner
-// that caught up; remove a learner not wanted once it caught up (or its
-// node is gone); once every wanted replica votes, demote a voter not
+// that caught up (unless p keeps it a learner); remove a learner not
+// wanted once it caught up (or its node is gone); once every wanted replica votes, demote a voter not
 // wanted to a learner, handing the leadership over first if it is me;
 // then transfer the leadership to the preferred leader. alive reports
 // whether a node is a member of the cluster.
@@ -108,12 +108,16 @@ func nextStep(p Placement, s replica.ShardStatus, lag, me uint64, alive func(uin
 		match, ok := s.Match[id]
 		return ok && match > 0 && match+lag >= s.Commit
 	}
-	for _, id := range p.Replicas {
+	for _, id := range slices.Concat(p.Replicas, p.Learners) {
 		if !member(s, id) {
 			return replica.AddLearner, id, 0
 		}
 	}
+	waiting := false // for a learner to catch up and vote
 	for _, id := range s.Learners {
+		if slices.Contains(p.Learners, id) {
+			continue // stays a learner
+		}
 		if !slices.Contains(p.Replicas, id) {
 			// A live learner leaving is removed once it caught up, so
 			// that it has applied its demotion and may delete its copy.
@@ -125,8 +129,9 @@ func nextStep(p Placement, s replica.ShardStatus, lag, me uint64, alive func(uin
 		if caughtUp(id) {
 			return replica.Promote, id, 0
 		}
+		waiting = true
 	}
-	if len(s.Learners) > 0 {
+	if waiting || slices.ContainsFunc(s.Learners, func(id uint64) bool { return !p.holds(id) }) {
 		return 0, 0, 0 // wait for them before removing voters
 	}
 	for _, id := range s.Voters {

@@ -73,7 +73,7 @@ func (m *Member) place(ctx context.Context, e *concurrency.Election, st *State, 
 			return
 		}
 	}
-	if len(cur.System.Replicas) == 0 { // a map written before the system group was placed
+	if m.cfg.System && len(cur.System.Replicas) == 0 { // a new map, or one written before the system group was placed
 		cur = cur.clone()
 		cur.System = seedSystem(m.cfg.Node.ID, m.leaderOf(st, in))
 	}

@@ -48,7 +48,9 @@ func plan(cur *ShardMap, in planInput) *ShardMap {
 		slices.Sort(next.Shards[i].Replicas)
 	}
 	balanceLeaders(next, in)
-	placeSystem(&next.System, in, load)
+	if len(next.System.Replicas) > 0 {
+		placeSystem(&next.System, in, load)
+	}
 	return next
 }
 
@@ -58,8 +60,8 @@ func plan(cur *ShardMap, in planInput) *ShardMap {
 const SystemReplicas = 3
 
 // placeSystem places the system group like a shard, with at least
-// SystemReplicas replicas (all nodes when fewer), outside the balancing:
-// it is one group among many.
+// SystemReplicas voters (all nodes when fewer), outside the balancing
+// (it is one group among many), and a learner on every other node kept.
 func placeSystem(p *Placement, in planInput, load map[uint64]int) {
 	p.Replicas = slices.DeleteFunc(p.Replicas, func(id uint64) bool { return !in.keep[id] })
 	fill(p, min(max(in.rf, SystemReplicas), len(in.keep)), in, load)
@@ -67,6 +69,13 @@ func placeSystem(p *Placement, in planInput, load map[uint64]int) {
 	if _, ok := in.live[p.Leader]; !ok || !p.Contains(p.Leader) {
 		p.Leader, _ = leastLed(p.Replicas, in, map[uint64]int{})
 	}
+	p.Learners = nil
+	for id := range in.keep {
+		if !p.Contains(id) {
+			p.Learners = append(p.Learners, id)
+		}
+	}
+	slices.Sort(p.Learners)
 }
 
 // seed is the first map: every shard on one node, as a group of that one
@@ -82,7 +91,6 @@ func seed(shards int, first uint64, owner func(shard uint16) (uint64, bool)) *Sh
 		}
 		m.Shards[i] = Placement{Replicas: []uint64{id}, Leader: id, Initial: []uint64{id}}
 	}
-	m.System = seedSystem(first, owner)
 	return m
 }
 

@@ -36,6 +36,10 @@ type Placement struct {
 	Replicas []uint64 `json:"replicas"`
 	// Leader is the replica preferred as leader.
 	Leader uint64 `json:"leader"`
+	// Learners are nodes that hold a replica that does not vote: the
+	// system group's on every node beyond its voters, so that every node
+	// reads clients and sessions locally.
+	Learners []uint64 `json:"learners,omitempty"`
 	// Initial are the voters a new group starts with: the replicas when
 	// the map was created, until the first change of the shard's
 	// replicas. A node that joins later starts empty and waits for its
@@ -74,8 +78,11 @@ func (m *ShardMap) Of(shard uint16) Placement {
 	return m.Shards[shard]
 }
 
-// Contains reports whether node holds one of p's replicas.
+// Contains reports whether node holds one of p's (voting) replicas.
 func (p Placement) Contains(node uint64) bool { return slices.Contains(p.Replicas, node) }
+
+// holds reports whether node holds a replica of p, voting or not.
+func (p Placement) holds(node uint64) bool { return p.Contains(node) || slices.Contains(p.Learners, node) }
 
 // clone deep-copies m.
 func (m *ShardMap) clone() *ShardMap {
@@ -87,7 +94,7 @@ func (m *ShardMap) clone() *ShardMap {
 }
 
 func (p Placement) clone() Placement {
-	return Placement{Replicas: slices.Clone(p.Replicas), Leader: p.Leader, Initial: slices.Clone(p.Initial)}
+	return Placement{Replicas: slices.Clone(p.Replicas), Leader: p.Leader, Learners: slices.Clone(p.Learners), Initial: slices.Clone(p.Initial)}
 }
 
 // each calls fn with every placement of m, the system group's last.
@@ -104,5 +111,5 @@ func (m *ShardMap) equal(o *ShardMap) bool {
 }
 
 func (p Placement) equal(o Placement) bool {
-	return p.Leader == o.Leader && slices.Equal(p.Replicas, o.Replicas) && slices.Equal(p.Initial, o.Initial)
+	return p.Leader == o.Leader && slices.Equal(p.Replicas, o.Replicas) && slices.Equal(p.Learners, o.Learners) && slices.Equal(p.Initial, o.Initial)
 }

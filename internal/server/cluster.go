@@ -103,7 +103,7 @@ func (s *Server) joinCluster() error {
 	}
 	host, _, _ := net.SplitHostPort(c.Advertise)
 	m, err := cluster.New(cluster.Config{
-		Cluster: c.Name, Etcd: s.cl.etcd, Shards: s.st.Shards(), Local: s.sched.Node(), Peers: s.cl.tr,
+		Cluster: c.Name, Etcd: s.cl.etcd, Shards: s.st.Shards(), System: true, Local: s.sched.Node(), Peers: s.cl.tr,
 		Node: cluster.NodeInfo{
 			ID: c.NodeID, Raft: c.Advertise, Zone: c.Zone,
 			TCP: withHost(host, s.TCPAddr()), HTTP: withHost(host, s.HTTPAddr()),
@@ -127,9 +127,10 @@ func (s *Server) joinCluster() error {
 
 // joinSystem waits until this node's replica of the system group, which
 // the placement gives it, has caught up, then seals stale records again
-// and creates the first admin if no node did: the placement needs only
-// etcd, so nothing here waits for itself. Until then auth answers
-// requests with auth.ErrCatchingUp.
+// and creates the first admin if no node did, trying again until it
+// succeeds: the placement needs only etcd, so nothing here waits for
+// itself. Until then auth answers logins and sessions with
+// auth.ErrCatchingUp.
 func (s *Server) joinSystem() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -138,31 +139,39 @@ func (s *Server) joinSystem() {
 		cancel()
 	}()
 	for {
-		wait, cancelWait := context.WithTimeout(ctx, 5*time.Second)
-		err := s.auth.CatchUp(wait)
-		cancelWait()
+		pw, err := s.openSystem(ctx)
 		if err == nil {
-			break
+			s.log.Info("clients and sessions caught up with the cluster")
+			if pw != "" {
+				s.log.Warn("created the admin client with a generated password, shown only this once", "client", s.cfg.AdminID, "password", pw)
+			}
+			return
 		}
+		s.log.Debug("clients and sessions not caught up yet", "err", err)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(200 * time.Millisecond): // not hosted yet: the placement adds it
+		case <-time.After(200 * time.Millisecond): // not hosted yet, or no leader: the placement and elections go on
 		}
 	}
-	var pw string
-	err := s.auth.Reseal()
+}
+
+// openSystem catches up, seals, bootstraps and opens auth, and returns
+// the admin password it generated, if it did.
+func (s *Server) openSystem(ctx context.Context) (string, error) {
+	wait, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.auth.CatchUp(wait); err != nil {
+		return "", err
+	}
+	if err := s.auth.Reseal(); err != nil {
+		return "", err
+	}
+	pw, err := s.bootstrap()
 	if err == nil {
-		pw, err = s.bootstrap()
+		s.auth.Open()
 	}
-	if err != nil {
-		s.log.Error("clients: seal records or create the first admin", "err", err)
-		return
-	}
-	s.log.Info("clients and sessions caught up with the cluster")
-	if pw != "" {
-		s.log.Warn("created the admin client with a generated password, shown only this once", "client", s.cfg.AdminID, "password", pw)
-	}
+	return pw, err
 }
 
 // withHost replaces addr's host.
