@@ -50,6 +50,30 @@ func TestClusterClients(t *testing.T) {
 	schedule(t, login(t, nodes[3], "c2", password), "registered after the kill")
 }
 
+// A standalone data directory turned into node 1 of a cluster keeps its
+// clients, which then log in through the other nodes, also once node 1
+// is killed.
+func TestClusterKeepsStandaloneClients(t *testing.T) {
+	dir := newDataDir(t)
+	standalone := startServer(t, dir)
+	const password = "client-secret-1"
+	if _, err := standalone.admin(t).RegisterClient(testContext(t), &boomerangv1.RegisterClientRequest{ClientId: "old", Password: password}); err != nil {
+		t.Fatal(err)
+	}
+	if err := standalone.stop(); err != nil {
+		t.Fatal(err)
+	}
+	etcd := startEtcd(t)
+	nodes := []*server{startNodeIn(t, etcd, 1, dir)}
+	for id := 2; id <= 3; id++ {
+		nodes = append(nodes, startNode(t, etcd, id))
+	}
+	awaitSettled(t, login(t, nodes[0], "admin", adminPassword), 3)
+	schedule(t, login(t, nodes[2], "old", password), "a standalone client through node 3")
+	nodes[0].kill()
+	schedule(t, login(t, nodes[1], "old", password), "a standalone client once node 1 is gone")
+}
+
 // checkBatchAndLists registers a batch of tasks in many groups, so on
 // shards every node leads, through one node, then lists them through
 // every node, a few at a time.
