@@ -82,7 +82,9 @@ func (m *ShardMap) Of(shard uint16) Placement {
 func (p Placement) Contains(node uint64) bool { return slices.Contains(p.Replicas, node) }
 
 // holds reports whether node holds a replica of p, voting or not.
-func (p Placement) holds(node uint64) bool { return p.Contains(node) || slices.Contains(p.Learners, node) }
+func (p Placement) holds(node uint64) bool {
+	return p.Contains(node) || slices.Contains(p.Learners, node)
+}
 
 // clone deep-copies m.
 func (m *ShardMap) clone() *ShardMap {
