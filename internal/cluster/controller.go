@@ -34,14 +34,17 @@ func (m *Member) control(ctx context.Context, s *concurrency.Session) {
 
 // place writes the next map if it differs from the current one.
 func (m *Member) place(ctx context.Context, e *concurrency.Election, st *State, seen map[uint64]bool, gone map[uint64]time.Time) {
-	in := planInput{shards: m.cfg.Shards, rf: m.cfg.ReplicationFactor, live: map[uint64]NodeInfo{}, keep: map[uint64]bool{}}
+	in := planInput{shards: m.cfg.Shards, rf: m.cfg.ReplicationFactor, live: map[uint64]NodeInfo{}, keep: map[uint64]bool{}, draining: map[uint64]bool{}}
 	now := time.Now()
 	for id, n := range st.Nodes {
 		seen[id] = true
 		delete(gone, id)
-		if st.Marks[id] == "" {
+		switch st.Marks[id] {
+		case "":
 			in.live[id] = n
 			in.keep[id] = true
+		case MarkDraining:
+			in.draining[id] = true
 		}
 	}
 	// Nodes in the map count as seen: a controller elected while one is

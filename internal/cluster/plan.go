@@ -18,6 +18,9 @@ type planInput struct {
 	// keep are the nodes whose replicas stay where they are: the live
 	// ones, and those gone for less than the dead timeout.
 	keep map[uint64]bool
+	// draining are the live members marked draining: they keep serving
+	// requests, so they keep a learner of the system group.
+	draining map[uint64]bool
 }
 
 // plan returns the map that should follow cur. It changes as little as
@@ -61,7 +64,8 @@ const SystemReplicas = 3
 
 // placeSystem places the system group like a shard, with at least
 // SystemReplicas voters (all nodes when fewer), outside the balancing
-// (it is one group among many), and a learner on every other node kept.
+// (it is one group among many), and a learner on every other node kept
+// or draining.
 func placeSystem(p *Placement, in planInput, load map[uint64]int) {
 	p.Replicas = slices.DeleteFunc(p.Replicas, func(id uint64) bool { return !in.keep[id] })
 	fill(p, min(max(in.rf, SystemReplicas), len(in.keep)), in, load)
@@ -70,9 +74,11 @@ func placeSystem(p *Placement, in planInput, load map[uint64]int) {
 		p.Leader, _ = leastLed(p.Replicas, in, map[uint64]int{})
 	}
 	p.Learners = nil
-	for id := range in.keep {
-		if !p.Contains(id) {
-			p.Learners = append(p.Learners, id)
+	for _, nodes := range []map[uint64]bool{in.keep, in.draining} {
+		for id := range nodes {
+			if !p.holds(id) {
+				p.Learners = append(p.Learners, id)
+			}
 		}
 	}
 	slices.Sort(p.Learners)

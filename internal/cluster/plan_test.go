@@ -161,4 +161,13 @@ func TestPlanSystem(t *testing.T) {
 			}
 		}
 	}
+	// A draining node keeps serving requests: its voter becomes a learner.
+	in := nodes(8, 3, 1, 2, 3)
+	in.draining = map[uint64]bool{4: true}
+	m := first(8)
+	m.System = Placement{Replicas: []uint64{1, 2, 4}, Leader: 4}
+	s := plan(m, in).System
+	if !slices.Equal(s.Replicas, []uint64{1, 2, 3}) || !slices.Equal(s.Learners, []uint64{4}) || s.Leader == 4 {
+		t.Errorf("draining node 4: system group %+v, want voters 1, 2, 3 and learner 4", s)
+	}
 }
