@@ -198,9 +198,19 @@ func mountTmpfs(t *testing.T, nd *fnode) {
 }
 
 // fillDisk fills the node's filesystem; the node must fail visibly (stop
-// being ready, or exit), and the others take over its shards.
+// being ready, or exit), and the others take over its shards. The node
+// stays down (killed) until the next round frees its disk and restarts
+// it.
 func (s *scenario) fillDisk(nd *fnode) {
-	f, err := os.Create(filepath.Join(filepath.Dir(nd.dataDir), "filler"))
+	filler := filepath.Join(filepath.Dir(nd.dataDir), "filler")
+	if nd.srv == nil { // the last round's failure: free the disk, restart
+		if err := os.Remove(filler); err != nil {
+			s.t.Fatal(err)
+		}
+		s.c.start(nd)
+		s.c.settle(3)
+	}
+	f, err := os.Create(filler)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -230,9 +240,4 @@ func (s *scenario) fillDisk(nd *fnode) {
 	}
 	s.c.kill(nd)
 	s.c.awaitLedWithout(s.c.any(), nd)
-	if err := os.Remove(f.Name()); err != nil {
-		s.t.Fatal(err)
-	}
-	s.c.start(nd)
-	s.c.settle(3)
 }
