@@ -29,7 +29,7 @@ func good() *History {
 	reg("u", "", 0, 100, u)
 	reg("c", "", 0, 500, c)
 	h.Register(Registration{Key: "x", Group: "g", Rank: 2, Due: at(120).UnixMilli(), Sent: at(2)}) // never answered
-	h.Update(Update{ID: u, Due: at(300).UnixMilli(), Sent: at(5)})                                   // unanswered
+	h.Update(Update{ID: u, Due: at(300).UnixMilli(), Sent: at(5)})                                 // unanswered
 	h.Cancel(Cancel{ID: c, Outcome: Acked, Sent: at(10), AckedAt: at(12)})
 	h.Cancel(Cancel{ID: a2, Outcome: Refused, Sent: at(111), AckedAt: at(112)})
 	del := func(id uint64, key, group string, fire, attempt int, term uint64, arrived, done int) {

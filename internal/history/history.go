@@ -73,16 +73,32 @@ type History struct {
 }
 
 // Register records a registration.
-func (h *History) Register(r Registration) { h.mu.Lock(); h.registrations = append(h.registrations, r); h.mu.Unlock() }
+func (h *History) Register(r Registration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.registrations = append(h.registrations, r)
+}
 
 // Update records an update.
-func (h *History) Update(u Update) { h.mu.Lock(); h.updates = append(h.updates, u); h.mu.Unlock() }
+func (h *History) Update(u Update) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.updates = append(h.updates, u)
+}
 
 // Cancel records a cancel.
-func (h *History) Cancel(c Cancel) { h.mu.Lock(); h.cancels = append(h.cancels, c); h.mu.Unlock() }
+func (h *History) Cancel(c Cancel) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.cancels = append(h.cancels, c)
+}
 
 // Deliver records a delivery.
-func (h *History) Deliver(d Delivery) { h.mu.Lock(); h.deliveries = append(h.deliveries, d); h.mu.Unlock() }
+func (h *History) Deliver(d Delivery) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.deliveries = append(h.deliveries, d)
+}
 
 // Counts returns how many registrations were acknowledged and how many
 // deliveries were recorded.
