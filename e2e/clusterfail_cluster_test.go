@@ -36,7 +36,6 @@ type fnode struct {
 	http    string
 	repl    string // the node's own replication address
 	proxy   *replProxy
-	extra   []string       // more flags
 	srv     *server        // nil when not started
 	admin   *client.Client // through the fixed TCP address, so it outlives restarts
 	stopped bool           // SIGSTOP sent, no SIGCONT yet
