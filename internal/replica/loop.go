@@ -141,7 +141,7 @@ func (n *Node) ready(written map[uint16]uint64) error {
 // persist writes every group's new entries and hard state, and truncates
 // logs, in one batch, synced if any group needs it.
 func (n *Node) persist(rds []groupReady, written map[uint16]uint64) error {
-	b := n.cfg.Store.NewBatch()
+	b := n.logBatch()
 	sync := false
 	for _, r := range rds {
 		if err := b.AppendRaftEntries(r.g.shard, r.rd.Entries, r.g.persisted); err != nil {
@@ -186,6 +186,17 @@ func (n *Node) persist(rds []groupReady, written map[uint16]uint64) error {
 		}
 	}
 	return nil
+}
+
+// logBatch returns the node's batch for its log writes, emptied: one
+// batch serves every Ready, so that its buffer is allocated once.
+func (n *Node) logBatch() *store.Batch {
+	if n.batch == nil {
+		n.batch = n.cfg.Store.NewBatch()
+	} else {
+		n.batch.Reset()
+	}
+	return n.batch
 }
 
 // settle finishes the persisted Readys: the in-memory log, messages,

@@ -160,8 +160,9 @@ type Node struct {
 	stopOnce   sync.Once
 	work       sync.WaitGroup // snapshots being prepared
 
-	turn    time.Time // when the loop's current turn began
-	syncDue bool      // a tick passed: sync if that lets a log be truncated
+	turn    time.Time    // when the loop's current turn began
+	syncDue bool         // a tick passed: sync if that lets a log be truncated
+	batch   *store.Batch // the log batch, reused (logBatch)
 
 	hosted   atomic.Pointer[map[uint16]*group] // groups, for other goroutines
 	ctl      []func()                          // work for the loop (under mu)

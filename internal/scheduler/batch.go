@@ -47,7 +47,7 @@ func (s *Scheduler) RegisterBatch(ctx context.Context, reqs []RegisterRequest) (
 		err := p.inbox.request(func() {
 			for _, i := range idx {
 				if !p.leads(shard) {
-					out[i].Err = ErrNotLeader
+					out[i].Err = &NotLeaderError{Shard: shard} // refused before anything was done
 					w.done()
 					continue
 				}

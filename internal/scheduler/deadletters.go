@@ -35,7 +35,7 @@ func (p *partition) unblock(c Caller, client, group string, done func(result)) {
 	}
 	_ = p.cmd().DeleteDeadLetter(dl) // it was stored, so it encodes
 	p.decideDL(dl.Id, dl, nil)
-	g.rec.BlockedTask, g.rec.BlockedSinceMs = 0, 0
+	p.clearBlocked(g)
 	g.rec.Tasks++
 	p.saveGroup(g)
 	undo := p.decide(t.Id, t)
@@ -73,7 +73,7 @@ func (p *partition) skip(c Caller, client, group string, done func(result)) {
 
 // unblocked journals g as no longer blocked and lets it go on.
 func (p *partition) unblocked(g *groupRec, releaseRec func(), done func(result)) {
-	g.rec.BlockedTask, g.rec.BlockedSinceMs = 0, 0
+	p.clearBlocked(g)
 	p.saveGroup(g)
 	client, group := g.rec.Client, g.rec.Group
 	p.then(func(err error) {

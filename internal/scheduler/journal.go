@@ -119,7 +119,7 @@ func finish(pc *pendingCmd, err error) {
 // does, in one unsynced store batch with each shard's applied index, then
 // runs the continuations of this node's commands among them.
 func (p *partition) apply(committed []replica.Committed) {
-	b := p.s.cfg.Store.NewStateBatch()
+	b := p.stateBatch()
 	entries := make([][]*storepb.CommandBatch, len(committed))
 	var all []*storepb.Command
 	for i, c := range committed {
@@ -167,6 +167,17 @@ func (p *partition) apply(committed []replica.Committed) {
 	for _, pc := range done {
 		finish(pc, nil)
 	}
+}
+
+// stateBatch returns the partition's state batch, emptied: one batch
+// serves every apply, so that its buffers are allocated once.
+func (p *partition) stateBatch() *store.Batch {
+	if p.state == nil {
+		p.state = p.s.cfg.Store.NewStateBatch()
+	} else {
+		p.state.Reset()
+	}
+	return p.state
 }
 
 // applyEntry applies one committed log entry of shard to b, a state

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/boomerangd/boomerang/internal/store"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 	"github.com/boomerangd/boomerang/internal/wheel"
 )
@@ -54,6 +55,7 @@ type partition struct {
 	lastID       map[uint16]uint64    // the highest id in each shard's state
 	issued       map[uint16]uint64    // a led shard's last id counter issued
 	appliedIndex map[uint16]uint64    // each shard's state includes its log up to here
+	state        *store.Batch         // the apply batch, reused (stateBatch)
 	loadedUntil  int64                // tasks due before this (Unix ms) are in the wheel
 	nextLoad     time.Time            // monotonic
 	nextSweep    time.Time            // monotonic

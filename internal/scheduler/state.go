@@ -162,6 +162,16 @@ func (p *partition) saveGroup(g *groupRec) {
 	_ = p.cmd().PutGroup(r)
 }
 
+// clearBlocked marks g as no longer blocked, which takes it out of the
+// store's index of blocked groups.
+func (p *partition) clearBlocked(g *groupRec) {
+	r := g.rec
+	if r.BlockedTask != 0 {
+		_ = p.cmd().UnblockGroup(uint16(r.Shard), r.Client, r.Group) // its record encodes
+	}
+	r.BlockedTask, r.BlockedSinceMs = 0, 0
+}
+
 // countTask adds delta to the tasks of t's group, if it has one, and
 // writes its record; the returned func releases it once applied.
 func (p *partition) countTask(t *storepb.Task, delta int) (func(), error) {

@@ -102,10 +102,13 @@ func (c *conn) readRequests() *boomerangv1.Response {
 	br := bufio.NewReaderSize(c.nc, readBuffer)
 	scratch := make([]byte, 0, scratchBytes)
 	idleSince := time.Now()
+	var regs []pendingRequest // registrations read together (coalesce.go)
+	defer func() { c.dispatch(regs) }()
 	for {
-		select {
-		case c.slots <- struct{}{}:
-		case <-c.t.stop:
+		if len(regs) > 0 && (len(regs) >= maxCoalesced || !wholeFrameBuffered(br)) {
+			regs = c.dispatch(regs)
+		}
+		if !c.takeSlot(&regs) {
 			return connError(ErrStopping)
 		}
 		req, h, err := c.readRequest(br, &idleSince, scratch)
@@ -117,11 +120,72 @@ func (c *conn) readRequests() *boomerangv1.Response {
 		case err != nil:
 			<-c.slots
 			return c.readFailed(err)
+		case c.loggedIn.Load() && coalescable(req):
+			regs = append(regs, pendingRequest{req: req, received: time.Now(), hold: h})
 		default:
+			regs = c.dispatch(regs)
 			c.handlers.Add(1)
 			go c.run(req, time.Now(), h)
 		}
 		idleSince = time.Now()
+	}
+}
+
+// pendingRequest is a request read and not yet handed to a handler.
+type pendingRequest struct {
+	req      *boomerangv1.Request
+	received time.Time
+	hold     hold
+}
+
+// takeSlot waits for a slot for the next request; registrations read
+// before are handed over first if it would have to wait. False: the
+// server is stopping.
+func (c *conn) takeSlot(regs *[]pendingRequest) bool {
+	if len(*regs) > 0 {
+		select {
+		case c.slots <- struct{}{}:
+			return true
+		default:
+			*regs = c.dispatch(*regs)
+		}
+	}
+	select {
+	case c.slots <- struct{}{}:
+		return true
+	case <-c.t.stop:
+		return false
+	}
+}
+
+// dispatch hands the registrations read together to a handler, and
+// returns regs emptied.
+func (c *conn) dispatch(regs []pendingRequest) []pendingRequest {
+	switch len(regs) {
+	case 0:
+		return regs
+	case 1:
+		c.handlers.Add(1)
+		go c.run(regs[0].req, regs[0].received, regs[0].hold)
+	default:
+		c.handlers.Add(1)
+		go c.runRegisters(regs)
+	}
+	return nil
+}
+
+// runRegisters answers registrations read together, each with its own
+// response.
+func (c *conn) runRegisters(regs []pendingRequest) {
+	defer c.handlers.Done()
+	reqs := make([]*boomerangv1.Request, len(regs))
+	for i, r := range regs {
+		reqs[i] = r.req
+	}
+	resps := c.t.svc.HandleRegisters(withPeer(c.ctx, c.source), reqs)
+	for i, resp := range resps {
+		h := c.shrink(regs[i].hold, proto.Size(resp))
+		c.out <- outbound{resp: resp, op: operation(reqs[i]), received: regs[i].received, hold: h}
 	}
 }
 

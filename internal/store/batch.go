@@ -27,12 +27,10 @@ type Batch struct {
 	count     int
 	err       error // the Pebble batch broke; Commit refuses it
 	committed bool
-	spent     bool   // a commit failed; Pebble will not take this batch again
-	rec       []byte // the record being written
-	buf       []byte // scratch for small values
-	// known holds tasks as stored before the batch (nil: none), read
-	// ahead by Prefetch; a task the batch writes leaves it.
-	known map[uint64]*storepb.Task
+	spent     bool         // a commit failed; Pebble will not take this batch again
+	rec       []byte       // the record being written
+	buf       []byte       // scratch for small values
+	state     *stateWrites // a state batch's (NewStateBatch); nil otherwise
 }
 
 // NewBatch returns an empty batch for s.
@@ -51,6 +49,7 @@ func (b *Batch) Reset() {
 		b.pb.Reset()
 	}
 	b.count, b.err, b.committed, b.spent = 0, nil, false, false
+	b.state.reset()
 }
 
 // Ordered reports whether t takes part in its group's order: a grouped
@@ -83,7 +82,7 @@ func (b *Batch) PutTask(t *storepb.Task) error {
 	if err := b.encodeTask(t); err != nil {
 		return err
 	}
-	delete(b.known, t.Id)
+	b.state.wroteTask(t.Id, t, true)
 	b.set(taskKey(t.Id), markWrittenOnce(b.rec, true))
 	b.putTaskIndexes(t)
 	return b.done()
@@ -101,7 +100,7 @@ func (b *Batch) ReplaceTask(old, updated *storepb.Task) error {
 	if old.Id != updated.Id {
 		return invalidf("ReplaceTask of task %#x with task %#x", old.Id, updated.Id)
 	}
-	delete(b.known, updated.Id)
+	b.state.wroteTask(updated.Id, updated, false)
 	b.set(taskKey(updated.Id), markWrittenOnce(b.rec, false))
 	if indexed(old) != indexed(updated) {
 		b.deleteTaskIndexes(old)
@@ -115,7 +114,7 @@ func (b *Batch) DeleteTask(t *storepb.Task) error {
 	if err := b.checkTask(t); err != nil {
 		return err
 	}
-	delete(b.known, t.Id)
+	b.state.wroteTask(t.Id, nil, false)
 	if t.WrittenOnce {
 		b.singleDelete(taskKey(t.Id))
 	} else {
@@ -176,7 +175,10 @@ func (b *Batch) deleteTaskIndexes(t *storepb.Task) {
 }
 
 // PutGroup writes a group's state under g.Shard, which callers take from
-// GroupShard.
+// GroupShard, and files a blocked group in the index of blocked groups.
+// A group that stops being blocked leaves that index by UnblockGroup:
+// PutGroup does not remove it there, so that the many writes of a group
+// that was not blocked before cost no deletion each.
 func (b *Batch) PutGroup(g *storepb.Group) error {
 	if g == nil {
 		return invalidf("PutGroup(nil)")
@@ -191,19 +193,26 @@ func (b *Batch) PutGroup(g *storepb.Group) error {
 	b.set(groupKey(shard, g.Client, g.Group), b.rec)
 	if g.BlockedTask != 0 {
 		b.set(blockedKey(shard, g.Client, g.Group), nil)
-	} else {
-		b.delete(blockedKey(shard, g.Client, g.Group))
 	}
 	return b.done()
 }
 
-// DeleteGroup removes a group's state.
+// UnblockGroup removes a group from the index of blocked groups.
+func (b *Batch) UnblockGroup(shard uint16, client, group string) error {
+	if err := b.checkShard(uint32(shard)); err != nil {
+		return err
+	}
+	b.delete(blockedKey(shard, client, group))
+	return b.done()
+}
+
+// DeleteGroup removes a group's state. A blocked group must leave the
+// index of blocked groups first (UnblockGroup).
 func (b *Batch) DeleteGroup(shard uint16, client, group string) error {
 	if err := b.checkShard(uint32(shard)); err != nil {
 		return err
 	}
 	b.delete(groupKey(shard, client, group))
-	b.delete(blockedKey(shard, client, group))
 	return b.done()
 }
 
@@ -218,6 +227,7 @@ func (b *Batch) PutDeadLetter(d *storepb.DeadLetter) error {
 		return err
 	}
 	id := DeadLetterID(d)
+	b.state.wroteDeadLetter(id, d)
 	b.set(deadLetterKey(id), b.rec)
 	b.set(clientIndexKey(tagDeadClient, d.Task.Client, id), deadIndexValue(b.buf[:0], d))
 	return b.done()
@@ -229,6 +239,7 @@ func (b *Batch) DeleteDeadLetter(d *storepb.DeadLetter) error {
 		return err
 	}
 	id := DeadLetterID(d)
+	b.state.wroteDeadLetter(id, nil)
 	b.delete(deadLetterKey(id))
 	b.delete(clientIndexKey(tagDeadClient, d.Task.Client, id))
 	return b.done()
@@ -379,13 +390,17 @@ func (b *Batch) encode(m proto.Message) error {
 // set and delete copy key and value into the batch, so callers may reuse
 // them.
 func (b *Batch) set(key, value []byte) {
-	if b.err == nil {
+	if b.state != nil {
+		b.state.hold(writeSet, key, value)
+	} else if b.err == nil {
 		b.err = b.pb.Set(key, value, nil)
 	}
 }
 
 func (b *Batch) delete(key []byte) {
-	if b.err == nil {
+	if b.state != nil {
+		b.state.hold(writeDelete, key, nil)
+	} else if b.err == nil {
 		b.err = b.pb.Delete(key, nil)
 	}
 }
@@ -395,7 +410,9 @@ func (b *Batch) delete(key []byte) {
 // compaction meets them, leaving nothing behind. For a key set more than
 // once it would let an older value reappear.
 func (b *Batch) singleDelete(key []byte) {
-	if b.err == nil {
+	if b.state != nil {
+		b.state.hold(writeSingleDelete, key, nil)
+	} else if b.err == nil {
 		b.err = b.pb.SingleDelete(key, nil)
 	}
 }
@@ -482,6 +499,9 @@ func (s *Store) commit(b *Batch, opts *pebble.WriteOptions) error {
 }
 
 func (s *Store) checkCommit(b *Batch) error {
+	if b.err == nil && !b.committed {
+		b.err = b.state.release(b.pb)
+	}
 	switch {
 	case b.err != nil:
 		return b.err

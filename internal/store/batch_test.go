@@ -115,6 +115,7 @@ func TestRecordRoundTrips(t *testing.T) {
 	}
 
 	commit(t, s, func(b *Batch) {
+		b.UnblockGroup(shard, "acme", "orders")
 		b.DeleteGroup(shard, "acme", "orders")
 		b.DeleteDeadLetter(dead)
 		b.DeleteIdempotency(shard, "acme", "order-17", 1234)

@@ -1,11 +1,8 @@
 package store
 
 import (
-	"errors"
 	"fmt"
-	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/boomerangd/boomerang/internal/store/storepb"
@@ -97,6 +94,15 @@ func (c *Command) DeleteGroup(shard uint16, client, group string) error {
 		return err
 	}
 	return c.add(&storepb.Mutation{Change: &storepb.Mutation_DeleteGroup{DeleteGroup: &storepb.GroupName{Shard: uint32(shard), Client: client, Group: group}}})
+}
+
+// UnblockGroup removes a group from the index of blocked groups; see
+// Batch.PutGroup.
+func (c *Command) UnblockGroup(shard uint16, client, group string) error {
+	if err := checkShard(uint32(shard)); err != nil {
+		return err
+	}
+	return c.add(&storepb.Mutation{Change: &storepb.Mutation_UnblockGroup{UnblockGroup: &storepb.GroupName{Shard: uint32(shard), Client: client, Group: group}}})
 }
 
 // PutDeadLetter writes a dead letter.
@@ -205,12 +211,15 @@ func (b *Batch) applyMutation(m *storepb.Mutation, lastID func(uint16, uint64)) 
 	case *storepb.Mutation_DeleteGroup:
 		g := c.DeleteGroup
 		return b.DeleteGroup(uint16(g.Shard), g.Client, g.Group)
+	case *storepb.Mutation_UnblockGroup:
+		g := c.UnblockGroup
+		return b.UnblockGroup(uint16(g.Shard), g.Client, g.Group)
 	case *storepb.Mutation_PutDeadLetter:
 		lastID(ShardOf(DeadLetterID(c.PutDeadLetter)), DeadLetterID(c.PutDeadLetter))
 		return b.PutDeadLetter(c.PutDeadLetter)
 	case *storepb.Mutation_DeleteDeadLetter:
-		old := new(storepb.DeadLetter)
-		if err := b.get(deadLetterKey(c.DeleteDeadLetter), old); err != nil {
+		old, err := b.deadLetter(c.DeleteDeadLetter)
+		if err != nil {
 			return err
 		}
 		return b.DeleteDeadLetter(old)
@@ -224,67 +233,9 @@ func (b *Batch) applyMutation(m *storepb.Mutation, lastID func(uint16, uint64)) 
 	return invalidf("unknown mutation %T", m.Change)
 }
 
-// NewStateBatch returns a batch for applying commands: reads through it
-// see its own writes.
-func (s *Store) NewStateBatch() *Batch {
-	return &Batch{s: s, pb: s.db.NewIndexedBatch()}
-}
-
 // SetApplied records, in the same batch as the state it covers, that a
 // shard's state includes its log up to applied, and the highest id issued
 // in it.
 func (b *Batch) SetApplied(shard uint16, applied, lastID uint64) error {
 	return b.PutShardMeta(shard, &storepb.ShardMeta{LastId: CounterOf(lastID), Applied: applied})
-}
-
-// task reads a task through the batch.
-func (b *Batch) task(id uint64) (*storepb.Task, error) {
-	if t, ok := b.known[id]; ok {
-		if t == nil {
-			return nil, fmt.Errorf("%w: task %#x", errMissing, id)
-		}
-		return t, nil
-	}
-	t := new(storepb.Task)
-	return t, b.get(taskKey(id), t)
-}
-
-// Prefetch reads ahead, with one iterator, the stored tasks that the
-// commands about to be applied replace or delete: for many of them that
-// is several times cheaper than reading each when its mutation applies.
-// It must be called once, before the batch writes anything.
-func (b *Batch) Prefetch(cmds []*storepb.Command) error {
-	var ids []uint64
-	for _, c := range cmds {
-		for _, m := range c.Mutations {
-			switch c := m.Change.(type) {
-			case *storepb.Mutation_ReplaceTask:
-				ids = append(ids, c.ReplaceTask.Id)
-			case *storepb.Mutation_DeleteTask:
-				ids = append(ids, c.DeleteTask)
-			}
-		}
-	}
-	if len(ids) < 2 {
-		return nil
-	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	if b.known == nil {
-		b.known = make(map[uint64]*storepb.Task, len(ids))
-	}
-	return b.s.tasks(ids, func(id uint64, t *storepb.Task) { b.known[id] = t })
-}
-
-// get reads a record through the batch, which must be a state batch.
-func (b *Batch) get(key []byte, m proto.Message) error {
-	v, closer, err := b.pb.Get(key)
-	if err != nil {
-		if errors.Is(err, pebble.ErrNotFound) {
-			return fmt.Errorf("%w: key %x", errMissing, key)
-		}
-		return readError("read through the batch", err)
-	}
-	defer closer.Close()
-	return unmarshalStored(fmt.Sprintf("record at key %x", key), v, m)
 }

@@ -13,9 +13,10 @@ import (
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
-// TestApplyMatchesModel applies random commands, as replicas do, with
-// flushes and compactions between them, and checks that the store holds
-// exactly the model's tasks. A task written once is deleted with a single
+// TestApplyMatchesModel applies random commands, as replicas do, several
+// to a state batch (which reads its own writes and adds them to Pebble in
+// key order), with flushes and compactions between batches, and checks
+// that the store holds exactly the model's tasks. A task written once is deleted with a single
 // delete: were one overwritten and then single-deleted, a compaction
 // would bring its first version back, and the check would find it.
 func TestApplyMatchesModel(t *testing.T) {
@@ -28,6 +29,7 @@ func TestApplyMatchesModel(t *testing.T) {
 		tasks := map[uint64]*storepb.Task{}
 		gone := map[uint64]bool{}
 		next := uint64(0)
+		b := s.NewStateBatch()
 		for range rapid.IntRange(1, 30).Draw(rt, "commands") {
 			c := NewCommand(storepb.Op_OP_UNSPECIFIED)
 			ids := slices.Sorted(maps.Keys(tasks))
@@ -51,9 +53,12 @@ func TestApplyMatchesModel(t *testing.T) {
 				delete(tasks, id)
 				gone[id] = true
 			}
-			b := s.NewStateBatch()
 			must(rt, b.Apply(c.Proto(), func(uint16, uint64) {}))
+			if rapid.Bool().Draw(rt, "more in the batch") {
+				continue
+			}
 			must(rt, s.CommitNoSync(b))
+			b = s.NewStateBatch()
 			switch rapid.IntRange(0, 3).Draw(rt, "then") {
 			case 0:
 				must(rt, s.db.Flush())
@@ -61,6 +66,7 @@ func TestApplyMatchesModel(t *testing.T) {
 				must(rt, s.db.Compact(context.Background(), []byte{0}, []byte{0xff}, true))
 			}
 		}
+		must(rt, s.CommitNoSync(b))
 		for id, want := range tasks {
 			got, err := s.Task(id)
 			if err != nil || !proto.Equal(got, want) {

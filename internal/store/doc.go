@@ -29,7 +29,7 @@
 //	o shard client group due seq id → empty: a group's order (ordered tasks only, see Ordered)
 //	c shard client id             → empty: a client's tasks
 //	g shard client group          → Group
-//	b shard client group          → empty: the group is blocked (PutGroup keeps it)
+//	b shard client group          → empty: the group is blocked (PutGroup adds it, UnblockGroup removes it)
 //	i shard client key            → task id, creation time: 8 bytes each
 //	x shard created client key    → empty: idempotency keys by age, for expiry
 //	q shard id                    → DeadLetter, by DeadLetterID

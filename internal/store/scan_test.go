@@ -407,7 +407,7 @@ func TestCorruptRecordsAreReported(t *testing.T) {
 
 func third[T, U any](_ T, _ U, err error) error { return err }
 
-func TestScanBlockedGroupsFollowsPutGroup(t *testing.T) {
+func TestScanBlockedGroupsFollowsPutAndUnblock(t *testing.T) {
 	s := openStore(t, t.TempDir())
 	shard := GroupShardOf(DefaultShards, "acme", "g1")
 	put := func(groups ...*storepb.Group) {
@@ -440,17 +440,26 @@ func TestScanBlockedGroupsFollowsPutGroup(t *testing.T) {
 	if got := blocked(); len(got) != 1 || got[0] != "g1" {
 		t.Fatalf("blocked groups %v, want [g1]", got)
 	}
-	put(&storepb.Group{Shard: uint32(shard), Client: "acme", Group: "g1"}) // unblocked
+	put(&storepb.Group{Shard: uint32(shard), Client: "acme", Group: "g1", Tasks: 2}) // not blocked, again
+	if got := blocked(); len(got) != 1 || got[0] != "g1" {
+		t.Fatalf("blocked groups %v after PutGroup alone, want [g1] until UnblockGroup", got)
+	}
+	ub := s.NewBatch()
+	ub.UnblockGroup(shard, "acme", "g1")
+	if err := s.Commit(ub); err != nil {
+		t.Fatal(err)
+	}
 	if got := blocked(); len(got) != 0 {
 		t.Fatalf("blocked groups after unblocking %v", got)
 	}
 	put(&storepb.Group{Shard: uint32(shard), Client: "acme", Group: other, BlockedTask: MakeID(shard, 9)})
 	b := s.NewBatch()
+	b.UnblockGroup(shard, "acme", other)
 	b.DeleteGroup(shard, "acme", other)
 	if err := s.Commit(b); err != nil {
 		t.Fatal(err)
 	}
 	if got := blocked(); len(got) != 0 {
-		t.Fatalf("blocked groups after delete %v", got)
+		t.Fatalf("blocked groups after unblock and delete %v", got)
 	}
 }

@@ -1000,6 +1000,7 @@ type Mutation struct {
 	//	*Mutation_DeleteDeadLetter
 	//	*Mutation_PutIdempotency
 	//	*Mutation_DeleteIdempotency
+	//	*Mutation_UnblockGroup
 	Change        isMutation_Change `protobuf_oneof:"change"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1123,6 +1124,15 @@ func (x *Mutation) GetDeleteIdempotency() *IdempotencyKey {
 	return nil
 }
 
+func (x *Mutation) GetUnblockGroup() *GroupName {
+	if x != nil {
+		if x, ok := x.Change.(*Mutation_UnblockGroup); ok {
+			return x.UnblockGroup
+		}
+	}
+	return nil
+}
+
 type isMutation_Change interface {
 	isMutation_Change()
 }
@@ -1163,6 +1173,10 @@ type Mutation_DeleteIdempotency struct {
 	DeleteIdempotency *IdempotencyKey `protobuf:"bytes,9,opt,name=delete_idempotency,json=deleteIdempotency,proto3,oneof"`
 }
 
+type Mutation_UnblockGroup struct {
+	UnblockGroup *GroupName `protobuf:"bytes,10,opt,name=unblock_group,json=unblockGroup,proto3,oneof"` // removes its entry in the index of blocked groups
+}
+
 func (*Mutation_PutTask) isMutation_Change() {}
 
 func (*Mutation_ReplaceTask) isMutation_Change() {}
@@ -1180,6 +1194,8 @@ func (*Mutation_DeleteDeadLetter) isMutation_Change() {}
 func (*Mutation_PutIdempotency) isMutation_Change() {}
 
 func (*Mutation_DeleteIdempotency) isMutation_Change() {}
+
+func (*Mutation_UnblockGroup) isMutation_Change() {}
 
 type GroupName struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1586,7 +1602,7 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\bproposal\x18\x03 \x01(\x04R\bproposal\x12:\n" +
 	"\tmutations\x18\x04 \x03(\v2\x1c.boomerang.store.v1.MutationR\tmutations\"G\n" +
 	"\fCommandBatch\x127\n" +
-	"\bcommands\x18\x01 \x03(\v2\x1b.boomerang.store.v1.CommandR\bcommands\"\xc9\x04\n" +
+	"\bcommands\x18\x01 \x03(\v2\x1b.boomerang.store.v1.CommandR\bcommands\"\x8f\x05\n" +
 	"\bMutation\x125\n" +
 	"\bput_task\x18\x01 \x01(\v2\x18.boomerang.store.v1.TaskH\x00R\aputTask\x12=\n" +
 	"\freplace_task\x18\x02 \x01(\v2\x18.boomerang.store.v1.TaskH\x00R\vreplaceTask\x12!\n" +
@@ -1597,7 +1613,9 @@ const file_internal_store_storepb_store_proto_rawDesc = "" +
 	"\x0fput_dead_letter\x18\x06 \x01(\v2\x1e.boomerang.store.v1.DeadLetterH\x00R\rputDeadLetter\x12.\n" +
 	"\x12delete_dead_letter\x18\a \x01(\x04H\x00R\x10deleteDeadLetter\x12M\n" +
 	"\x0fput_idempotency\x18\b \x01(\v2\".boomerang.store.v1.IdempotencyKeyH\x00R\x0eputIdempotency\x12S\n" +
-	"\x12delete_idempotency\x18\t \x01(\v2\".boomerang.store.v1.IdempotencyKeyH\x00R\x11deleteIdempotencyB\b\n" +
+	"\x12delete_idempotency\x18\t \x01(\v2\".boomerang.store.v1.IdempotencyKeyH\x00R\x11deleteIdempotency\x12D\n" +
+	"\runblock_group\x18\n" +
+	" \x01(\v2\x1d.boomerang.store.v1.GroupNameH\x00R\funblockGroupB\b\n" +
 	"\x06change\"O\n" +
 	"\tGroupName\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\rR\x05shard\x12\x16\n" +
@@ -1718,17 +1736,18 @@ var file_internal_store_storepb_store_proto_depIdxs = []int32{
 	8,  // 13: boomerang.store.v1.Mutation.put_dead_letter:type_name -> boomerang.store.v1.DeadLetter
 	14, // 14: boomerang.store.v1.Mutation.put_idempotency:type_name -> boomerang.store.v1.IdempotencyKey
 	14, // 15: boomerang.store.v1.Mutation.delete_idempotency:type_name -> boomerang.store.v1.IdempotencyKey
-	5,  // 16: boomerang.store.v1.Client.callback:type_name -> boomerang.store.v1.Callback
-	4,  // 17: boomerang.store.v1.Client.retry:type_name -> boomerang.store.v1.RetryPolicy
-	0,  // 18: boomerang.store.v1.Client.default_mode:type_name -> boomerang.store.v1.DispatchMode
-	16, // 19: boomerang.store.v1.Client.group_rate_limit:type_name -> boomerang.store.v1.RateLimit
-	17, // 20: boomerang.store.v1.Client.group_rate_limits:type_name -> boomerang.store.v1.Client.GroupRateLimitsEntry
-	16, // 21: boomerang.store.v1.Client.GroupRateLimitsEntry.value:type_name -> boomerang.store.v1.RateLimit
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	13, // 16: boomerang.store.v1.Mutation.unblock_group:type_name -> boomerang.store.v1.GroupName
+	5,  // 17: boomerang.store.v1.Client.callback:type_name -> boomerang.store.v1.Callback
+	4,  // 18: boomerang.store.v1.Client.retry:type_name -> boomerang.store.v1.RetryPolicy
+	0,  // 19: boomerang.store.v1.Client.default_mode:type_name -> boomerang.store.v1.DispatchMode
+	16, // 20: boomerang.store.v1.Client.group_rate_limit:type_name -> boomerang.store.v1.RateLimit
+	17, // 21: boomerang.store.v1.Client.group_rate_limits:type_name -> boomerang.store.v1.Client.GroupRateLimitsEntry
+	16, // 22: boomerang.store.v1.Client.GroupRateLimitsEntry.value:type_name -> boomerang.store.v1.RateLimit
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_internal_store_storepb_store_proto_init() }
@@ -1746,6 +1765,7 @@ func file_internal_store_storepb_store_proto_init() {
 		(*Mutation_DeleteDeadLetter)(nil),
 		(*Mutation_PutIdempotency)(nil),
 		(*Mutation_DeleteIdempotency)(nil),
+		(*Mutation_UnblockGroup)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
