@@ -174,7 +174,9 @@ func (c *fcluster) awaitLedWithout(cl *client.Client, gone ...*fnode) time.Durat
 
 // ready reports whether the node answers /readyz with 200.
 func (nd *fnode) ready() bool {
-	cl := http.Client{Timeout: 2 * time.Second}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	cl := http.Client{Transport: tr, Timeout: 2 * time.Second}
 	resp, err := cl.Get("http://" + nd.http + "/readyz")
 	if err != nil {
 		return false
