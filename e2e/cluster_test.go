@@ -128,8 +128,14 @@ func startEtcd(t *testing.T) string {
 }
 
 // startNode runs a cluster node with its replication address on a free
-// port.
+// port, and waits until its copy of clients and sessions caught up.
 func startNode(t *testing.T, etcd string, id int) *server {
+	t.Helper()
+	return startNodeIn(t, etcd, id, "")
+}
+
+// startNodeIn is startNode on dataDir ("" = a new temp dir).
+func startNodeIn(t *testing.T, etcd string, id int, dataDir string) *server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -137,8 +143,10 @@ func startNode(t *testing.T, etcd string, id int) *server {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close() // the node listens on it next
-	return startServer(t, "", "--etcd", etcd, "--cluster", "e2e", "--node-id", strconv.Itoa(id), "--cluster-addr", addr,
+	s := startServer(t, dataDir, "--etcd", etcd, "--cluster", "e2e", "--node-id", strconv.Itoa(id), "--cluster-addr", addr,
 		"--dead-timeout", "5s")
+	s.awaitLog(t, "clients caught up", func(kv map[string]string) bool { return kv["msg"] == "clients and sessions caught up with the cluster" })
+	return s
 }
 
 // awaitSettled waits until every shard has replicas replicas, all on

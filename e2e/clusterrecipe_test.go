@@ -67,7 +67,7 @@ func TestClusterRecipe(t *testing.T) {
 			exported = append(exported, words[1:]...)
 		default: // ./boomtool
 			if !settled {
-				c := nodes[0].dial(t, "admin", "admin-secret-1")
+				c := login(t, nodes[0], "admin", "admin-secret-1")
 				awaitSettled(t, c, 3)
 				settled = true
 			}
@@ -81,7 +81,7 @@ func TestClusterRecipe(t *testing.T) {
 			checkRecipeOutput(t, words[1:], run.ok(words[1:]...))
 		}
 	}
-	c := nodes[0].dial(t, "admin", "admin-secret-1")
+	c := login(t, nodes[0], "admin", "admin-secret-1")
 	awaitSettled(t, c, 2) // node 3's replicas moved away
 }
 

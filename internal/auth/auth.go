@@ -43,6 +43,8 @@ type Auth struct {
 	failed       atomic.Pointer[error]
 	led          chan struct{} // closed once this node led the system group
 	leadOnce     sync.Once
+	synced       atomic.Bool // the replica caught up (see readable)
+	opened       atomic.Bool // Open was called
 }
 
 // New loads the registered clients and their sessions from st, the
@@ -83,6 +85,8 @@ func New(st *store.Store, cfg Config) (*Auth, error) {
 	if err := a.load(); err != nil {
 		return nil, err
 	}
+	a.synced.Store(!cfg.Replicated)
+	a.opened.Store(!cfg.Replicated)
 	return a, nil
 }
 
@@ -181,7 +185,13 @@ func (a *Auth) check(clientID, password, source string) (*entry, error) {
 	if err := a.budget.take(source, a.cfg.Clock); err != nil {
 		return nil, err
 	}
+	if !a.readable() {
+		return nil, ErrCatchingUp
+	}
 	e, known := a.lookup(clientID)
+	if !known && a.recheck() {
+		e, known = a.lookup(clientID)
+	}
 	match := false
 	if known {
 		start := time.Now()
@@ -207,17 +217,31 @@ func (a *Auth) check(clientID, password, source string) (*entry, error) {
 // ErrSessionExpired for an expired or replaced one, ErrUnknownSession for
 // anything else that is not a live session.
 func (a *Auth) Authenticate(sessionID string) (Principal, error) {
-	s, err := a.sessions.lookup(sessionID, a.cfg.Clock.Now())
+	s, err := a.session(sessionID)
 	if err != nil {
 		return Principal{}, err
 	}
 	return s.principal(), nil
 }
 
+// session looks a live session up; in a cluster, an unknown one again
+// once this node's replica caught up: it may have been issued through
+// another node a moment ago.
+func (a *Auth) session(id string) (*session, error) {
+	if id != "" && !a.readable() {
+		return nil, ErrCatchingUp
+	}
+	s, err := a.sessions.lookup(id, a.cfg.Clock.Now())
+	if errors.Is(err, ErrUnknownSession) && a.recheck() {
+		s, err = a.sessions.lookup(id, a.cfg.Clock.Now())
+	}
+	return s, err
+}
+
 // Refresh issues a new session for a live one, which ends: requests with
 // the old id get ErrSessionExpired from then on.
 func (a *Auth) Refresh(sessionID string) (Session, error) {
-	old, err := a.sessions.lookup(sessionID, a.cfg.Clock.Now())
+	old, err := a.session(sessionID)
 	if err != nil {
 		return Session{}, err
 	}
@@ -231,7 +255,7 @@ func (a *Auth) Refresh(sessionID string) (Session, error) {
 // Logout ends a live session: requests with its id get ErrUnknownSession
 // from then on.
 func (a *Auth) Logout(sessionID string) error {
-	s, err := a.sessions.lookup(sessionID, a.cfg.Clock.Now())
+	s, err := a.session(sessionID)
 	if err != nil {
 		return err
 	}

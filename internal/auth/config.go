@@ -96,6 +96,12 @@ type Config struct {
 	// Required.
 	SecretKeys [][]byte
 
+	// Replicated is set on a node of a cluster, whose replica of the
+	// system group may lag its leader's or be missing (see doc.go,
+	// Replication). Default false: a standalone node, the group's only
+	// voter.
+	Replicated bool
+
 	// WriteTimeout bounds how long a change (a client's, or a login's
 	// session) waits to be committed by the system group and applied
 	// here; beyond it the change fails with ErrNoLeader, and may still

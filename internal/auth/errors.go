@@ -41,6 +41,11 @@ var (
 	// time (Config.WriteTimeout), most likely because it has no leader
 	// at the moment. It may still take effect.
 	ErrNoLeader = errors.New("auth: clients and sessions cannot change now (no leader of the system group); retry")
+	// ErrCatchingUp: in a cluster, this node's replica of the system
+	// group has not caught up with its leader since the node started,
+	// or the node holds none; it cannot tell who a request speaks for.
+	// Retry (through another node).
+	ErrCatchingUp = errors.New("auth: this node's copy of clients and sessions is catching up; retry")
 	// ErrNotAttached: a change before Attach.
 	ErrNotAttached = errors.New("auth: not attached to a replica node")
 )

@@ -20,6 +20,9 @@ import (
 type Proposer interface {
 	Propose(shard uint16, data []byte) error
 	Applied(shard uint16, index uint64)
+	// ReadBarrier waits until the local replica has applied everything
+	// committed before the call (replica.Node.ReadBarrier).
+	ReadBarrier(ctx context.Context, shard uint16) error
 }
 
 // Attach gives Auth the node that hosts the system group, from which it
@@ -45,6 +48,47 @@ func (a *Auth) AwaitLeader(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// CatchUp waits until this node's replica of the system group has
+// applied every change committed before the call. In a cluster, reads
+// wait for one after the node starts, and again after a miss (see
+// doc.go, Replication).
+func (a *Auth) CatchUp(ctx context.Context) error {
+	a.pmu.Lock()
+	node := a.node
+	a.pmu.Unlock()
+	if node == nil {
+		return ErrNotAttached
+	}
+	if err := node.ReadBarrier(ctx, store.SystemShard); err != nil {
+		return err
+	}
+	a.synced.Store(true)
+	return nil
+}
+
+// recheck reports, in a cluster, whether a read that missed should look
+// again: once the replica caught up, at most Config.WriteTimeout later,
+// it holds every change acknowledged before (a client registered or a
+// session issued through another node a moment ago).
+func (a *Auth) recheck() bool {
+	if !a.cfg.Replicated {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.WriteTimeout)
+	defer cancel()
+	return a.CatchUp(ctx) == nil
+}
+
+// Open lets a cluster node's Auth answer logins and sessions, once the
+// caller has made the first admin if no node had (Bootstrap): before,
+// they are answered ErrCatchingUp, not "invalid credentials".
+func (a *Auth) Open() { a.opened.Store(true) }
+
+// readable reports whether this node's state may answer reads: always
+// on a standalone node; in a cluster once it is open and its replica has
+// caught up since the node started (or since the replica was dropped).
+func (a *Auth) readable() bool { return a.opened.Load() && (a.synced.Load() || a.recheck()) }
 
 // newOrigin names this process's proposals, so that it recognizes them
 // when they are applied, and not those of an earlier run.

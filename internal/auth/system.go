@@ -262,7 +262,10 @@ func (a *Auth) Restore(shard uint16, write func() error) { a.replace(shard, writ
 
 // Drop implements replica.StateMachine: the node no longer hosts the
 // system group, whose state goes.
-func (a *Auth) Drop(shard uint16, write func() error) { a.replace(shard, write) }
+func (a *Auth) Drop(shard uint16, write func() error) {
+	a.synced.Store(!a.cfg.Replicated)
+	a.replace(shard, write)
+}
 
 // replace writes new state with write and reads it.
 func (a *Auth) replace(shard uint16, write func() error) {

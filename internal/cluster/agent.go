@@ -37,27 +37,34 @@ func (m *Member) reconcile(ctx context.Context, sm *ShardMap) error {
 	for _, s := range status {
 		hosted[s.Shard] = s
 	}
-	me := m.cfg.Node.ID
 	var errs []error
-	for i, p := range sm.Shards {
-		shard := uint16(i)
-		s, ok := hosted[shard]
-		switch {
-		case !ok && slices.Contains(p.Replicas, me):
-			var voters []uint64
-			if slices.Contains(p.Initial, me) {
-				voters = p.Initial
-			}
-			errs = append(errs, m.cfg.Local.Host(ctx, shard, voters))
-		case !ok:
-		case s.Leader == me:
-			errs = append(errs, m.lead(ctx, sm.Revision, shard, p, s))
-		case !slices.Contains(p.Replicas, me) && !slices.Contains(s.Voters, me) && len(s.Voters) > 0:
-			m.log.Info("dropping a replica no longer placed here", "shard", shard)
-			errs = append(errs, m.cfg.Local.Unhost(ctx, shard))
+	sm.each(func(shard uint16, p *Placement) {
+		if len(p.Replicas) > 0 { // a map written before the system group was placed does not place it
+			errs = append(errs, m.reconcileShard(ctx, sm.Revision, shard, *p, hosted))
 		}
-	}
+	})
 	return errors.Join(errs...)
+}
+
+// reconcileShard takes one step towards p for shard.
+func (m *Member) reconcileShard(ctx context.Context, rev int64, shard uint16, p Placement, hosted map[uint16]replica.ShardStatus) error {
+	me := m.cfg.Node.ID
+	s, ok := hosted[shard]
+	switch {
+	case !ok && p.holds(me):
+		var voters []uint64
+		if slices.Contains(p.Initial, me) {
+			voters = p.Initial
+		}
+		return m.cfg.Local.Host(ctx, shard, voters)
+	case !ok:
+	case s.Leader == me:
+		return m.lead(ctx, rev, shard, p, s)
+	case !p.holds(me) && !slices.Contains(s.Voters, me) && len(s.Voters) > 0:
+		m.log.Info("dropping a replica no longer placed here", "shard", shard)
+		return m.cfg.Local.Unhost(ctx, shard)
+	}
+	return nil
 }
 
 func member(s replica.ShardStatus, id uint64) bool {
@@ -91,8 +98,8 @@ var changeName = map[replica.ConfChangeType]string{replica.AddLearner: "add lear
 
 // nextStep is the one change that brings group s (led by me) closer to
 // placement p: add a missing replica as a learner; promote a learner
-// that caught up; remove a learner not wanted once it caught up (or its
-// node is gone); once every wanted replica votes, demote a voter not
+// that caught up (unless p keeps it a learner); remove a learner not
+// wanted once it caught up (or its node is gone); once every wanted replica votes, demote a voter not
 // wanted to a learner, handing the leadership over first if it is me;
 // then transfer the leadership to the preferred leader. alive reports
 // whether a node is a member of the cluster.
@@ -101,12 +108,16 @@ func nextStep(p Placement, s replica.ShardStatus, lag, me uint64, alive func(uin
 		match, ok := s.Match[id]
 		return ok && match > 0 && match+lag >= s.Commit
 	}
-	for _, id := range p.Replicas {
+	for _, id := range slices.Concat(p.Replicas, p.Learners) {
 		if !member(s, id) {
 			return replica.AddLearner, id, 0
 		}
 	}
+	waiting := false // for a learner to catch up and vote
 	for _, id := range s.Learners {
+		if slices.Contains(p.Learners, id) {
+			continue // stays a learner
+		}
 		if !slices.Contains(p.Replicas, id) {
 			// A live learner leaving is removed once it caught up, so
 			// that it has applied its demotion and may delete its copy.
@@ -118,8 +129,9 @@ func nextStep(p Placement, s replica.ShardStatus, lag, me uint64, alive func(uin
 		if caughtUp(id) {
 			return replica.Promote, id, 0
 		}
+		waiting = true
 	}
-	if len(s.Learners) > 0 {
+	if waiting || slices.ContainsFunc(s.Learners, func(id uint64) bool { return !p.holds(id) }) {
 		return 0, 0, 0 // wait for them before removing voters
 	}
 	for _, id := range s.Voters {

@@ -60,3 +60,26 @@ func TestNextStep(t *testing.T) {
 		t.Fatalf("a leaving leader: change %d, transfer to %d; want a transfer to 3", change, transfer)
 	}
 }
+
+// The system group's learners stay learners, and a voter the placement
+// makes a learner is demoted.
+func TestNextStepLearners(t *testing.T) {
+	alive := func(uint64) bool { return true }
+	p := Placement{Replicas: []uint64{1, 2, 3}, Leader: 1, Learners: []uint64{4, 5}}
+	caught := map[uint64]uint64{1: 10, 2: 10, 3: 10, 4: 10, 5: 10}
+	for _, tc := range []struct {
+		name   string
+		status replica.ShardStatus
+		change replica.ConfChangeType
+		peer   uint64
+	}{
+		{"add a placed learner", replica.ShardStatus{Voters: []uint64{1, 2, 3}, Learners: []uint64{4}, Commit: 10, Match: caught}, replica.AddLearner, 5},
+		{"keep placed learners", replica.ShardStatus{Voters: []uint64{1, 2, 3}, Learners: []uint64{4, 5}, Commit: 10, Match: caught}, 0, 0},
+		{"demote a voter placed as a learner", replica.ShardStatus{Voters: []uint64{1, 2, 3, 4}, Learners: []uint64{5}, Commit: 10, Match: caught}, replica.Demote, 4},
+	} {
+		change, peer, transfer := nextStep(p, tc.status, DefaultCatchUpLag, 1, alive)
+		if change != tc.change || peer != tc.peer || transfer != 0 {
+			t.Errorf("%s: got change %d peer %d transfer %d, want %d %d", tc.name, change, peer, transfer, tc.change, tc.peer)
+		}
+	}
+}

@@ -50,6 +50,11 @@ type Config struct {
 	Etcd *clientv3.Client
 	// Shards is the number of shards. Required.
 	Shards int
+	// System places the system group (store.SystemShard) too, on at
+	// least SystemReplicas voters and a learner on every other node;
+	// Local must then feed it to its state machine (replica.Config.System).
+	// Every node must be given the same.
+	System bool
 	// Local is this node's replicas. Required.
 	Local Local
 	// Peers, when set, is kept told of the members' replication

@@ -34,24 +34,27 @@ func (m *Member) control(ctx context.Context, s *concurrency.Session) {
 
 // place writes the next map if it differs from the current one.
 func (m *Member) place(ctx context.Context, e *concurrency.Election, st *State, seen map[uint64]bool, gone map[uint64]time.Time) {
-	in := planInput{shards: m.cfg.Shards, rf: m.cfg.ReplicationFactor, live: map[uint64]NodeInfo{}, keep: map[uint64]bool{}}
+	in := planInput{shards: m.cfg.Shards, rf: m.cfg.ReplicationFactor, live: map[uint64]NodeInfo{}, keep: map[uint64]bool{}, draining: map[uint64]bool{}}
 	now := time.Now()
 	for id, n := range st.Nodes {
 		seen[id] = true
 		delete(gone, id)
-		if st.Marks[id] == "" {
+		switch st.Marks[id] {
+		case "":
 			in.live[id] = n
 			in.keep[id] = true
+		case MarkDraining:
+			in.draining[id] = true
 		}
 	}
 	// Nodes in the map count as seen: a controller elected while one is
 	// down still waits the timeout before replacing it.
 	if st.Map != nil {
-		for _, p := range st.Map.Shards {
+		st.Map.each(func(_ uint16, p *Placement) {
 			for _, id := range p.Replicas {
 				seen[id] = true
 			}
-		}
+		})
 	}
 	for id := range seen {
 		if _, live := st.Nodes[id]; live || st.Marks[id] != "" {
@@ -73,14 +76,18 @@ func (m *Member) place(ctx context.Context, e *concurrency.Election, st *State, 
 			return
 		}
 	}
+	if m.cfg.System && len(cur.System.Replicas) == 0 { // a new map, or one written before the system group was placed
+		cur = cur.clone()
+		cur.System = seedSystem(m.cfg.Node.ID, m.leaderOf(st, in))
+	}
 	next := plan(cur, in)
-	for i := range next.Shards {
+	next.each(func(shard uint16, p *Placement) {
 		// A group that has a leader exists: a replica that joins it later
 		// waits for a snapshot rather than start a group of its own.
-		if _, ok := st.Leader(uint16(i)); ok {
-			next.Shards[i].Initial = nil
+		if _, ok := st.Leader(shard); ok {
+			p.Initial = nil
 		}
-	}
+	})
 	if st.Map != nil && next.equal(st.Map) {
 		return
 	}
@@ -119,8 +126,13 @@ func (m *Member) seed(st *State, in planInput) *ShardMap {
 	if _, ok := in.live[first]; !ok {
 		first = slices.Min(slices.Collect(maps.Keys(in.live)))
 	}
-	return seed(m.cfg.Shards, first, func(shard uint16) (uint64, bool) {
+	return seed(m.cfg.Shards, first, m.leaderOf(st, in))
+}
+
+// leaderOf returns the live node that leads a shard, if one does.
+func (m *Member) leaderOf(st *State, in planInput) func(shard uint16) (uint64, bool) {
+	return func(shard uint16) (uint64, bool) {
 		n, ok := st.Leader(shard)
 		return n.ID, ok && in.live[n.ID].ID != 0
-	})
+	}
 }

@@ -3,6 +3,8 @@ package cluster
 import (
 	"cmp"
 	"slices"
+
+	"github.com/boomerangd/boomerang/internal/store"
 )
 
 // planInput is what the controller knows when it plans.
@@ -16,6 +18,9 @@ type planInput struct {
 	// keep are the nodes whose replicas stay where they are: the live
 	// ones, and those gone for less than the dead timeout.
 	keep map[uint64]bool
+	// draining are the live members marked draining: they keep serving
+	// requests, so they keep a learner of the system group.
+	draining map[uint64]bool
 }
 
 // plan returns the map that should follow cur. It changes as little as
@@ -46,7 +51,37 @@ func plan(cur *ShardMap, in planInput) *ShardMap {
 		slices.Sort(next.Shards[i].Replicas)
 	}
 	balanceLeaders(next, in)
+	if len(next.System.Replicas) > 0 {
+		placeSystem(&next.System, in, load)
+	}
 	return next
+}
+
+// SystemReplicas is the least replication factor of the system group:
+// clients and sessions outlive the loss of any one node even where the
+// task shards are given fewer replicas.
+const SystemReplicas = 3
+
+// placeSystem places the system group like a shard, with at least
+// SystemReplicas voters (all nodes when fewer), outside the balancing
+// (it is one group among many), and a learner on every other node kept
+// or draining.
+func placeSystem(p *Placement, in planInput, load map[uint64]int) {
+	p.Replicas = slices.DeleteFunc(p.Replicas, func(id uint64) bool { return !in.keep[id] })
+	fill(p, min(max(in.rf, SystemReplicas), len(in.keep)), in, load)
+	slices.Sort(p.Replicas)
+	if _, ok := in.live[p.Leader]; !ok || !p.Contains(p.Leader) {
+		p.Leader, _ = leastLed(p.Replicas, in, map[uint64]int{})
+	}
+	p.Learners = nil
+	for _, nodes := range []map[uint64]bool{in.keep, in.draining} {
+		for id := range nodes {
+			if !p.holds(id) {
+				p.Learners = append(p.Learners, id)
+			}
+		}
+	}
+	slices.Sort(p.Learners)
 }
 
 // seed is the first map: every shard on one node, as a group of that one
@@ -63,6 +98,16 @@ func seed(shards int, first uint64, owner func(shard uint16) (uint64, bool)) *Sh
 		m.Shards[i] = Placement{Replicas: []uint64{id}, Leader: id, Initial: []uint64{id}}
 	}
 	return m
+}
+
+// seedSystem places the system group on the node that leads it already
+// (a standalone data directory's clients), else on first.
+func seedSystem(first uint64, owner func(shard uint16) (uint64, bool)) Placement {
+	id, ok := owner(store.SystemShard)
+	if !ok {
+		id = first
+	}
+	return Placement{Replicas: []uint64{id}, Leader: id, Initial: []uint64{id}}
 }
 
 // fill trims or completes p's replicas to rf.

@@ -147,3 +147,45 @@ func TestPlanKeepsAReplica(t *testing.T) {
 	}
 	checkMap(t, m, in)
 }
+
+// The system group gets SystemReplicas voters whatever the replication
+// factor (all nodes when fewer), a learner on every other node, and a
+// live preferred leader.
+func TestPlanSystem(t *testing.T) {
+	for _, tc := range []struct {
+		rf       int
+		ids      []uint64
+		voters   int
+		learners int
+	}{
+		{3, []uint64{1}, 1, 0},
+		{1, []uint64{1, 2}, 2, 0},
+		{1, []uint64{1, 2, 3, 4, 5}, 3, 2},
+		{5, []uint64{1, 2, 3, 4, 5, 6}, 5, 1},
+	} {
+		in := nodes(8, tc.rf, tc.ids...)
+		m := first(8)
+		m.System = seedSystem(1, func(uint16) (uint64, bool) { return 0, false })
+		for range 3 {
+			m = plan(m, in)
+		}
+		s := m.System
+		if len(s.Replicas) != tc.voters || len(s.Learners) != tc.learners || !s.Contains(s.Leader) {
+			t.Errorf("rf %d, nodes %v: system group %+v, want %d voters and %d learners", tc.rf, tc.ids, s, tc.voters, tc.learners)
+		}
+		for _, id := range tc.ids {
+			if !s.holds(id) {
+				t.Errorf("rf %d: node %d holds no replica of the system group", tc.rf, id)
+			}
+		}
+	}
+	// A draining node keeps serving requests: its voter becomes a learner.
+	in := nodes(8, 3, 1, 2, 3)
+	in.draining = map[uint64]bool{4: true}
+	m := first(8)
+	m.System = Placement{Replicas: []uint64{1, 2, 4}, Leader: 4}
+	s := plan(m, in).System
+	if !slices.Equal(s.Replicas, []uint64{1, 2, 3}) || !slices.Equal(s.Learners, []uint64{4}) || s.Leader == 4 {
+		t.Errorf("draining node 4: system group %+v, want voters 1, 2, 3 and learner 4", s)
+	}
+}

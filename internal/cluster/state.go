@@ -21,6 +21,9 @@ const (
 	electDir   = "controller/"
 	// forwardKeyName holds the key nodes sign forwarded requests with.
 	forwardKeyName = "forward-key"
+	// secretKeyName holds the key signing secrets are sealed with when
+	// the nodes are given none (see ShareSecretKey).
+	secretKeyName = "secret-key"
 )
 
 // Prefix is the key prefix of cluster's keys in etcd.
@@ -168,4 +171,21 @@ func Move(ctx context.Context, cli *clientv3.Client, cluster string, shard uint1
 		return 0, errors.New("cluster: the shard map changed meanwhile; try again")
 	}
 	return resp.Header.Revision, nil
+}
+
+// ShareSecretKey returns the key the cluster's nodes seal signing
+// secrets with when they are given none: the one in etcd, or, if no node
+// stored one yet, key, which it stores. The system group's records are
+// the same on every node, so they must be opened with the same key.
+func ShareSecretKey(ctx context.Context, cli *clientv3.Client, cluster string, key []byte) ([]byte, error) {
+	k := Prefix(cluster) + secretKeyName
+	resp, err := cli.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+		Then(clientv3.OpPut(k, string(key))).Else(clientv3.OpGet(k)).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: secret key: %w", err)
+	}
+	if resp.Succeeded {
+		return key, nil
+	}
+	return resp.Responses[0].GetResponseRange().Kvs[0].Value, nil
 }

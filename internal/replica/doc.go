@@ -68,9 +68,9 @@
 //
 // # The system group
 //
-// With Config.System set, a node also hosts the system group
-// (store.SystemShard: registered clients and sessions), whose entries go
-// to Config.System instead of Config.StateMachine. Its followers forward
+// With Config.System set, the entries of the system group
+// (store.SystemShard: registered clients and sessions), when the node
+// hosts it, go to Config.System instead of Config.StateMachine. Its followers forward
 // their proposals to its leader; the task shards' do not (see system.go).
 //
 // # New groups

@@ -228,6 +228,7 @@ func (n *Node) settle(rds []groupReady) error {
 			n.leadership(r.g, r.rd.SoftState.RaftState == raft.StateLeader)
 		}
 		n.confirmed(r.g, r.rd)
+		n.readsDone(r.rd)
 	}
 	if err := n.commit(rds, false); err != nil {
 		return err

@@ -75,8 +75,9 @@ type Config struct {
 	// StateMachine is fed the committed entries. Required.
 	StateMachine StateMachine
 	// System, if set, is the state machine of the system group
-	// (store.SystemShard), which the node then hosts too; StateMachine
-	// gets every other shard's entries. Optional.
+	// (store.SystemShard), which the node hosts when Shards names it or
+	// Host adds it; StateMachine gets every other shard's entries.
+	// Optional.
 	System StateMachine
 	// Transport carries messages to the other replicas; required when
 	// Peers holds others.
@@ -168,6 +169,8 @@ type Node struct {
 	ctl      []func()                          // work for the loop (under mu)
 	confs    map[string]confWait               // configuration changes awaited
 	nextConf atomic.Uint64                     // numbers them
+	reads    map[string]chan uint64            // read barriers awaited, by request context (loop only)
+	nextRead atomic.Uint64                     // numbers them
 }
 
 // Committed is a shard's entries committed together.
@@ -196,7 +199,6 @@ func New(cfg Config) (*Node, error) {
 	}
 	if cfg.System != nil {
 		cfg.StateMachine = systemMux{system: cfg.System, shards: cfg.StateMachine}
-		cfg.Shards = append(slices.Clone(cfg.Shards), store.SystemShard)
 	}
 	return &Node{
 		cfg:     cfg,

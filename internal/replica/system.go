@@ -2,9 +2,9 @@ package replica
 
 import "github.com/boomerangd/boomerang/internal/store"
 
-// The system group. With Config.System set, a node also hosts
-// store.SystemShard, whose entries go to Config.System and every other
-// shard's to Config.StateMachine. Unlike a task shard, a follower hands
+// The system group. With Config.System set, the entries of
+// store.SystemShard, when the node hosts it, go to Config.System and
+// every other shard's to Config.StateMachine. Unlike a task shard, a follower hands
 // its proposals for the system group on to the leader (raft's proposal
 // forwarding), so any node can make a change there; the state machine
 // learns from Apply whether it was committed.

@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -8,7 +10,7 @@ import (
 	"github.com/boomerangd/boomerang/internal/store"
 )
 
-// With Config.System, every node hosts the system group beside its
+// With Config.System, every node that hosts the system group beside its
 // shards and feeds its entries to the system state machine, the shards'
 // to the other; a follower's proposal for the system group reaches the
 // leader and is committed.
@@ -20,7 +22,7 @@ func TestSystemGroup(t *testing.T) {
 	for _, id := range []uint64{1, 2, 3} {
 		fs := store.NewMemFS()
 		var sys *recorder
-		r := startReplica(t, id, []uint64{1, 2, 3}, []uint16{0}, fs, nw, func(cfg *Config) {
+		r := startReplica(t, id, []uint64{1, 2, 3}, []uint16{0, store.SystemShard}, fs, nw, func(cfg *Config) {
 			sys = newRecorder(cfg.Store)
 			cfg.System = sys
 		})
@@ -51,6 +53,31 @@ func TestSystemGroup(t *testing.T) {
 		if got := sys.entries(0); len(got) > 0 {
 			t.Errorf("node %d gave shard 0's entries to the system state machine: %q", id, got)
 		}
+	}
+
+	// A read barrier returns once the node applied what the leader
+	// committed before, here on a follower cut off from the leader's
+	// messages until the barrier was asked.
+	nw.Cut(leader, follower, true)
+	if err := c.rs[leader-1].node.Propose(store.SystemShard, []byte("before the barrier")); err != nil {
+		t.Fatal(err)
+	}
+	systems[leader].await(t, "the leader's entry", func() bool {
+		return slices.Contains(systems[leader].applied[store.SystemShard], "before the barrier")
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	passed := make(chan bool, 1)
+	go func() {
+		err := c.rs[follower-1].node.ReadBarrier(ctx, store.SystemShard)
+		passed <- err == nil && slices.Contains(systems[follower].entries(store.SystemShard), "before the barrier")
+	}()
+	nw.Cut(leader, follower, false)
+	if !<-passed {
+		t.Error("the follower passed a read barrier without the entry committed before it")
+	}
+	if err := c.rs[0].node.ReadBarrier(ctx, 7); !errors.Is(err, ErrUnknownShard) {
+		t.Errorf("a read barrier on a shard not hosted: %v, want ErrUnknownShard", err)
 	}
 }
 

@@ -56,7 +56,8 @@ type Config struct {
 
 	// System, if set, is the state machine of the system group (the
 	// registered clients and sessions), which the scheduler's replica
-	// node then hosts beside the task shards (see replica.Config.System).
+	// node then hosts beside the task shards, or, when Placed, where the
+	// placement puts it (see replica.Config.System).
 	System replica.StateMachine
 
 	// Placed, when true, makes the node host only the shards it has a log

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/boomerangd/boomerang/internal/replica"
+	"github.com/boomerangd/boomerang/internal/store"
 )
 
 // The scheduler is its shards' state machine: the replica node feeds it
@@ -22,6 +23,9 @@ func (s *Scheduler) startNode() error {
 		shards = make([]uint16, s.cfg.Store.Shards())
 		for i := range shards {
 			shards[i] = uint16(i)
+		}
+		if s.cfg.System != nil {
+			shards = append(shards, store.SystemShard)
 		}
 	}
 	node, err := replica.New(replica.Config{

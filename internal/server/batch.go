@@ -13,7 +13,8 @@ import (
 // RegisterTask would refuse fails alone, with the same error, and the
 // others are registered. The request fails as a whole only for what
 // concerns all its tasks: the caller's role, the client named, too many
-// tasks, or the scheduler stopping.
+// tasks, or the scheduler stopping. In a cluster, the tasks whose shards
+// other nodes lead are forwarded to them (forwardBatch).
 func (s *Service) RegisterTasks(ctx context.Context, p auth.Principal, req *boomerangv1.RegisterTasksRequest) (*boomerangv1.RegisterTasksResponse, error) {
 	if err := writable(p); err != nil {
 		return nil, err
@@ -46,7 +47,11 @@ func (s *Service) RegisterTasks(ctx context.Context, p auth.Principal, req *boom
 	if err != nil {
 		return nil, err
 	}
+	notLed := map[int]uint16{}
 	for j, a := range answers {
+		if shard, ok := notLeader(a.Err); ok {
+			notLed[index[j]] = shard
+		}
 		if a.Err != nil {
 			results[index[j]] = failedResult(a.Err)
 			continue
@@ -57,6 +62,7 @@ func (s *Service) RegisterTasks(ctx context.Context, p auth.Principal, req *boom
 			Registered: &boomerangv1.RegisterTaskResponse{Task: t, Created: a.Created, Replaced: replaced(batch[j], a.Created)},
 		}}
 	}
+	forwardBatch(ctx, p, req, notLed, results)
 	return &boomerangv1.RegisterTasksResponse{Results: results}, nil
 }
 

@@ -58,12 +58,16 @@ func (s *Service) RegisterClient(_ context.Context, p auth.Principal, req *boome
 }
 
 // DeregisterClient removes a client (admin only) and ends its sessions.
-// A client with tasks is refused with CONFLICT.
-func (s *Service) DeregisterClient(_ context.Context, p auth.Principal, req *boomerangv1.DeregisterClientRequest) (*boomerangv1.DeregisterClientResponse, error) {
+// A client with tasks is refused with CONFLICT: in a cluster, tasks on
+// any shard, as its leader has them.
+func (s *Service) DeregisterClient(ctx context.Context, p auth.Principal, req *boomerangv1.DeregisterClientRequest) (*boomerangv1.DeregisterClientResponse, error) {
 	if err := adminOnly(p); err != nil {
 		return nil, err
 	}
 	if err := checkRequired("client_id", req.ClientId); err != nil {
+		return nil, err
+	}
+	if err := s.checkNoTasks(ctx, p, req.ClientId); err != nil {
 		return nil, err
 	}
 	if err := s.auth.DeregisterClient(req.ClientId); err != nil {
@@ -74,6 +78,24 @@ func (s *Service) DeregisterClient(_ context.Context, p auth.Principal, req *boo
 	}
 	s.clientChanged(req.ClientId)
 	return &boomerangv1.DeregisterClientResponse{}, nil
+}
+
+// checkNoTasks refuses, in a cluster, to deregister a client with tasks
+// on any shard; auth checks the shards this node hosts again.
+func (s *Service) checkNoTasks(ctx context.Context, p auth.Principal, client string) error {
+	f := forwarderOf(ctx)
+	if f == nil {
+		return nil
+	}
+	req := &boomerangv1.ListTasksRequest{Client: client, PageSize: MaxPageSize}
+	resp, err := s.listTasksEverywhere(ctx, f, p, req, MaxPageSize)
+	switch {
+	case err != nil:
+		return err
+	case len(resp.Tasks) > 0 || resp.NextPageToken != 0:
+		return &auth.HasTasksError{Client: client, Count: len(resp.Tasks), More: resp.NextPageToken != 0}
+	}
+	return nil
 }
 
 // ListClients lists every client (admins and read-only clients), without

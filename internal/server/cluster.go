@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -102,7 +103,7 @@ func (s *Server) joinCluster() error {
 	}
 	host, _, _ := net.SplitHostPort(c.Advertise)
 	m, err := cluster.New(cluster.Config{
-		Cluster: c.Name, Etcd: s.cl.etcd, Shards: s.st.Shards(), Local: s.sched.Node(), Peers: s.cl.tr,
+		Cluster: c.Name, Etcd: s.cl.etcd, Shards: s.st.Shards(), System: true, Local: s.sched.Node(), Peers: s.cl.tr,
 		Node: cluster.NodeInfo{
 			ID: c.NodeID, Raft: c.Advertise, Zone: c.Zone,
 			TCP: withHost(host, s.TCPAddr()), HTTP: withHost(host, s.HTTPAddr()),
@@ -120,7 +121,57 @@ func (s *Server) joinCluster() error {
 		scheme = "https"
 	}
 	s.svc.fwd.Store(&forwarder{member: m, http: s.forwardClient(), scheme: scheme, key: m.ForwardKey})
+	s.summaries.Go(s.joinSystem)
 	return nil
+}
+
+// joinSystem waits until this node's replica of the system group, which
+// the placement gives it, has caught up, then seals stale records again
+// and creates the first admin if no node did, trying again until it
+// succeeds: the placement needs only etcd, so nothing here waits for
+// itself. Until then auth answers logins and sessions with
+// auth.ErrCatchingUp.
+func (s *Server) joinSystem() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.stopping
+		cancel()
+	}()
+	for {
+		pw, err := s.openSystem(ctx)
+		if err == nil {
+			s.log.Info("clients and sessions caught up with the cluster")
+			if pw != "" {
+				s.log.Warn("created the admin client with a generated password, shown only this once", "client", s.cfg.AdminID, "password", pw)
+			}
+			return
+		}
+		s.log.Debug("clients and sessions not caught up yet", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond): // not hosted yet, or no leader: the placement and elections go on
+		}
+	}
+}
+
+// openSystem catches up, seals, bootstraps and opens auth, and returns
+// the admin password it generated, if it did.
+func (s *Server) openSystem(ctx context.Context) (string, error) {
+	wait, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.auth.CatchUp(wait); err != nil {
+		return "", err
+	}
+	if err := s.auth.Reseal(); err != nil {
+		return "", err
+	}
+	pw, err := s.bootstrap()
+	if err == nil {
+		s.auth.Open()
+	}
+	return pw, err
 }
 
 // withHost replaces addr's host.

@@ -59,10 +59,11 @@ func serve[Req, Resp any](ctx context.Context, h *connectHandler, name string, r
 	var resp *Resp
 	if err == nil {
 		ctx = withPeer(ctx, req.Peer().Addr)
-		resp, err = op(ctx, p, req.Msg)
-		if !forwarded {
-			resp, err = forwardOn(withForwarder(ctx, h.svc.fwd.Load()), p, req.Msg, resp, err)
+		if !forwarded { // a forwarded request is never forwarded again
+			ctx = withForwarder(ctx, h.svc.fwd.Load())
 		}
+		resp, err = op(ctx, p, req.Msg)
+		resp, err = forwardOn(ctx, p, req.Msg, resp, err)
 		h.svc.audited(p, name, any(req.Msg), err)
 	}
 	return answer(h, name, start, resp, err)

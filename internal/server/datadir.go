@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/boomerangd/boomerang/internal/auth"
+	"github.com/boomerangd/boomerang/internal/cluster"
 )
 
 // ErrOpenDataDir: the data directory may be read or entered by its group
@@ -87,4 +91,35 @@ func forgetDataDirKey(cfg *Config, log *slog.Logger) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		log.Warn("could not remove the generated secret key", "file", path, "err", strings.TrimPrefix(err.Error(), "remove "))
 	}
+}
+
+// shareSecretKey makes a cluster node given no secret key seal with the
+// cluster's (cluster.ShareSecretKey): the first node's, generated or
+// from its data directory, which every other node writes into its own
+// data directory first, keeping its earlier keys after it to open what
+// they sealed. With etcd unreachable it keeps the keys it has: after its
+// first start a node holds the cluster's.
+func (s *Server) shareSecretKey(ctx context.Context, keys [][]byte) [][]byte {
+	if len(s.cfg.SecretKeys) > 0 {
+		return keys
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	shared, err := cluster.ShareSecretKey(ctx, s.cl.etcd, s.cfg.Cluster.Name, keys[0])
+	if err != nil {
+		s.log.Warn("the cluster's secret key is not known: keeping this node's", "err", err)
+		return keys
+	}
+	if bytes.Equal(shared, keys[0]) {
+		return keys
+	}
+	keys = append([][]byte{shared}, keys...)
+	text := "# Seals the signing secrets of the cluster. Keep it elsewhere: see docs/server.md.\n"
+	for _, k := range keys {
+		text += auth.EncodeKey(k) + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(s.cfg.DataDir, SecretKeyFile), []byte(text), 0o600); err != nil {
+		s.log.Warn("could not keep the cluster's secret key in the data directory", "err", err)
+	}
+	return keys
 }

@@ -89,6 +89,7 @@ var statusRules = []struct {
 	{ErrTooManyConnections, boomerangv1.Status_STATUS_BUSY, "too many connections; retry later"},
 	{ErrTooManyPendingLogins, boomerangv1.Status_STATUS_BUSY, "too many connections waiting to log in; retry later"},
 	{auth.ErrLoginBusy, boomerangv1.Status_STATUS_BUSY, "too many logins; retry later"},
+	{auth.ErrCatchingUp, boomerangv1.Status_STATUS_BUSY, "this node's copy of clients and sessions is catching up; retry"},
 	{auth.ErrNoLeader, boomerangv1.Status_STATUS_BUSY, "clients and sessions cannot change now (no leader); retry (the request may or may not have taken effect)"},
 	{scheduler.ErrClosed, boomerangv1.Status_STATUS_BUSY, "server is shutting down; retry later"},
 	{store.ErrClosed, boomerangv1.Status_STATUS_BUSY, "server is shutting down; retry later"},

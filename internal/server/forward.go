@@ -58,33 +58,51 @@ func withForwarder(ctx context.Context, f *forwarder) context.Context {
 // and err as they are.
 func forwardOn[Req, Resp any](ctx context.Context, p auth.Principal, in *Req, r *Resp, err error) (*Resp, error) {
 	var nl *scheduler.NotLeaderError
-	f, _ := ctx.Value(forwarderKey{}).(*forwarder)
+	f := forwarderOf(ctx)
 	if f == nil || !errors.As(err, &nl) {
 		return r, err
 	}
-	st := f.member.State()
-	if st == nil {
-		return r, err
-	}
-	leader, ok := st.Leader(nl.Shard)
-	if !ok || leader.ID == f.member.ID() || leader.HTTP == "" {
-		return r, err
-	}
-	msg, ok := any(in).(proto.Message)
+	leader, ok := f.leader(nl.Shard)
 	if !ok {
 		return r, err
 	}
-	sig, serr := f.sign(ctx, p)
-	if serr != nil {
-		return r, err
+	return forwardTo[Req, Resp](ctx, f, leader, p, in)
+}
+
+// forwarderOf returns the forwarder ctx allows forwarding with, or nil.
+func forwarderOf(ctx context.Context) *forwarder {
+	f, _ := ctx.Value(forwarderKey{}).(*forwarder)
+	return f
+}
+
+// leader returns the node that leads shard, if it is another one that
+// can be forwarded to.
+func (f *forwarder) leader(shard uint16) (cluster.NodeInfo, bool) {
+	st := f.member.State()
+	if st == nil {
+		return cluster.NodeInfo{}, false
+	}
+	leader, ok := st.Leader(shard)
+	return leader, ok && leader.ID != f.member.ID() && leader.HTTP != ""
+}
+
+// forwardTo sends in, on behalf of p, to node's Connect API.
+func forwardTo[Req, Resp any](ctx context.Context, f *forwarder, node cluster.NodeInfo, p auth.Principal, in *Req) (*Resp, error) {
+	msg, ok := any(in).(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("server: cannot forward %T", in)
+	}
+	sig, err := f.sign(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("forwarding: %w: %w", err, scheduler.ErrNotLeader)
 	}
 	method := strings.TrimSuffix(string(msg.ProtoReflect().Descriptor().Name()), "Request")
-	url := f.scheme + "://" + leader.HTTP + "/" + boomerangv1connect.BoomerangServiceName + "/" + method
+	url := f.scheme + "://" + node.HTTP + "/" + boomerangv1connect.BoomerangServiceName + "/" + method
 	req := connect.NewRequest(in)
 	req.Header().Set(forwardHeader, sig)
-	resp, cerr := connect.NewClient[Req, Resp](f.http, url).CallUnary(ctx, req)
-	if cerr != nil {
-		return nil, remoteError(cerr)
+	resp, err := connect.NewClient[Req, Resp](f.http, url).CallUnary(ctx, req)
+	if err != nil {
+		return nil, remoteError(err)
 	}
 	return resp.Msg, nil
 }

@@ -234,8 +234,25 @@ func (s *Service) bulkAct(ctx context.Context, p auth.Principal, action boomeran
 }
 
 // ListGroups lists groups, blocked ones first with the dead letter
-// holding each.
+// holding each; in a cluster, read from every shard's leader
+// (fanout.go).
 func (s *Service) ListGroups(ctx context.Context, p auth.Principal, req *boomerangv1.ListGroupsRequest) (*boomerangv1.ListGroupsResponse, error) {
+	f := forwarderOf(ctx)
+	if f == nil {
+		return s.listGroupsHere(ctx, p, req)
+	}
+	limit := defaultGroupLimit
+	if req.Limit != 0 {
+		var err error
+		if limit, err = pageSize(req.Limit); err != nil {
+			return nil, invalid("limit", "must be at most %d, got %d", MaxPageSize, req.Limit)
+		}
+	}
+	return s.listGroupsEverywhere(ctx, f, p, req, limit)
+}
+
+// listGroupsHere is ListGroups from the shards this node hosts.
+func (s *Service) listGroupsHere(ctx context.Context, p auth.Principal, req *boomerangv1.ListGroupsRequest) (*boomerangv1.ListGroupsResponse, error) {
 	client, err := owner(p, req.Client, true)
 	if err == nil {
 		err = checkName("group_contains", req.GroupContains, scheduler.MaxGroupLen)

@@ -114,10 +114,16 @@ func (s *Server) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.cfg.Cluster != nil {
+		if err := s.prepareCluster(); err != nil {
+			return err
+		}
+		keys = s.shareSecretKey(ctx, keys)
+	}
 	s.auth, err = auth.New(s.st, auth.Config{
 		SessionTTL: s.cfg.SessionTTL, Hash: s.cfg.PasswordHash, Clock: s.cfg.Clock, Logger: s.log.With("component", "auth"),
 		SecretKeys: keys, LoginChecksPerSecond: s.cfg.LoginChecksPerSecond, MaxLoginWait: s.cfg.MaxLoginWait,
-		LoginsPerSource: s.cfg.LoginsPerSource,
+		LoginsPerSource: s.cfg.LoginsPerSource, Replicated: s.cfg.Cluster != nil,
 	})
 	if err != nil {
 		return err
@@ -148,9 +154,6 @@ func (s *Server) start(ctx context.Context) error {
 		MaxIdempotencyKeys:   s.cfg.Limits.IdempotencyKeys,
 	}
 	if s.cfg.Cluster != nil {
-		if err := s.prepareCluster(); err != nil {
-			return err
-		}
 		sc.NodeID, sc.Placed, sc.Transport = s.cfg.Cluster.NodeID, true, s.cl.tr
 	}
 	if s.sched, err = scheduler.New(sc); err != nil {
@@ -168,7 +171,7 @@ func (s *Server) start(ctx context.Context) error {
 	s.svc = &Service{
 		auth: s.auth, sched: s.sched, clock: s.cfg.Clock, log: s.log, egress: s.egress,
 		maxPayload: s.cfg.MaxPayloadBytes, listBudget: s.cfg.MaxFrameBytes - responseOverhead,
-		info: s.info, clientChanged: s.clientChanged, panel: s.newPanel(),
+		info: s.info, clientChanged: s.clientChanged, panel: s.newPanel(), groupShard: s.st.GroupShard,
 	}
 	if s.ui, err = s.newUI(); err != nil {
 		return err
@@ -184,38 +187,44 @@ func (s *Server) start(ctx context.Context) error {
 
 // startSystem attaches auth to the replica node, which hosts the system
 // group (clients and sessions) beside the task shards, waits for the
-// group's leader (this node: the server hosts it with one voter, in a
-// cluster too until placement spreads it), seals stale records again
-// and creates the first admin.
+// group's leader (this node: a standalone server hosts it with one
+// voter), seals stale records again and creates the first admin. A
+// cluster node does that once it has joined (joinSystem).
 func (s *Server) startSystem(ctx context.Context) error {
 	s.auth.Attach(s.sched.Node())
+	if s.cfg.Cluster != nil {
+		return nil
+	}
 	if err := s.auth.AwaitLeader(ctx); err != nil {
 		return err
 	}
 	if err := s.auth.Reseal(); err != nil {
 		return err
 	}
-	return s.bootstrap()
+	pw, err := s.bootstrap()
+	s.bootstrapPassword = pw
+	return err
 }
 
 // bootstrap creates the first admin, or says when a configured admin
 // password is not the existing admin's: it only applies to an empty
 // store, and a user following a guide would otherwise get "invalid
-// client id or password" with no clue why.
-func (s *Server) bootstrap() error {
+// client id or password" with no clue why. It returns the password it
+// generated, if it did.
+func (s *Server) bootstrap() (string, error) {
 	pw, created, err := s.auth.Bootstrap(s.cfg.AdminID, s.cfg.AdminPassword)
 	if err != nil {
-		return err
+		return "", err
 	}
 	switch {
 	case created:
-		s.bootstrapPassword = pw
+		return pw, nil
 	case s.cfg.AdminPassword != "" && !s.auth.CheckPassword(s.cfg.AdminID, s.cfg.AdminPassword):
 		s.log.Warn("the configured admin password is not in use: clients already exist in the data directory, and "+
 			"the admin password only applies to the first start; log in with the password set then, or start with an empty data directory",
 			"admin", s.cfg.AdminID, "data", s.cfg.DataDir)
 	}
-	return nil
+	return "", nil
 }
 
 // deadLetterLimits is a client's dead letter policy, as the scheduler

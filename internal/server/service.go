@@ -38,6 +38,8 @@ type Service struct {
 	panel         *panel
 	// fwd sends requests on to shards' leaders; nil when standalone.
 	fwd atomic.Pointer[forwarder]
+	// groupShard is the shard of a client's group (store.GroupShard).
+	groupShard func(client, group string) uint16
 }
 
 // responseOverhead is the room a list response leaves for its envelope.

@@ -244,7 +244,30 @@ func (s *Service) markBlocked(ctx context.Context, p auth.Principal, tasks []*bo
 
 // ListTasks lists tasks in id order, a page at a time. A page is also cut
 // short to keep the response under the frame limit.
+//
+// In a cluster it is read from every shard's leader (fanout.go); one
+// shard's list from its leader; a payload search or a list in due order
+// from the shards this node hosts.
 func (s *Service) ListTasks(ctx context.Context, p auth.Principal, req *boomerangv1.ListTasksRequest) (*boomerangv1.ListTasksResponse, error) {
+	f := forwarderOf(ctx)
+	if f == nil || len(req.PayloadContains) > 0 || req.Order == boomerangv1.TaskOrder_TASK_ORDER_DUE {
+		return s.listTasksHere(ctx, p, req)
+	}
+	if req.Shard != nil {
+		if leader, ok := f.leader(uint16(*req.Shard)); ok && int(*req.Shard) < s.sched.Shards() {
+			return forwardTo[boomerangv1.ListTasksRequest, boomerangv1.ListTasksResponse](ctx, f, leader, p, req)
+		}
+		return s.listTasksHere(ctx, p, req)
+	}
+	limit, err := pageSize(req.PageSize)
+	if err != nil {
+		return nil, err
+	}
+	return s.listTasksEverywhere(ctx, f, p, req, limit)
+}
+
+// listTasksHere is ListTasks from the shards this node hosts.
+func (s *Service) listTasksHere(ctx context.Context, p auth.Principal, req *boomerangv1.ListTasksRequest) (*boomerangv1.ListTasksResponse, error) {
 	client, err := owner(p, req.Client, true)
 	if err != nil {
 		return nil, err
