@@ -34,7 +34,7 @@ func TestClusterThroughput(t *testing.T) {
 			url := startHistoryReceiver(t, hist)
 			var clients []*client.Client
 			for _, nd := range c.nodes {
-				clients = append(clients, nd.srv.admin(t))
+				clients = append(clients, nd.login(t, "admin", adminPassword))
 			}
 			elapsed := registerFlat(t, clients, hist, url, *clusterTasks)
 			waitFor(t, "every task delivered", func() bool { return len(hist.Pending()) == 0 })

@@ -118,7 +118,7 @@ func (c *fcluster) any() *client.Client {
 		c.t.Fatal("no node is running")
 	}
 	if r[0].admin == nil {
-		r[0].admin = r[0].srv.admin(c.t)
+		r[0].admin = r[0].login(c.t, "admin", adminPassword)
 	}
 	return r[0].admin
 }
@@ -170,6 +170,23 @@ func (c *fcluster) awaitLedWithout(cl *client.Client, gone ...*fnode) time.Durat
 		})
 	})
 	return time.Since(start)
+}
+
+// login connects the SDK to the node as id, waiting while the node
+// cannot log in yet (its copy of clients and sessions catching up after
+// it started, or no leader for them during a fault).
+func (nd *fnode) login(t *testing.T, id, password string) *client.Client {
+	t.Helper()
+	var c *client.Client
+	waitFor(t, "a login to node "+strconv.Itoa(nd.id), func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var err error
+		c, err = client.Dial(ctx, nd.tcp, client.Credentials{ClientID: id, Password: password})
+		return err == nil
+	})
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // ready reports whether the node answers /readyz with 200.

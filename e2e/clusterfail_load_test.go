@@ -19,13 +19,13 @@ import (
 	"github.com/boomerangd/boomerang/internal/history"
 )
 
-// clientsEverywhere makes the load generator register its own client and
-// use it through every node. A client is kept by the node it was
-// registered on, so until clients are replicated the generator acts as
-// admin, the one client every node has (from --admin-password), which
-// also reaches every node.
-var clientsEverywhere = flag.Bool("cluster.clients-everywhere", false,
-	"failure suite: register a client of its own and use it through every node")
+// clientsEverywhere makes the load generator register its own client
+// and use it through every node, as clients and sessions are shared by
+// the whole cluster. Off, it acts as admin, which every node also knows
+// from --admin-password: for a cluster whose nodes keep clients of their
+// own.
+var clientsEverywhere = flag.Bool("cluster.clients-everywhere", true,
+	"failure suite: register a client of its own and use it through every node (false: act as admin)")
 
 // loadgen registers, updates and cancels grouped and ungrouped tasks
 // through every node it was given, records every request and answer in
@@ -62,7 +62,7 @@ func startLoad(t *testing.T, c *fcluster, hist *history.History, url string, see
 		}
 	}
 	for _, nd := range c.running() {
-		g.clients = append(g.clients, nd.srv.dial(t, id, password))
+		g.clients = append(g.clients, nd.login(t, id, password))
 	}
 	for w := range groupWorkers + ungroupedWorkers {
 		rng := rand.New(rand.NewPCG(seed, uint64(w)))
