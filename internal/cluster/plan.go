@@ -46,7 +46,7 @@ func plan(cur *ShardMap, in planInput) *ShardMap {
 	for i := range next.Shards {
 		fill(&next.Shards[i], rf, in, load)
 	}
-	rebalance(next, in, load)
+	rebalance(cur, next, in, load)
 	for i := range next.Shards {
 		slices.Sort(next.Shards[i].Replicas)
 	}
@@ -171,8 +171,13 @@ func compareBool(a, b bool) int {
 }
 
 // rebalance moves replicas from the busiest live node to the idlest one
-// until their loads differ by one at most.
-func rebalance(m *ShardMap, in planInput, load map[uint64]int) {
+// until their loads differ by one at most. A move never takes away the
+// last of a shard's replicas in cur: the new ones start empty and wait
+// for a leader, which only a replica already placed can become (a
+// shard's first replica may not even have started its group yet, and a
+// node does not start a group it is no longer placed in). What it
+// cannot move now, a later plan moves, once the new replicas are placed.
+func rebalance(cur, m *ShardMap, in planInput, load map[uint64]int) {
 	if len(in.live) < 2 {
 		return
 	}
@@ -187,9 +192,15 @@ func rebalance(m *ShardMap, in planInput, load map[uint64]int) {
 		if load[hi]-load[lo] <= 1 {
 			return
 		}
-		i := slices.IndexFunc(m.Shards, func(p Placement) bool {
-			return slices.Contains(p.Replicas, hi) && !slices.Contains(p.Replicas, lo)
-		})
+		i := -1
+		for j, p := range m.Shards {
+			if slices.Contains(p.Replicas, hi) && !slices.Contains(p.Replicas, lo) && slices.ContainsFunc(p.Replicas, func(id uint64) bool {
+				return id != hi && slices.Contains(cur.Shards[j].Replicas, id)
+			}) {
+				i = j
+				break
+			}
+		}
 		if i < 0 {
 			return
 		}

@@ -130,6 +130,24 @@ func TestPlanSpreadsOverZones(t *testing.T) {
 	}
 }
 
+// A map grown from one node straight to five keeps, at every step, a
+// replica of every shard from the map before: the new replicas start
+// empty and need one that may lead. It settles within a few plans.
+func TestPlanKeepsAReplica(t *testing.T) {
+	in := nodes(64, 3, 1, 2, 3, 4, 5)
+	m := first(64)
+	for range 4 {
+		next := plan(m, in)
+		for i, p := range next.Shards {
+			if !slices.ContainsFunc(p.Replicas, func(id uint64) bool { return slices.Contains(m.Shards[i].Replicas, id) }) {
+				t.Fatalf("shard %d moves from %v to %v: none of its replicas stays", i, m.Shards[i].Replicas, p.Replicas)
+			}
+		}
+		m = next
+	}
+	checkMap(t, m, in)
+}
+
 // The system group gets SystemReplicas voters whatever the replication
 // factor (all nodes when fewer), a learner on every other node, and a
 // live preferred leader.
