@@ -112,7 +112,33 @@ func (n *Node) load(shard uint16, voters []uint64, b *store.Batch) (*group, erro
 		DisableProposalForwarding: !forwards(shard),
 		Logger:                    raftLogger{n.cfg.Logger.With("shard", shard)},
 	})
-	return g, err
+	if err != nil {
+		return nil, err
+	}
+	return g, g.replayConfChanges(l.Entries, applied)
+}
+
+// replayConfChanges applies again the configuration changes among the
+// log's entries up to applied. Raft restores the configuration of the
+// log's start (its last truncation) and hands out only entries after
+// applied, so without this a node restarted before its log was truncated
+// past its last change would come back with an older configuration: one
+// that may make it the only voter, or still a learner.
+func (g *group) replayConfChanges(entries []*raftpb.Entry, applied uint64) error {
+	for _, e := range entries {
+		if e.GetIndex() <= g.truncated || e.GetIndex() > applied {
+			continue
+		}
+		cc, err := decodeConfChange(e)
+		if err != nil {
+			return fmt.Errorf("%w: shard %d log entry %d: %v", store.ErrCorrupt, g.shard, e.GetIndex(), err)
+		}
+		if cc != nil {
+			g.conf = g.rn.ApplyConfChange(cc)
+			g.storage.setConf(e.GetIndex(), g.conf)
+		}
+	}
+	return nil
 }
 
 func firstErr(errs ...error) error {

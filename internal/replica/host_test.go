@@ -128,3 +128,43 @@ func TestDemotedReplicaUnhosts(t *testing.T) {
 	c.commit("after", 5)
 	c.rs = append(c.rs, gone) // stopped with the others
 }
+
+// A replica restarted before its log is truncated past its last
+// configuration change comes back with that configuration: promoted to
+// voter after the snapshot it joined from, it can still be made leader.
+func TestRestartKeepsConfigurationChanges(t *testing.T) {
+	for _, tn := range networks {
+		t.Run(tn.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			nw := tn.new(t)
+			defer nw.close()
+			c := startCluster(t, nw, shards[:1])
+			defer c.stop()
+			c.commit("before", 10)
+			const sh = 0
+			peers := []uint64{1, 2, 3, 4}
+			fresh := startReplica(t, 4, peers, nil, store.NewMemFS(), nw)
+			if err := fresh.node.Host(ctx, sh, nil); err != nil {
+				t.Fatal(err)
+			}
+			l := c.leader(sh)
+			if err := l.node.ChangeConf(ctx, sh, AddLearner, 4); err != nil {
+				t.Fatalf("add learner: %v", err)
+			}
+			fresh.rec.await(t, "the learner's snapshot", func() bool { return fresh.rec.restored[sh] > 0 })
+			if err := l.node.ChangeConf(ctx, sh, Promote, 4); err != nil {
+				t.Fatalf("promote: %v", err)
+			}
+			c.rs = append(c.rs, fresh)
+			c.commit("promoted", 5)
+			c.caughtUp(fresh, batch{"promoted", 5})
+			fresh.stop(t)
+			c.rs[3] = startReplica(t, 4, peers, nil, fresh.fs, nw)
+			if err := c.leader(sh).node.TransferLeadership(ctx, sh, 4); err != nil {
+				t.Fatalf("transfer to the restarted voter: %v", err)
+			}
+			c.rs[3].rec.await(t, "the restarted voter leads", func() bool { return c.rs[3].rec.lead[sh] > 0 })
+		})
+	}
+}

@@ -295,28 +295,35 @@ func (n *Node) leadership(g *group, leader bool) {
 
 // confChange applies a committed configuration change.
 func (n *Node) confChange(g *group, e *raftpb.Entry) error {
-	var cc raftpb.ConfChangeI
-	switch e.GetType() {
-	case raftpb.EntryType_EntryConfChange:
-		var c raftpb.ConfChange
-		if err := proto.Unmarshal(e.Data, &c); err != nil {
-			return err
-		}
-		cc = &c
-	case raftpb.EntryType_EntryConfChangeV2:
-		var c raftpb.ConfChangeV2
-		if err := proto.Unmarshal(e.Data, &c); err != nil {
-			return err
-		}
-		cc = &c
-	default:
-		return nil
+	cc, err := decodeConfChange(e)
+	if err != nil || cc == nil {
+		return err
 	}
 	g.conf = g.rn.ApplyConfChange(cc)
 	g.storage.setConf(e.GetIndex(), g.conf)
 	n.recheckLease(g)
 	n.confApplied(cc)
 	return nil
+}
+
+// decodeConfChange returns the configuration change an entry holds, or
+// nil for an entry of another type.
+func decodeConfChange(e *raftpb.Entry) (raftpb.ConfChangeI, error) {
+	switch e.GetType() {
+	case raftpb.EntryType_EntryConfChange:
+		var c raftpb.ConfChange
+		if err := proto.Unmarshal(e.Data, &c); err != nil {
+			return nil, err
+		}
+		return &c, nil
+	case raftpb.EntryType_EntryConfChangeV2:
+		var c raftpb.ConfChangeV2
+		if err := proto.Unmarshal(e.Data, &c); err != nil {
+			return nil, err
+		}
+		return &c, nil
+	}
+	return nil, nil
 }
 
 // truncatable reports whether the state written would let some log be
