@@ -21,8 +21,8 @@ import (
 // set. The server's live Go heap is small (the store's memtables and
 // block cache are allocated outside it), and most of what it allocates
 // lives for one request, so collecting at 5 times the live heap instead
-// of twice it costs little memory and saves a fifth of the CPU under
-// load (docs/benchmarks.md, "Garbage collection").
+// of twice it costs little memory and saves a sixth of the CPU under
+// load (docs/benchmarks.md, "Round three").
 const defaultGCPercent = 400
 
 func main() {

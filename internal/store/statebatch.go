@@ -20,14 +20,13 @@ func (s *Store) NewStateBatch() *Batch {
 // stateWrites is what a state batch keeps beside its Pebble batch.
 //
 // Its writes are held and added to the Pebble batch in key order when it
-// is committed: Pebble's memtable, a skiplist, then finds each key's
-// place next to the one before instead of searching for it from the top,
-// which makes applying a batch of commands several times cheaper than in
-// the order the commands wrote their keys (store's
-// BenchmarkApplyRegistrations). The Pebble batch is not indexed, so
-// reads through the batch (the old records that commands replace or
-// delete) come from tasks and dead, which hold what the batch wrote, and
-// otherwise from the store.
+// is committed: Pebble's memtable, a skiplist, then finds the place of a
+// key that follows the previous one (a task's record and index entries
+// in a shard, by id or due time) next to it instead of from the top
+// (BenchmarkApplyRegistrations compares). The Pebble batch is not
+// indexed, so reads through the batch (the old records that commands
+// replace or delete) come from tasks and dead, which hold what the batch
+// wrote, and otherwise from the store.
 type stateWrites struct {
 	arena  []byte      // the held keys and values, back to back
 	writes []heldWrite // in the order they were made
