@@ -161,6 +161,8 @@ func TestRestartKeepsConfigurationChanges(t *testing.T) {
 			c.caughtUp(fresh, batch{"promoted", 5})
 			fresh.stop(t)
 			c.rs[3] = startReplica(t, 4, peers, nil, fresh.fs, nw)
+			c.commit("restarted", 3)
+			c.caughtUp(c.rs[3], batch{"restarted", 3})
 			if err := c.leader(sh).node.TransferLeadership(ctx, sh, 4); err != nil {
 				t.Fatalf("transfer to the restarted voter: %v", err)
 			}
