@@ -15,6 +15,7 @@ import (
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
 	"github.com/boomerangd/boomerang/client"
+	"github.com/boomerangd/boomerang/internal/testwait"
 )
 
 // A cluster of three boomerang processes and an embedded etcd (boomerang
@@ -76,17 +77,15 @@ func measureFailover(c *client.Client, id string) <-chan time.Duration {
 	start := time.Now()
 	out := make(chan time.Duration, 1)
 	go func() {
-		for time.Since(start) < waitLimit {
+		if testwait.Until(waitLimit, func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
 			cl, err := c.GetCluster(ctx, &boomerangv1.GetClusterRequest{})
-			cancel()
-			if err == nil && !slices.ContainsFunc(cl.GetShards(), func(s *boomerangv1.ClusterShard) bool {
+			return err == nil && !slices.ContainsFunc(cl.GetShards(), func(s *boomerangv1.ClusterShard) bool {
 				return s.GetLeader() == "" || s.GetLeader() == id
-			}) {
-				out <- time.Since(start)
-				return
-			}
-			time.Sleep(5 * time.Millisecond) // polling the cluster's view
+			})
+		}) {
+			out <- time.Since(start)
 		}
 	}()
 	return out

@@ -14,6 +14,7 @@ import (
 
 	"github.com/boomerangd/boomerang/internal/replica"
 	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/testwait"
 )
 
 // The system group across nodes: three in one process over a
@@ -128,16 +129,10 @@ func (c *systemCluster) status(n *systemNode) replica.ShardStatus {
 	return replica.ShardStatus{}
 }
 
-// await polls cond until it holds, failing the test after 20 s.
+// await waits until cond holds, failing the test after 20 s.
 func (c *systemCluster) await(what string, cond func() bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, not a guess at timing
-	}
+	testwait.For(c.t, 20*time.Second, what, cond)
 }
 
 // awaitLeader waits until every running node knows the same leader, and

@@ -14,6 +14,7 @@ import (
 	"github.com/boomerangd/boomerang/internal/replica"
 	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/testwait"
 )
 
 const (
@@ -105,20 +106,10 @@ func (n *testNode) stop() {
 	_ = n.st.Close()
 }
 
-// await polls cond until it holds, failing the test after waitLimit.
+// await waits until cond returns nil, failing the test after waitLimit.
 func await(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the nodes' status
-	}
+	testwait.Err(t, waitLimit, what, cond)
 }
 
 // settled checks that the nodes' groups match the map: each shard's

@@ -15,6 +15,7 @@ import (
 
 	"github.com/boomerangd/boomerang/internal/store"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
+	"github.com/boomerangd/boomerang/internal/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -243,20 +244,20 @@ func (c *cluster) leader(shard uint16) *replica {
 // awaitLeader waits until a replica that ok accepts leads shard.
 func (c *cluster) awaitLeader(shard uint16, ok func(*replica) bool) *replica {
 	c.t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for time.Now().Before(deadline) {
+	var leader *replica
+	testwait.For(c.t, waitLimit, fmt.Sprintf("a leader of shard %d", shard), func() bool {
 		for _, r := range c.rs {
 			r.rec.mu.Lock()
 			leads := r.rec.lead[shard] > 0
 			r.rec.mu.Unlock()
 			if leads && ok(r) {
-				return r
+				leader = r
+				return true
 			}
 		}
-		time.Sleep(5 * time.Millisecond) // polling the recorders' reports
-	}
-	c.t.Fatalf("no leader of shard %d", shard)
-	return nil
+		return false
+	})
+	return leader
 }
 
 // commit proposes n numbered entries on every shard through its leader
@@ -292,19 +293,13 @@ func (c *cluster) commit(prefix string, n int, skip ...*replica) {
 func (c *cluster) converge() {
 	c.t.Helper()
 	for _, sh := range c.shards() {
-		deadline := time.Now().Add(waitLimit)
-		for {
-			if c.agree(sh) {
-				break
-			}
-			if time.Now().After(deadline) {
-				for _, r := range c.rs {
-					c.t.Logf("replica %d shard %d: %d entries; %s", r.id, sh, len(r.rec.entries(sh)), r.status(sh))
-				}
-				c.t.Fatalf("shard %d: the replicas never agreed", sh)
-			}
-			time.Sleep(5 * time.Millisecond) // polling the replicas
+		if testwait.Until(waitLimit, func() bool { return c.agree(sh) }) {
+			continue
 		}
+		for _, r := range c.rs {
+			c.t.Logf("replica %d shard %d: %d entries; %s", r.id, sh, len(r.rec.entries(sh)), r.status(sh))
+		}
+		c.t.Fatalf("shard %d: the replicas never agreed", sh)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/testwait"
 )
 
 // However often the leader is cut off, no two replicas ever hold a
@@ -80,14 +81,15 @@ func TestSoleVoterHoldsTheLease(t *testing.T) {
 
 // awaitHolder waits for a replica other than not to hold shard's lease.
 func awaitHolder(c *cluster, shard uint16, not *replica) *replica {
-	deadline := time.Now().Add(waitLimit)
-	for time.Now().Before(deadline) {
+	var holder *replica
+	testwait.Until(waitLimit, func() bool {
 		for _, r := range c.rs {
 			if r != not && r.node.Leased(shard) {
-				return r
+				holder = r
+				return true
 			}
 		}
-		time.Sleep(time.Millisecond) // polling the leases
-	}
-	return nil
+		return false
+	})
+	return holder
 }

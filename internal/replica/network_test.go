@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+
+	"github.com/boomerangd/boomerang/internal/testwait"
 )
 
 // network carries a test cluster's messages: the in-process LocalNetwork,
@@ -265,14 +267,8 @@ func (l *logLines) has(parts ...string) bool {
 	return false
 }
 
-// waitFor polls cond until it holds.
+// waitFor waits until cond, over counters that signal nothing, holds.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond) // polling counters that signal nothing
-	}
+	testwait.For(t, waitLimit, what, cond)
 }

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/testwait"
 )
 
 // With Config.System, every node that hosts the system group beside its
@@ -85,18 +85,18 @@ func TestSystemGroup(t *testing.T) {
 // it leads.
 func awaitSystemLeader(t *testing.T, systems map[uint64]*recorder) uint64 {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for time.Now().Before(deadline) {
+	var leader uint64
+	testwait.For(t, waitLimit, "a leader of the system group", func() bool {
 		for id, sys := range systems {
 			sys.mu.Lock()
 			leads := sys.lead[store.SystemShard] > 0
 			sys.mu.Unlock()
 			if leads {
-				return id
+				leader = id
+				return true
 			}
 		}
-		time.Sleep(5 * time.Millisecond) // polling the recorders' reports
-	}
-	t.Fatal("no leader of the system group")
-	return 0
+		return false
+	})
+	return leader
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/boomerangd/boomerang/internal/replica"
 	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/testwait"
 )
 
 var (
@@ -250,31 +251,40 @@ func (c *cluster) heal() {
 // call runs op against the nodes in turn, from a random one, until one
 // answers other than ErrNotLeader or ErrClosed, or the time is up.
 func (c *cluster) call(op func(s *Scheduler, ctx context.Context) error) error {
-	deadline := time.Now().Add(waitLimit)
-	for {
-		c.mu.Lock()
-		first := c.rng.IntN(len(c.nodes))
-		var ss []*Scheduler
-		for i := range c.nodes {
-			if n := c.nodes[(first+i)%len(c.nodes)]; n.up {
-				ss = append(ss, n.s)
-			}
-		}
-		c.mu.Unlock()
-		var err error
-		for _, s := range ss {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			err = op(s, ctx)
-			cancel()
-			if !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrClosed) && !errors.Is(err, context.DeadlineExceeded) {
-				return err
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no node answered in time: %w", err)
-		}
-		time.Sleep(5 * time.Millisecond) // waiting for an election
+	var err error
+	if testwait.Until(waitLimit, func() bool {
+		var answered bool
+		answered, err = c.callOnce(op)
+		return answered
+	}) {
+		return err
 	}
+	return fmt.Errorf("no node answered in time: %w", err)
+}
+
+// callOnce runs op against the nodes that are up, from a random one, and
+// returns the first answer other than ErrNotLeader or ErrClosed, or, not
+// answered, the last refusal.
+func (c *cluster) callOnce(op func(s *Scheduler, ctx context.Context) error) (answered bool, err error) {
+	c.mu.Lock()
+	first := c.rng.IntN(len(c.nodes))
+	var ss []*Scheduler
+	for i := range c.nodes {
+		if n := c.nodes[(first+i)%len(c.nodes)]; n.up {
+			ss = append(ss, n.s)
+		}
+	}
+	c.mu.Unlock()
+	err = ErrClosed // no node is up
+	for _, s := range ss {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err = op(s, ctx)
+		cancel()
+		if !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrClosed) && !errors.Is(err, context.DeadlineExceeded) {
+			return true, err
+		}
+	}
+	return false, err
 }
 
 // client registers tasks in its group until calm, one after another, due
@@ -347,17 +357,13 @@ func (c *cluster) ungrouped(group string, k int) {
 // awaitDelivered waits until every registered task that was not
 // cancelled was delivered.
 func (c *cluster) awaitDelivered() {
-	deadline := time.Now().Add(2 * waitLimit)
-	for {
-		missing := c.hist.undelivered()
-		if len(missing) == 0 {
-			return
+	c.t.Helper()
+	testwait.Err(c.t, 2*waitLimit, "every acknowledged registration delivered", func() error {
+		if missing := c.hist.undelivered(); len(missing) > 0 {
+			return fmt.Errorf("%d never delivered, such as %v", len(missing), missing[:min(5, len(missing))])
 		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("%d acknowledged registrations never delivered, such as %v", len(missing), missing[:min(5, len(missing))])
-		}
-		time.Sleep(20 * time.Millisecond) // polling the receivers
-	}
+		return nil
+	})
 }
 
 func (c *cluster) stop() {
@@ -628,15 +634,9 @@ func TestUngroupedTasksGoWhereTheNodeLeads(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond, which nothing signals, until it holds or limit
-// passes.
+// waitUntil waits until cond, which nothing signals, holds, failing tb
+// after limit.
 func waitUntil(tb testing.TB, limit time.Duration, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling
-	}
+	testwait.For(tb, limit, what, cond)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/boomerangd/boomerang/internal/replica"
 	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/testwait"
 )
 
 // benchCluster is n schedulers in one process, each on its own store in a
@@ -180,18 +181,12 @@ func BenchmarkFailover(b *testing.B) {
 		c.down[old] = true
 		_ = c.nodes[old].Stop(context.Background())
 		req := RegisterRequest{Client: "bench", Group: "g", Payload: []byte("x"), IdempotencyKey: "k"}
-		for {
+		testwait.Err(b, time.Minute, "a new leader to accept a registration", func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
 			_, err := c.register(ctx, req, (old+1)%3)
-			cancel()
-			if err == nil {
-				break
-			}
-			if time.Since(begin) > time.Minute {
-				b.Fatalf("no new leader accepted a registration: %v", err)
-			}
-			time.Sleep(5 * time.Millisecond) // waiting for the election
-		}
+			return err
+		})
 		<-fired
 		times = append(times, time.Since(begin))
 		c.stop()
