@@ -25,18 +25,7 @@ func TestReplicaMoves(t *testing.T) {
 			defer c.stop()
 			c.commit("before", 200) // past what a log keeps: the newcomer needs a snapshot
 			const sh = 0
-			fresh := startReplica(t, 4, []uint64{1, 2, 3, 4}, nil, store.NewMemFS(), nw)
-			if err := fresh.node.Host(ctx, sh, nil); err != nil {
-				t.Fatal(err)
-			}
-			l := c.leader(sh)
-			if err := l.node.ChangeConf(ctx, sh, AddLearner, 4); err != nil {
-				t.Fatalf("add learner: %v", err)
-			}
-			fresh.rec.await(t, "the learner's snapshot", func() bool { return fresh.rec.restored[sh] > 0 })
-			if err := l.node.ChangeConf(ctx, sh, Promote, 4); err != nil {
-				t.Fatalf("promote: %v", err)
-			}
+			fresh, l := c.addVoter(ctx, nw, sh, 4)
 			if err := l.node.TransferLeadership(ctx, sh, 4); err != nil {
 				t.Fatalf("transfer: %v", err)
 			}
@@ -65,6 +54,26 @@ func TestReplicaMoves(t *testing.T) {
 			c.rs = append(c.rs, l) // stopped with the others
 		})
 	}
+}
+
+// addVoter starts replica id on a fresh disk, hosts shard there, and has
+// the shard's leader l add it as a learner, which catches up from a
+// snapshot, then promote it to voter.
+func (c *cluster) addVoter(ctx context.Context, nw network, shard uint16, id uint64) (fresh, l *replica) {
+	c.t.Helper()
+	fresh = startReplica(c.t, id, []uint64{1, 2, 3, id}, nil, store.NewMemFS(), nw)
+	if err := fresh.node.Host(ctx, shard, nil); err != nil {
+		c.t.Fatal(err)
+	}
+	l = c.leader(shard)
+	if err := l.node.ChangeConf(ctx, shard, AddLearner, id); err != nil {
+		c.t.Fatalf("add learner: %v", err)
+	}
+	fresh.rec.await(c.t, "the learner's snapshot", func() bool { return fresh.rec.restored[shard] > 0 })
+	if err := l.node.ChangeConf(ctx, shard, Promote, id); err != nil {
+		c.t.Fatalf("promote: %v", err)
+	}
+	return fresh, l
 }
 
 // Unhost refuses a shard whose group still holds the node.
@@ -143,24 +152,12 @@ func TestRestartKeepsConfigurationChanges(t *testing.T) {
 			defer c.stop()
 			c.commit("before", 10)
 			const sh = 0
-			peers := []uint64{1, 2, 3, 4}
-			fresh := startReplica(t, 4, peers, nil, store.NewMemFS(), nw)
-			if err := fresh.node.Host(ctx, sh, nil); err != nil {
-				t.Fatal(err)
-			}
-			l := c.leader(sh)
-			if err := l.node.ChangeConf(ctx, sh, AddLearner, 4); err != nil {
-				t.Fatalf("add learner: %v", err)
-			}
-			fresh.rec.await(t, "the learner's snapshot", func() bool { return fresh.rec.restored[sh] > 0 })
-			if err := l.node.ChangeConf(ctx, sh, Promote, 4); err != nil {
-				t.Fatalf("promote: %v", err)
-			}
+			fresh, _ := c.addVoter(ctx, nw, sh, 4)
 			c.rs = append(c.rs, fresh)
 			c.commit("promoted", 5)
 			c.caughtUp(fresh, batch{"promoted", 5})
 			fresh.stop(t)
-			c.rs[3] = startReplica(t, 4, peers, nil, fresh.fs, nw)
+			c.rs[3] = startReplica(t, 4, fresh.node.cfg.Peers, nil, fresh.fs, nw)
 			c.commit("restarted", 3)
 			c.caughtUp(c.rs[3], batch{"restarted", 3})
 			if err := c.leader(sh).node.TransferLeadership(ctx, sh, 4); err != nil {

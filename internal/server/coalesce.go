@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
@@ -26,8 +27,8 @@ import (
 // maxCoalesced bounds the registrations handled as one batch.
 const maxCoalesced = 256
 
-// coalescable reports whether req may join a batch of registrations: a
-// RegisterTask on a connection that has logged in.
+// coalescable reports whether req may join a batch of registrations (on
+// a connection that has logged in: the reader checks that).
 func coalescable(req *boomerangv1.Request) bool {
 	_, ok := req.Body.(*boomerangv1.Request_RegisterTask)
 	return ok
@@ -61,13 +62,9 @@ func (s *Service) HandleRegisters(ctx context.Context, reqs []*boomerangv1.Reque
 			}
 		}
 	}()
+	oneSession := !slices.ContainsFunc(reqs, func(r *boomerangv1.Request) bool { return r.SessionId != reqs[0].SessionId })
 	p, err := s.Authenticate(reqs[0].SessionId)
-	for _, req := range reqs[1:] {
-		if req.SessionId != reqs[0].SessionId {
-			err = errors.New("sessions differ")
-		}
-	}
-	if err != nil {
+	if err != nil || !oneSession {
 		for i, req := range reqs {
 			resps[i], _ = s.Handle(ctx, req)
 		}
