@@ -134,8 +134,7 @@ func (g *group) replayConfChanges(entries []*raftpb.Entry, applied uint64) error
 			return fmt.Errorf("%w: shard %d log entry %d: %v", store.ErrCorrupt, g.shard, e.GetIndex(), err)
 		}
 		if cc != nil {
-			g.conf = g.rn.ApplyConfChange(cc)
-			g.storage.setConf(e.GetIndex(), g.conf)
+			g.applyConf(cc, e.GetIndex())
 		}
 	}
 	return nil

@@ -299,11 +299,17 @@ func (n *Node) confChange(g *group, e *raftpb.Entry) error {
 	if err != nil || cc == nil {
 		return err
 	}
-	g.conf = g.rn.ApplyConfChange(cc)
-	g.storage.setConf(e.GetIndex(), g.conf)
+	g.applyConf(cc, e.GetIndex())
 	n.recheckLease(g)
 	n.confApplied(cc)
 	return nil
+}
+
+// applyConf makes cc, the change of log entry index, the group's
+// configuration.
+func (g *group) applyConf(cc raftpb.ConfChangeI, index uint64) {
+	g.conf = g.rn.ApplyConfChange(cc)
+	g.storage.setConf(index, g.conf)
 }
 
 // decodeConfChange returns the configuration change an entry holds, or
