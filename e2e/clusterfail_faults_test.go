@@ -68,9 +68,17 @@ func (s *scenario) killLeader() {
 }
 
 // killMajority kills a majority of the nodes, waits until the rest see
-// them gone, and restarts them.
+// them gone, and restarts them. Without a majority no session can be
+// created (sessions are the system group's, which needs a quorum to
+// write), so every node gets its admin session first: the survivors go
+// on accepting it from their own copy.
 func (s *scenario) killMajority() {
 	r := s.c.running()
+	for _, nd := range r {
+		if nd.admin == nil {
+			nd.admin = nd.login(s.t, "admin", adminPassword)
+		}
+	}
 	s.rng.Shuffle(len(r), func(i, j int) { r[i], r[j] = r[j], r[i] })
 	victims := r[:len(r)/2+1]
 	for _, nd := range victims {

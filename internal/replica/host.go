@@ -113,6 +113,14 @@ func (n *Node) Unhost(ctx context.Context, shard uint16) error {
 			if err == nil {
 				err = n.cfg.Store.Commit(b)
 			}
+			if err == nil {
+				// What the dropped copy applied is nothing to a copy placed
+				// here again later, whose log starts empty: kept, it would
+				// have that copy truncate a log it does not have yet.
+				n.mu.Lock()
+				delete(n.applied, shard)
+				n.mu.Unlock()
+			}
 			dropped <- err
 			return err
 		})

@@ -167,3 +167,54 @@ func TestRestartKeepsConfigurationChanges(t *testing.T) {
 		})
 	}
 }
+
+// A replica dropped from a node and placed back on it later starts over:
+// what the dropped copy had applied does not count for the new one, whose
+// log begins empty, waiting for the leader's snapshot.
+func TestReplicaPlacedBackAfterItsDrop(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	nw := networks[0].new(t)
+	defer nw.close()
+	c := startCluster(t, nw, shards[:1])
+	defer c.stop()
+	const sh = 0
+	c.commit("before", 200) // past what a log keeps
+	l := c.leader(sh)
+	var gone *replica
+	for _, r := range c.rs {
+		if r != l {
+			gone = r
+		}
+	}
+	if err := l.node.ChangeConf(ctx, sh, Demote, gone.id); err != nil {
+		t.Fatalf("demote: %v", err)
+	}
+	waitFor(t, "the demotion applied on the demoted replica", func() bool {
+		st, err := gone.node.Status(ctx)
+		return err == nil && len(st) == 1 && slices.Contains(st[0].Learners, gone.id)
+	})
+	if err := gone.node.Unhost(ctx, sh); err != nil {
+		t.Fatalf("unhost: %v", err)
+	}
+	gone.node.mu.Lock()
+	stale, kept := gone.node.applied[sh]
+	gone.node.mu.Unlock()
+	if kept {
+		t.Fatalf("the node still counts index %d applied for the shard it dropped", stale)
+	}
+	if err := l.node.ChangeConf(ctx, sh, Remove, gone.id); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	if err := gone.node.Host(ctx, sh, nil); err != nil {
+		t.Fatalf("host again: %v", err)
+	}
+	if err := l.node.ChangeConf(ctx, sh, AddLearner, gone.id); err != nil {
+		t.Fatalf("add learner again: %v", err)
+	}
+	c.commit("after", 10)
+	c.caughtUp(gone, batch{"after", 10})
+	if _, err := gone.node.Status(ctx); err != nil {
+		t.Fatalf("the replica placed back stopped its node: %v", err)
+	}
+}
