@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/testwait"
 )
 
 // A shard's replica moves from one node to another under writes: the new
@@ -160,10 +161,18 @@ func TestRestartKeepsConfigurationChanges(t *testing.T) {
 			c.rs[3] = startReplica(t, 4, fresh.node.cfg.Peers, nil, fresh.fs, nw)
 			c.commit("restarted", 3)
 			c.caughtUp(c.rs[3], batch{"restarted", 3})
-			if err := c.leader(sh).node.TransferLeadership(ctx, sh, 4); err != nil {
-				t.Fatalf("transfer to the restarted voter: %v", err)
-			}
-			c.rs[3].rec.await(t, "the restarted voter leads", func() bool { return c.rs[3].rec.lead[sh] > 0 })
+			// A transfer lapses if the target does not win in time: ask
+			// again until it leads. A learner never would.
+			back := c.rs[3]
+			testwait.For(t, waitLimit, "the restarted voter leads", func() bool {
+				back.rec.mu.Lock()
+				leads := back.rec.lead[sh] > 0
+				back.rec.mu.Unlock()
+				if !leads {
+					_ = c.leader(sh).node.TransferLeadership(ctx, sh, back.id)
+				}
+				return leads
+			})
 		})
 	}
 }
