@@ -60,11 +60,20 @@ func (m *Member) reconcileShard(ctx context.Context, rev int64, shard uint16, p 
 	case !ok:
 	case s.Leader == me:
 		return m.lead(ctx, rev, shard, p, s)
-	case !p.holds(me) && !slices.Contains(s.Voters, me) && len(s.Voters) > 0:
+	case drops(p, s, me):
 		m.log.Info("dropping a replica no longer placed here", "shard", shard)
 		return m.cfg.Local.Unhost(ctx, shard)
 	}
 	return nil
+}
+
+// drops reports whether node me, which hosts s and does not lead it,
+// may delete its copy: p no longer places it here and it does not vote.
+// That includes a copy that never received its group's configuration (it
+// was placed here, hosted, then placed elsewhere before its leader added
+// it): it holds nothing, and left alone it would stay forever.
+func drops(p Placement, s replica.ShardStatus, me uint64) bool {
+	return !p.holds(me) && !slices.Contains(s.Voters, me)
 }
 
 func member(s replica.ShardStatus, id uint64) bool {

@@ -83,3 +83,28 @@ func TestNextStepLearners(t *testing.T) {
 		}
 	}
 }
+
+// A copy not placed here goes once it does not vote, whether it is a
+// learner or never received its group's configuration at all.
+func TestDropsCopiesNotPlaced(t *testing.T) {
+	const me = 3
+	here := Placement{Replicas: []uint64{1, 2, 3}}
+	elsewhere := Placement{Replicas: []uint64{1, 2, 4}}
+	for _, tc := range []struct {
+		name   string
+		p      Placement
+		status replica.ShardStatus
+		drop   bool
+	}{
+		{"placed here, not configured yet", here, replica.ShardStatus{}, false},
+		{"placed here, voting", here, replica.ShardStatus{Voters: []uint64{1, 2, 3}}, false},
+		{"placed elsewhere, still voting", elsewhere, replica.ShardStatus{Voters: []uint64{1, 2, 3, 4}}, false},
+		{"placed elsewhere, demoted", elsewhere, replica.ShardStatus{Voters: []uint64{1, 2, 4}, Learners: []uint64{3}}, true},
+		{"placed elsewhere, removed", elsewhere, replica.ShardStatus{Voters: []uint64{1, 2, 4}}, true},
+		{"placed elsewhere before it was ever added", elsewhere, replica.ShardStatus{}, true},
+	} {
+		if got := drops(tc.p, tc.status, me); got != tc.drop {
+			t.Errorf("%s: drops = %v, want %v", tc.name, got, tc.drop)
+		}
+	}
+}
