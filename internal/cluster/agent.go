@@ -108,7 +108,9 @@ var changeName = map[replica.ConfChangeType]string{replica.AddLearner: "add lear
 // nextStep is the one change that brings group s (led by me) closer to
 // placement p: add a missing replica as a learner; promote a learner
 // that caught up (unless p keeps it a learner); remove a learner not
-// wanted once it caught up (or its node is gone); once every wanted replica votes, demote a voter not
+// wanted once it caught up, or its node is gone, or it never answered
+// (its node dropped the copy before the learner was added, so it would
+// never catch up); once every wanted replica votes, demote a voter not
 // wanted to a learner, handing the leadership over first if it is me;
 // then transfer the leadership to the preferred leader. alive reports
 // whether a node is a member of the cluster.
@@ -122,6 +124,10 @@ func nextStep(p Placement, s replica.ShardStatus, lag, me uint64, alive func(uin
 			return replica.AddLearner, id, 0
 		}
 	}
+	// silent: not heard from within an election timeout and nothing
+	// acknowledged. A live copy answers every heartbeat, so a silent
+	// learner has no copy left that could miss its removal.
+	silent := func(id uint64) bool { return s.Match[id] == 0 && !s.Active[id] }
 	waiting := false // for a learner to catch up and vote
 	for _, id := range s.Learners {
 		if slices.Contains(p.Learners, id) {
@@ -130,7 +136,7 @@ func nextStep(p Placement, s replica.ShardStatus, lag, me uint64, alive func(uin
 		if !slices.Contains(p.Replicas, id) {
 			// A live learner leaving is removed once it caught up, so
 			// that it has applied its demotion and may delete its copy.
-			if caughtUp(id) || !alive(id) {
+			if caughtUp(id) || !alive(id) || silent(id) {
 				return replica.Remove, id, 0
 			}
 			continue

@@ -289,6 +289,9 @@ type ShardStatus struct {
 	// Match is, on the leader, how far each replica's log is known to
 	// match the leader's.
 	Match map[uint64]uint64
+	// Active is, on the leader, whether it heard from each replica within
+	// the last election timeout.
+	Active map[uint64]bool
 }
 
 // Status reports every hosted group.
@@ -306,8 +309,10 @@ func (n *Node) Status(ctx context.Context) ([]ShardStatus, error) {
 				Leader: st.Lead, Term: st.GetTerm(), Applied: applied[shard], Commit: st.GetCommit(),
 			}
 			if st.RaftState == raft.StateLeader {
-				s.Match = make(map[uint64]uint64)
-				g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) { s.Match[id] = pr.Match })
+				s.Match, s.Active = make(map[uint64]uint64), make(map[uint64]bool)
+				g.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+					s.Match[id], s.Active[id] = pr.Match, pr.RecentActive
+				})
 			}
 			out = append(out, s)
 		}
