@@ -203,3 +203,55 @@ func BenchmarkReadTasks(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkGroupHead measures finding a busy group's head: each op ends
+// the head task and adds one at the tail, as a group that runs its tasks
+// one after another does, then asks for the head. Every ended task leaves
+// a deletion in the group's order until a flush or compaction; "scan"
+// (the baseline) steps over all of them from the start of the order,
+// "floor" starts at the last head found.
+func BenchmarkGroupHead(b *testing.B) {
+	head := map[string]func(s *Store) (OrderEntry, bool, error){
+		"floor": func(s *Store) (OrderEntry, bool, error) { return s.GroupHead("client", "group") },
+		"scan": func(s *Store) (e OrderEntry, ok bool, err error) {
+			err = s.GroupOrder("client", "group", func(first OrderEntry) bool { e, ok = first, true; return false })
+			return e, ok, err
+		},
+	}
+	for _, name := range []string{"scan", "floor"} {
+		b.Run(name, func(b *testing.B) { benchGroupHead(b, head[name]) })
+	}
+}
+
+func benchGroupHead(b *testing.B, head func(*Store) (OrderEntry, bool, error)) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const waiting = 8
+	shard := GroupShardOf(DefaultShards, "client", "group")
+	task := func(n uint64) *storepb.Task {
+		return &storepb.Task{Id: MakeID(shard, n), Client: "client", Group: "group", DueMs: 1, Seq: n}
+	}
+	batch := s.NewBatch()
+	for n := range uint64(waiting) {
+		batch.PutTask(task(n + 1))
+	}
+	if err := s.CommitNoSync(batch); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range uint64(b.N) {
+		batch.Reset()
+		batch.DeleteTask(task(i + 1))
+		batch.PutTask(task(i + 1 + waiting))
+		if err := s.CommitNoSync(batch); err != nil {
+			b.Fatal(err)
+		}
+		if e, ok, err := head(s); err != nil || !ok || e.Seq != i+2 {
+			b.Fatalf("head %+v, %v, %v; want seq %d", e, ok, err, i+2)
+		}
+	}
+}
