@@ -31,7 +31,7 @@ type Batch struct {
 	rec       []byte       // the record being written
 	buf       []byte       // scratch for small values
 	state     *stateWrites // a state batch's (NewStateBatch); nil otherwise
-	orders    [][]byte     // the order entries written, for the group floors
+	orders    []orderWrite // order entries written and deleted, for the group floors
 	rewrites  bool         // whole ranges of state replaced: floors are void
 }
 
@@ -155,7 +155,7 @@ func (b *Batch) putTaskIndexes(t *storepb.Task) {
 		b.set(dueKey(WakeMs(t), t.Id), append(b.buf[:0], GroupRef(t.Client, t.Group)...))
 		k := orderKey(shard, t.Client, t.Group, t.DueMs, t.Seq, t.Id)
 		b.set(k, nil)
-		b.orders = append(b.orders, k)
+		b.orders = append(b.orders, orderWrite{key: k})
 	} else {
 		b.set(dueKey(WakeMs(t), t.Id), nil)
 	}
@@ -171,7 +171,9 @@ func (b *Batch) putTaskIndexes(t *storepb.Task) {
 func (b *Batch) deleteTaskIndexes(t *storepb.Task) {
 	b.singleDelete(dueKey(WakeMs(t), t.Id))
 	if Ordered(t) {
-		b.singleDelete(orderKey(ShardOf(t.Id), t.Client, t.Group, t.DueMs, t.Seq, t.Id))
+		k := orderKey(ShardOf(t.Id), t.Client, t.Group, t.DueMs, t.Seq, t.Id)
+		b.singleDelete(k)
+		b.orders = append(b.orders, orderWrite{key: k, deleted: true})
 	}
 	b.singleDelete(clientIndexKey(tagClientIndex, t.Client, t.Id))
 	if t.ReplaceKey != "" {

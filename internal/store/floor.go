@@ -5,20 +5,26 @@ import (
 	"sync"
 )
 
-// Group order floors. A group's order entries are written once and
+// Group heads in memory. A group's order entries are written once and
 // deleted once, so a group that runs many tasks leaves a trail of
 // deletions before its head until a flush or compaction removes them, and
-// a scan from the start of the group's order steps over every one. The
-// store remembers, for groups whose head was asked for, the key of the
-// head it found: no live entry of the group sorts before it, unless one
-// was written since, and every write of an order entry lowers the floor
-// again. GroupHead then starts there.
+// a scan from the start of the group's order steps over every one; and
+// even a short scan is an iterator over every level of the LSM, several
+// microseconds, on every look at a group.
 //
-// Floors are raised only by GroupHead and only if no write touched the
-// group since the floor was read: each write of an order entry is applied
-// to the floors after Pebble shows it, and bumps the generation of the
-// group's floor, so a head found by a scan that may have missed the write
-// is not remembered.
+// So the store remembers, for groups whose head was asked for, a floor:
+// a key no live entry of the group sorts before. Every order entry a
+// commit writes or deletes updates the floors after Pebble shows it:
+//   - an entry written below the floor is the group's head now, and the
+//     floor moves down to it, exact;
+//   - the exact head deleted leaves the floor where it was, no longer
+//     exact: the next head is above it.
+//
+// GroupHead answers from an exact floor without reading the store, and
+// otherwise scans from the floor and raises it to the head found, exact;
+// only if no commit touched the group's order since the floor was read,
+// which a generation counter tells, so a head found by a scan that may
+// have missed a write is not remembered.
 
 // maxFloors bounds the memory floors take; past it they are forgotten,
 // which costs only scans from the start.
@@ -35,52 +41,70 @@ type floors struct {
 }
 
 type floor struct {
-	key []byte // nil: the start of the group's order
-	gen uint64
+	key   []byte // nil: the start of the group's order
+	exact bool   // key is the group's head
+	gen   uint64
 }
 
-// get returns where a scan of the group order under prefix may start and
-// the generation to raise the floor with.
-func (f *floors) get(prefix []byte) ([]byte, uint64) {
+// orderWrite is an order entry a batch wrote (or deleted).
+type orderWrite struct {
+	key     []byte
+	deleted bool
+}
+
+// get returns the floor of the group order under prefix and the
+// generation to raise it with.
+func (f *floors) get(prefix []byte) (floor, uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if fl, ok := f.m[string(prefix)]; ok {
-		return fl.key, fl.gen
+		return fl, fl.gen
 	}
 	if f.m == nil || len(f.m) >= maxFloors {
 		f.m = make(map[string]floor)
 	}
 	f.gen++
-	f.m[string(prefix)] = floor{gen: f.gen}
-	return nil, f.gen
+	fl := floor{gen: f.gen}
+	f.m[string(prefix)] = fl
+	return fl, fl.gen
 }
 
-// raise moves the floor under prefix up to key, the head a scan found,
-// unless the group's order was written since get returned gen.
-func (f *floors) raise(prefix, key []byte, gen uint64) {
+// raise makes head, found by a scan, the exact floor under prefix, unless
+// the group's order was written since get returned gen.
+func (f *floors) raise(prefix, head []byte, gen uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if fl, ok := f.m[string(prefix)]; ok && fl.gen == gen && !bytes.Equal(fl.key, key) {
-		fl.key = bytes.Clone(key) // a new slice: scans may still read the old one
-		f.m[string(prefix)] = fl
+	fl, ok := f.m[string(prefix)]
+	if !ok || fl.gen != gen {
+		return
 	}
+	if !bytes.Equal(fl.key, head) {
+		fl.key = bytes.Clone(head) // a new slice: scans may still read the old one
+	}
+	fl.exact = true
+	f.m[string(prefix)] = fl
 }
 
-// written lowers the floors below the order entries of a committed batch,
-// now visible to reads.
-func (f *floors) written(keys [][]byte) {
+// written updates the floors with the order entries a committed batch
+// wrote and deleted, in the batch's order, now visible to reads.
+func (f *floors) written(ws []orderWrite) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, k := range keys {
-		prefix := k[:len(k)-orderSuffix]
+	for _, w := range ws {
+		prefix := w.key[:len(w.key)-orderSuffix]
 		fl, ok := f.m[string(prefix)]
 		if !ok {
 			continue
 		}
 		f.gen++
 		fl.gen = f.gen
-		if fl.key != nil && bytes.Compare(k, fl.key) < 0 {
-			fl.key = bytes.Clone(k)
+		switch {
+		case w.deleted:
+			if fl.exact && bytes.Equal(w.key, fl.key) {
+				fl.exact = false
+			}
+		case fl.key != nil && bytes.Compare(w.key, fl.key) < 0:
+			fl.key, fl.exact = bytes.Clone(w.key), true
 		}
 		f.m[string(prefix)] = fl
 	}

@@ -48,18 +48,24 @@ func (s *Store) GroupOrder(client, group string, fn func(OrderEntry) bool) (err 
 // GroupHead returns the first entry of a client's group order; ok is
 // false when the group has no ordered task.
 //
-// It starts at the group's floor (floor.go) rather than at the start of
-// its order, so the cost does not grow with the tasks the group ran since
-// the last compaction.
+//
+// It answers from the group's floor in memory (floor.go) when that is the
+// head, and otherwise scans from the floor, so the cost does not grow with
+// the tasks the group ran since the last compaction.
 func (s *Store) GroupHead(client, group string) (head OrderEntry, ok bool, err error) {
 	if err := s.enter(); err != nil {
 		return OrderEntry{}, false, err
 	}
 	defer s.gate.Exit()
 	prefix := namedKey(tagOrder, s.GroupShard(client, group), client, group)
-	from, gen := s.floors.get(prefix)
-	if from == nil {
-		from = prefix
+	fl, gen := s.floors.get(prefix)
+	if fl.exact {
+		head, err = decodeOrderEntry(fl.key[len(prefix):])
+		return head, err == nil, err
+	}
+	from := prefix
+	if fl.key != nil {
+		from = fl.key
 	}
 	err = scan(s.db, from, prefixEnd(prefix), func(k, _ []byte) error {
 		head, err = decodeOrderEntry(k[len(prefix):])
