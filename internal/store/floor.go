@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"slices"
 	"sync"
 )
 
@@ -13,36 +14,43 @@ import (
 // microseconds, on every look at a group.
 //
 // So the store remembers, for groups whose head was asked for, a floor:
-// a key no live entry of the group sorts before. Every order entry a
-// commit writes or deletes updates the floors after Pebble shows it:
-//   - an entry written below the floor is the group's head now, and the
-//     floor moves down to it, exact;
-//   - the exact head deleted leaves the floor where it was, no longer
-//     exact: the next head is above it.
+// a key no live entry of the group sorts before, and, when known, the
+// group's first few live entries in order (its front). Every order entry
+// a commit writes or deletes updates the floors after Pebble shows it:
+//   - an entry written below the floor, or inside a known front, joins the
+//     front (one written below the floor of an unknown front is the whole
+//     of a new one: nothing live sorts before it);
+//   - an entry deleted leaves the front; a front emptied is unknown again,
+//     with its floor at the entry deleted last.
 //
-// GroupHead answers from an exact floor without reading the store, and
-// otherwise scans from the floor and raises it to the head found, exact;
+// GroupHead answers from a known front without reading the store, and
+// otherwise scans from the floor and makes the entries it read the front;
 // only if no commit touched the group's order since the floor was read,
-// which a generation counter tells, so a head found by a scan that may
-// have missed a write is not remembered.
+// which a generation counter tells, so a scan that may have missed a
+// write is not remembered.
 
-// maxFloors bounds the memory floors take; past it they are forgotten,
-// which costs only scans from the start.
-const maxFloors = 1 << 16
-
-// orderSuffix is the length of an order key after its group's prefix:
-// due, sequence and id.
-const orderSuffix = 24
+const (
+	// maxFloors bounds the groups remembered; past it one is forgotten,
+	// which costs only a scan.
+	maxFloors = 1 << 14
+	// frontLen is how many entries a scan reads into a front.
+	frontLen = 8
+	// orderSuffix is the length of an order key after its group's
+	// prefix: due, sequence and id.
+	orderSuffix = 24
+)
 
 type floors struct {
 	mu  sync.Mutex
-	m   map[string]floor // by group order prefix
-	gen uint64           // the last generation handed out
+	m   map[string]*floor // by group order prefix
+	gen uint64            // the last generation handed out
 }
 
 type floor struct {
-	key   []byte // nil: the start of the group's order
-	exact bool   // key is the group's head
+	key   []byte   // no live entry sorts before it; nil: the start
+	front [][]byte // with known: the group's first live entries, in order
+	known bool
+	whole bool // with known: front holds every live entry of the group
 	gen   uint64
 }
 
@@ -52,37 +60,51 @@ type orderWrite struct {
 	deleted bool
 }
 
-// get returns the floor of the group order under prefix and the
-// generation to raise it with.
-func (f *floors) get(prefix []byte) (floor, uint64) {
+// get returns what is known of the group order under prefix: its head
+// (ok false: none, or not known) and whether it is known, or else where
+// a scan may start and the generation to remember its result with.
+func (f *floors) get(prefix []byte) (head []byte, known bool, from []byte, gen uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if fl, ok := f.m[string(prefix)]; ok {
-		return fl, fl.gen
+	fl := f.m[string(prefix)]
+	if fl == nil {
+		if f.m == nil {
+			f.m = make(map[string]*floor)
+		}
+		for k := range f.m {
+			if len(f.m) < maxFloors {
+				break
+			}
+			delete(f.m, k)
+		}
+		fl = new(floor)
+		f.m[string(prefix)] = fl
+		f.gen++
+		fl.gen = f.gen
 	}
-	if f.m == nil || len(f.m) >= maxFloors {
-		f.m = make(map[string]floor)
+	if fl.known {
+		if len(fl.front) > 0 {
+			head = fl.front[0]
+		}
+		return head, true, nil, 0
 	}
-	f.gen++
-	fl := floor{gen: f.gen}
-	f.m[string(prefix)] = fl
-	return fl, fl.gen
+	return nil, false, fl.key, fl.gen
 }
 
-// raise makes head, found by a scan, the exact floor under prefix, unless
-// the group's order was written since get returned gen.
-func (f *floors) raise(prefix, head []byte, gen uint64) {
+// scanned makes front, the entries a scan read in order (whole: all of
+// them), the known front under prefix, unless the group's order was
+// written since get returned gen.
+func (f *floors) scanned(prefix []byte, front [][]byte, whole bool, gen uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	fl, ok := f.m[string(prefix)]
-	if !ok || fl.gen != gen {
+	fl := f.m[string(prefix)]
+	if fl == nil || fl.gen != gen {
 		return
 	}
-	if !bytes.Equal(fl.key, head) {
-		fl.key = bytes.Clone(head) // a new slice: scans may still read the old one
+	fl.front, fl.known, fl.whole = front, true, whole
+	if len(front) > 0 {
+		fl.key = front[0]
 	}
-	fl.exact = true
-	f.m[string(prefix)] = fl
 }
 
 // written updates the floors with the order entries a committed batch
@@ -91,22 +113,51 @@ func (f *floors) written(ws []orderWrite) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, w := range ws {
-		prefix := w.key[:len(w.key)-orderSuffix]
-		fl, ok := f.m[string(prefix)]
-		if !ok {
+		fl := f.m[string(w.key[:len(w.key)-orderSuffix])]
+		if fl == nil {
 			continue
 		}
 		f.gen++
 		fl.gen = f.gen
-		switch {
-		case w.deleted:
-			if fl.exact && bytes.Equal(w.key, fl.key) {
-				fl.exact = false
-			}
-		case fl.key != nil && bytes.Compare(w.key, fl.key) < 0:
-			fl.key, fl.exact = bytes.Clone(w.key), true
+		if w.deleted {
+			fl.remove(w.key)
+		} else {
+			fl.add(w.key)
 		}
-		f.m[string(prefix)] = fl
+	}
+}
+
+func (fl *floor) add(k []byte) {
+	below := fl.key != nil && bytes.Compare(k, fl.key) < 0
+	switch {
+	case !fl.known:
+		if below {
+			fl.front, fl.known, fl.whole = [][]byte{bytes.Clone(k)}, true, false
+		}
+	case fl.whole || len(fl.front) > 0 && bytes.Compare(k, fl.front[len(fl.front)-1]) < 0:
+		i, _ := slices.BinarySearchFunc(fl.front, k, bytes.Compare)
+		fl.front = slices.Insert(fl.front, i, bytes.Clone(k))
+		if len(fl.front) > frontLen {
+			fl.front, fl.whole = fl.front[:frontLen], false
+		}
+	}
+	if below {
+		fl.key = fl.front[0]
+	}
+}
+
+func (fl *floor) remove(k []byte) {
+	if !fl.known {
+		return
+	}
+	i, found := slices.BinarySearchFunc(fl.front, k, bytes.Compare)
+	if !found {
+		return
+	}
+	fl.front = slices.Delete(fl.front, i, i+1)
+	if len(fl.front) == 0 && !fl.whole {
+		fl.known = false
+		fl.key = k
 	}
 }
 
