@@ -428,7 +428,7 @@ func TestSystemGroupFailover(t *testing.T) {
 	c.checkSameState()
 }
 
-// In a cluster, a node whose copy of the clients has not caught up does
+// In a cluster, a node whose copy of the clients cannot catch up does
 // not say a client is unknown: a delivery would give up on its task.
 func TestClientWhileCatchingUp(t *testing.T) {
 	st, err := store.Open(t.TempDir(), store.Options{})
@@ -441,6 +441,6 @@ func TestClientWhileCatchingUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := a.Client("alice"); !errors.Is(err, ErrCatchingUp) {
-		t.Fatalf("Client on a node catching up: %v, want ErrCatchingUp", err)
+		t.Fatalf("Client on a node that cannot catch up: %v, want ErrCatchingUp", err)
 	}
 }
