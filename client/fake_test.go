@@ -136,6 +136,14 @@ func (f *fakeServer) serve(nc net.Conn) {
 		if err := protodelim.UnmarshalFrom(br, req); err != nil {
 			return
 		}
+		if req.GetGetRoutes() != nil {
+			// A standalone server: the Client asks once, before its
+			// first routable request.
+			w.write(&boomerangv1.Response{RequestId: req.GetRequestId(), Body: &boomerangv1.Response_GetRoutes{
+				GetRoutes: &boomerangv1.GetRoutesResponse{Standalone: true, Shards: 64},
+			}})
+			continue
+		}
 		if f.received != nil {
 			f.received <- req
 		}
