@@ -14,12 +14,14 @@ import (
 // Routing bounds: a request is sent at most maxRouteAttempts times, the
 // last one through the Client's own connection without route, so that
 // its node forwards it as it would for a client that does not route.
-// Between attempts that found no leader to go to it waits routeBackoff,
-// doubling; a failed fetch of the view is tried again after
-// fetchRetry at the soonest.
+// Before an attempt that follows a NOT_LEADER naming no leader (the shard
+// is changing leaders) it waits routeBackoff, doubling up to
+// maxRouteBackoff: about 1.6 s in all. A failed fetch of the view is
+// tried again after fetchRetry at the soonest.
 const (
-	maxRouteAttempts = 5
+	maxRouteAttempts = 8
 	routeBackoff     = 20 * time.Millisecond
+	maxRouteBackoff  = 500 * time.Millisecond
 	fetchRetry       = time.Second
 )
 
@@ -79,7 +81,8 @@ func (r *router) roundTrip(ctx context.Context, req *boomerangv1.Request) (*boom
 				if err := sleep(ctx, wait); err != nil {
 					return nil, err
 				}
-				wait *= 2
+				wait = min(2*wait, maxRouteBackoff)
+				addr = r.view.Load().target(req, &r.spread)
 			}
 		case errors.Is(err, errNotSent):
 			r.refreshSoon() // the node cannot be reached: its own is

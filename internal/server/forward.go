@@ -67,10 +67,13 @@ func forwardOn[Req, Resp any](ctx context.Context, p auth.Principal, in *Req, r 
 	}
 	leader, ok := f.leader(nl.Shard)
 	switch {
+	case routed(ctx):
+		if !ok {
+			leader = cluster.NodeInfo{} // none known yet: the client asks again
+		}
+		return nil, f.notLeaderAnswer(nl.Shard, leader)
 	case !ok:
 		return r, err
-	case routed(ctx):
-		return nil, f.notLeaderAnswer(nl.Shard, leader)
 	}
 	return forwardTo[Req, Resp](ctx, f, leader, p, in)
 }

@@ -14,12 +14,13 @@ import (
 // not to forward it: a request for a shard another node leads is answered
 // NOT_LEADER with that node's id and raw TCP address and the revision of
 // the cluster state the node knows it from, and the client sends it there
-// itself. Nothing was done, so the client may always send it again. Only
-// requests for one shard are answered so (those whose operation returns a
-// scheduler.NotLeaderError); RegisterTasks splits its batch and forwards
-// the tasks of other leaders as always, and so does a request whose
-// shard's leader this node does not know (it answers BUSY, as without
-// route). Connect requests are always forwarded.
+// itself. Nothing was done, so the client may always send it again. A
+// node that knows no leader for the shard yet (it is changing leaders)
+// answers NOT_LEADER without one: the client asks again a little later.
+// Only requests for one shard are answered so (those whose operation
+// returns a scheduler.NotLeaderError); RegisterTasks splits its batch and
+// forwards the tasks of other leaders as always. Connect requests are
+// always forwarded.
 
 type routeKey struct{}
 
@@ -44,18 +45,19 @@ type notLeaderErr struct {
 }
 
 func (e *notLeaderErr) Error() string {
+	if e.leader.ID == 0 {
+		return fmt.Sprintf("server: shard %d is changing leaders; ask again", e.shard)
+	}
 	return fmt.Sprintf("server: node %d leads shard %d, at %s", e.leader.ID, e.shard, e.leader.TCP)
 }
 
 // wire is the NOT_LEADER answer to a routed request.
 func (e *notLeaderErr) wire() *boomerangv1.Error {
-	return &boomerangv1.Error{
-		Status: boomerangv1.Status_STATUS_NOT_LEADER, Message: strip(e.Error()),
-		NotLeader: &boomerangv1.NotLeader{
-			Shard: uint32(e.shard), LeaderId: strconv.FormatUint(e.leader.ID, 10),
-			LeaderTcpAddress: e.leader.TCP, Revision: e.revision,
-		},
+	hint := &boomerangv1.NotLeader{Shard: uint32(e.shard), LeaderTcpAddress: e.leader.TCP, Revision: e.revision}
+	if e.leader.ID != 0 {
+		hint.LeaderId = strconv.FormatUint(e.leader.ID, 10)
 	}
+	return &boomerangv1.Error{Status: boomerangv1.Status_STATUS_NOT_LEADER, Message: strip(e.Error()), NotLeader: hint}
 }
 
 // notLeaderAnswer is what a routed request for shard gets instead of
