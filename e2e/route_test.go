@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,7 +52,7 @@ func TestClusterRouting(t *testing.T) {
 		t.Fatal("no request of the client without routing was forwarded")
 	}
 
-	checkLeaderMove(t, admin, routed, groups[0])
+	checkLeaderMove(t, admin, routed)
 }
 
 // ledElsewhere is a group of the router client whose shard node 1 does
@@ -181,15 +182,22 @@ func routeWork(t *testing.T, c *client.Client) {
 	}
 }
 
-// checkLeaderMove moves the leadership of g's shard to another node while
-// the routing client keeps scheduling in g and reading what it
+// checkLeaderMove moves the leadership of a shard while the routing
+// client keeps scheduling in a group of it and reading what it
 // scheduled; none of its calls fails.
-func checkLeaderMove(t *testing.T, admin, routed *client.Client, g ledElsewhere) {
+func checkLeaderMove(t *testing.T, admin, routed *client.Client) {
 	t.Helper()
 	ctx := testContext(t)
+	sh, shards, from, to := stableMove(t, admin)
+	group := ""
+	for i := 0; group == ""; i++ {
+		if g := fmt.Sprint("moving-", i); shard.OfGroup(shards, "router", g) == sh {
+			group = g
+		}
+	}
 	stop := make(chan struct{})
 	done := make(chan error, 1)
-	calls := 0
+	var calls atomic.Int64
 	go func() {
 		for {
 			select {
@@ -198,23 +206,19 @@ func checkLeaderMove(t *testing.T, admin, routed *client.Client, g ledElsewhere)
 				return
 			default:
 			}
-			task, err := routed.Schedule(ctx, []byte("moving"), client.After(time.Hour), client.InGroup(g.group))
+			task, err := routed.Schedule(ctx, []byte("moving"), client.After(time.Hour), client.InGroup(group))
 			if err == nil {
 				_, err = routed.GetTask(ctx, &boomerangv1.GetTaskRequest{Id: task.GetId()})
 			}
 			if err != nil {
-				done <- fmt.Errorf("call %d: %w", calls, err)
+				done <- fmt.Errorf("call %d: %w", calls.Load(), err)
 				return
 			}
-			calls++
+			calls.Add(1)
 		}
 	}()
-	to := "2"
-	if g.leader == "2" {
-		to = "3"
-	}
 	if _, err := admin.ChangeCluster(ctx, &boomerangv1.ChangeClusterRequest{Change: &boomerangv1.ChangeClusterRequest_Move{
-		Move: &boomerangv1.ShardMove{Shard: uint32(g.shard), To: to},
+		Move: &boomerangv1.ShardMove{Shard: uint32(sh), To: to},
 	}}); err != nil {
 		t.Fatal(err)
 	}
@@ -222,23 +226,58 @@ func checkLeaderMove(t *testing.T, admin, routed *client.Client, g ledElsewhere)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		cl, err := admin.GetCluster(ctx, &boomerangv1.GetClusterRequest{})
-		return err == nil && cl.GetShards()[g.shard].GetLeader() == to
+		return err == nil && cl.GetShards()[sh].GetLeader() == to
 	})
 	// The routing client learns the move from its next calls.
-	after := calls
+	after := calls.Load()
 	waitFor(t, "calls after the move", func() bool {
 		select {
 		case err := <-done:
 			t.Fatal(err)
 		default:
 		}
-		return calls >= after+20
+		return calls.Load() >= after+20
 	})
 	close(stop)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d calls while shard %d moved from node %s to node %s, none failed", calls, g.shard, g.leader, to)
+	t.Logf("%d calls while shard %d moved from node %s to node %s, none failed", calls.Load(), sh, from, to)
+}
+
+// stableMove picks a shard whose leadership can move from the node
+// preferred as the leader of the most shards to the one preferred for
+// the fewest without the controller balancing it back: they differ by
+// one. It returns the shard, the number of shards, and the nodes.
+func stableMove(t *testing.T, admin *client.Client) (uint16, int, string, string) {
+	t.Helper()
+	cl, err := admin.GetCluster(testContext(t), &boomerangv1.GetClusterRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, s := range cl.GetShards() {
+		count[s.GetPreferredLeader()]++
+	}
+	from, to := "1", "1"
+	for id, n := range count {
+		if n > count[from] {
+			from = id
+		}
+		if n < count[to] {
+			to = id
+		}
+	}
+	if count[from] != count[to]+1 {
+		t.Fatalf("preferred leaders %v: want the most and the fewest to differ by one", count)
+	}
+	for _, s := range cl.GetShards() {
+		if s.GetPreferredLeader() == from && s.GetLeader() == from {
+			return uint16(s.GetShard()), len(cl.GetShards()), from, to
+		}
+	}
+	t.Fatalf("node %s leads none of the shards it is preferred for", from)
+	return 0, 0, "", ""
 }
 
 // forwardedTotal sums boomerang_forwarded_requests_total over the nodes.
