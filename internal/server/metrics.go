@@ -51,7 +51,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"status"}),
 		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "boomerang_forwarded_requests_total",
-			Help: "Requests (or sub-batches of RegisterTasks) this node sent on to the shard's leader, by operation.",
+			Help: "Requests this node sent on to another node (requests for a shard it leads, RegisterTasks sub-batches, per-node parts of listings), by operation.",
 		}, []string{"operation"}),
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.latency, m.connections, m.brokenFrames, m.batchTasks, m.forwarded} {
