@@ -31,6 +31,8 @@ type Batch struct {
 	rec       []byte       // the record being written
 	buf       []byte       // scratch for small values
 	state     *stateWrites // a state batch's (NewStateBatch); nil otherwise
+	orders    []orderWrite // order entries written and deleted, for the group floors
+	rewrites  bool         // whole ranges of state replaced: floors are void
 }
 
 // NewBatch returns an empty batch for s.
@@ -49,6 +51,7 @@ func (b *Batch) Reset() {
 		b.pb.Reset()
 	}
 	b.count, b.err, b.committed, b.spent = 0, nil, false, false
+	b.orders, b.rewrites = b.orders[:0], false
 	b.state.reset()
 }
 
@@ -150,7 +153,9 @@ func (b *Batch) putTaskIndexes(t *storepb.Task) {
 	shard := ShardOf(t.Id)
 	if Ordered(t) {
 		b.set(dueKey(WakeMs(t), t.Id), append(b.buf[:0], GroupRef(t.Client, t.Group)...))
-		b.set(orderKey(shard, t.Client, t.Group, t.DueMs, t.Seq, t.Id), nil)
+		k := orderKey(shard, t.Client, t.Group, t.DueMs, t.Seq, t.Id)
+		b.set(k, nil)
+		b.orders = append(b.orders, orderWrite{key: k})
 	} else {
 		b.set(dueKey(WakeMs(t), t.Id), nil)
 	}
@@ -166,7 +171,9 @@ func (b *Batch) putTaskIndexes(t *storepb.Task) {
 func (b *Batch) deleteTaskIndexes(t *storepb.Task) {
 	b.singleDelete(dueKey(WakeMs(t), t.Id))
 	if Ordered(t) {
-		b.singleDelete(orderKey(ShardOf(t.Id), t.Client, t.Group, t.DueMs, t.Seq, t.Id))
+		k := orderKey(ShardOf(t.Id), t.Client, t.Group, t.DueMs, t.Seq, t.Id)
+		b.singleDelete(k)
+		b.orders = append(b.orders, orderWrite{key: k, deleted: true})
 	}
 	b.singleDelete(clientIndexKey(tagClientIndex, t.Client, t.Id))
 	if t.ReplaceKey != "" {
@@ -527,6 +534,12 @@ func (s *Store) apply(b *Batch, apply func() error) (err error) {
 	defer recoverFatal(&err)
 	if err := apply(); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
+	}
+	// Reads see b now: the group floors must not hide its order entries.
+	if b.rewrites {
+		s.floors.reset()
+	} else if len(b.orders) > 0 {
+		s.floors.written(b.orders)
 	}
 	return nil
 }

@@ -203,3 +203,87 @@ func BenchmarkReadTasks(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkGroupHead measures finding a busy group's head: each op ends
+// the head task and adds one at the tail, as a group that runs its tasks
+// one after another does, then asks for the head. Every ended task leaves
+// a deletion in the group's order until a flush or compaction; "scan"
+// (the baseline) steps over all of them from the start of the order,
+// "floor" starts at the last head found.
+func BenchmarkGroupHead(b *testing.B) {
+	for _, name := range []string{"scan", "floor"} {
+		b.Run(name, func(b *testing.B) { benchGroupHead(b, groupHeads[name]) })
+	}
+}
+
+// BenchmarkGroupHeadAgain measures asking for a group's head again with
+// no change in between, as the scheduler does when a group waits for a
+// delivery slot: "floor" answers from memory, "scan" (the baseline) reads
+// the store.
+func BenchmarkGroupHeadAgain(b *testing.B) {
+	for _, name := range []string{"scan", "floor"} {
+		b.Run(name, func(b *testing.B) {
+			s, err := Open(b.TempDir(), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			shard := GroupShardOf(DefaultShards, "client", "group")
+			batch := s.NewBatch()
+			for n := range uint64(8) {
+				batch.PutTask(&storepb.Task{Id: MakeID(shard, n+1), Client: "client", Group: "group", DueMs: 1, Seq: n + 1})
+			}
+			if err := s.CommitNoSync(batch); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if e, ok, err := groupHeads[name](s); err != nil || !ok || e.Seq != 1 {
+					b.Fatalf("head %+v, %v, %v; want seq 1", e, ok, err)
+				}
+			}
+		})
+	}
+}
+
+// groupHeads are the two ways of finding a group's head.
+var groupHeads = map[string]func(s *Store) (OrderEntry, bool, error){
+	"floor": func(s *Store) (OrderEntry, bool, error) { return s.GroupHead("client", "group") },
+	"scan": func(s *Store) (e OrderEntry, ok bool, err error) {
+		err = s.GroupOrder("client", "group", func(first OrderEntry) bool { e, ok = first, true; return false })
+		return e, ok, err
+	},
+}
+
+func benchGroupHead(b *testing.B, head func(*Store) (OrderEntry, bool, error)) {
+	s, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const waiting = 8
+	shard := GroupShardOf(DefaultShards, "client", "group")
+	task := func(n uint64) *storepb.Task {
+		return &storepb.Task{Id: MakeID(shard, n), Client: "client", Group: "group", DueMs: 1, Seq: n}
+	}
+	batch := s.NewBatch()
+	for n := range uint64(waiting) {
+		batch.PutTask(task(n + 1))
+	}
+	if err := s.CommitNoSync(batch); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range uint64(b.N) {
+		batch.Reset()
+		batch.DeleteTask(task(i + 1))
+		batch.PutTask(task(i + 1 + waiting))
+		if err := s.CommitNoSync(batch); err != nil {
+			b.Fatal(err)
+		}
+		if e, ok, err := head(s); err != nil || !ok || e.Seq != i+2 {
+			b.Fatalf("head %+v, %v, %v; want seq %d", e, ok, err, i+2)
+		}
+	}
+}

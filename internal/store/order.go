@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 )
@@ -47,12 +48,55 @@ func (s *Store) GroupOrder(client, group string, fn func(OrderEntry) bool) (err 
 
 // GroupHead returns the first entry of a client's group order; ok is
 // false when the group has no ordered task.
+//
+// It answers from the group's front in memory (floor.go) when that is
+// known, and otherwise scans from the group's floor, so the cost does not
+// grow with the tasks the group ran since the last compaction.
 func (s *Store) GroupHead(client, group string) (head OrderEntry, ok bool, err error) {
-	err = s.GroupOrder(client, group, func(e OrderEntry) bool {
-		head, ok = e, true
-		return false
+	if err := s.enter(); err != nil {
+		return OrderEntry{}, false, err
+	}
+	defer s.gate.Exit()
+	prefix := namedKey(tagOrder, s.GroupShard(client, group), client, group)
+	first, known, from, gen := s.floors.get(prefix)
+	if !known {
+		first, err = s.scanFront(prefix, from, gen)
+		if err != nil {
+			return OrderEntry{}, false, err
+		}
+	}
+	if first == nil {
+		return OrderEntry{}, false, nil
+	}
+	head, err = decodeOrderEntry(first[len(prefix):])
+	if err != nil {
+		return OrderEntry{}, false, corruptf("group order key %x: %v", first, err)
+	}
+	return head, true, nil
+}
+
+// scanFront reads the first entries of the group order under prefix from
+// from (nil: its start) into the group's floor, and returns the first.
+func (s *Store) scanFront(prefix, from []byte, gen uint64) ([]byte, error) {
+	if from == nil {
+		from = prefix
+	}
+	var front [][]byte
+	err := scan(s.db, from, prefixEnd(prefix), func(k, _ []byte) error {
+		if len(front) == frontLen {
+			return errStop // and there is more
+		}
+		front = append(front, bytes.Clone(k))
+		return nil
 	})
-	return head, ok, err
+	if err != nil && err != errStop {
+		return nil, err
+	}
+	s.floors.scanned(prefix, front, err == nil, gen)
+	if len(front) == 0 {
+		return nil, nil
+	}
+	return front[0], nil
 }
 
 func decodeOrderEntry(rest []byte) (OrderEntry, error) {

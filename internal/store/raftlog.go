@@ -139,5 +139,6 @@ func (b *Batch) DropShard(shard uint16) error {
 	for _, p := range statePrefixes(shard) {
 		b.deleteRange(p, prefixEnd(p))
 	}
+	b.rewrites = true
 	return b.done()
 }

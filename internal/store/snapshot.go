@@ -119,6 +119,7 @@ func (b *Batch) RestoreShard(shard uint16, data []byte) (*storepb.ShardMeta, err
 	for _, kv := range kvs {
 		b.set(kv[0], kv[1])
 	}
+	b.rewrites = true
 	return meta, b.done()
 }
 

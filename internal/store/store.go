@@ -45,6 +45,7 @@ type Store struct {
 	c      *counters
 	log    *slog.Logger
 	shards int
+	floors floors // where group order scans may start (floor.go)
 
 	failure atomic.Pointer[error] // set once Pebble hit a fatal write error
 
