@@ -148,7 +148,7 @@ func ErrorOf(err error) *boomerangv1.Error {
 	if errors.As(err, &re) {
 		return proto.CloneOf(re.wire) // the shard's leader answered
 	}
-	var nl *notLeaderErr
+	var nl *NotLeaderError
 	if errors.As(err, &nl) {
 		return nl.wire()
 	}

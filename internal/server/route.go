@@ -37,25 +37,27 @@ func routed(ctx context.Context) bool {
 	return r
 }
 
-// notLeaderErr is a request refused for a shard another node leads.
-type notLeaderErr struct {
-	shard    uint16
-	leader   cluster.NodeInfo
-	revision int64
+// NotLeaderError answers a routed request for a shard another node
+// leads: Leader (ID 0 while none is known), as this node knows it from
+// the cluster state at Revision. ErrorOf makes it NOT_LEADER.
+type NotLeaderError struct {
+	Shard    uint16
+	Leader   cluster.NodeInfo
+	Revision int64
 }
 
-func (e *notLeaderErr) Error() string {
-	if e.leader.ID == 0 {
-		return fmt.Sprintf("server: shard %d is changing leaders; ask again", e.shard)
+func (e *NotLeaderError) Error() string {
+	if e.Leader.ID == 0 {
+		return fmt.Sprintf("server: shard %d is changing leaders; ask again", e.Shard)
 	}
-	return fmt.Sprintf("server: node %d leads shard %d, at %s", e.leader.ID, e.shard, e.leader.TCP)
+	return fmt.Sprintf("server: node %d leads shard %d, at %s", e.Leader.ID, e.Shard, e.Leader.TCP)
 }
 
 // wire is the NOT_LEADER answer to a routed request.
-func (e *notLeaderErr) wire() *boomerangv1.Error {
-	hint := &boomerangv1.NotLeader{Shard: uint32(e.shard), LeaderTcpAddress: e.leader.TCP, Revision: e.revision}
-	if e.leader.ID != 0 {
-		hint.LeaderId = strconv.FormatUint(e.leader.ID, 10)
+func (e *NotLeaderError) wire() *boomerangv1.Error {
+	hint := &boomerangv1.NotLeader{Shard: uint32(e.Shard), LeaderTcpAddress: e.Leader.TCP, Revision: e.Revision}
+	if e.Leader.ID != 0 {
+		hint.LeaderId = strconv.FormatUint(e.Leader.ID, 10)
 	}
 	return &boomerangv1.Error{Status: boomerangv1.Status_STATUS_NOT_LEADER, Message: strip(e.Error()), NotLeader: hint}
 }
@@ -67,7 +69,7 @@ func (f *forwarder) notLeaderAnswer(shard uint16, leader cluster.NodeInfo) error
 	if st := f.member.State(); st != nil {
 		rev = st.Revision
 	}
-	return &notLeaderErr{shard: shard, leader: leader, revision: rev}
+	return &NotLeaderError{Shard: shard, Leader: leader, Revision: rev}
 }
 
 // GetRoutes returns the routing view: which node leads each shard, as

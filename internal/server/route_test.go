@@ -20,10 +20,10 @@ func TestNotLeaderAnswer(t *testing.T) {
 		err  error
 		want *boomerangv1.Error
 	}{
-		{"a known leader", about(&notLeaderErr{shard: 7, leader: cluster.NodeInfo{ID: 2, TCP: "10.0.0.2:7070"}, revision: 41}, "task 9"),
+		{"a known leader", about(&NotLeaderError{Shard: 7, Leader: cluster.NodeInfo{ID: 2, TCP: "10.0.0.2:7070"}, Revision: 41}, "task 9"),
 			&boomerangv1.Error{Status: boomerangv1.Status_STATUS_NOT_LEADER, Message: "node 2 leads shard 7, at 10.0.0.2:7070",
 				NotLeader: &boomerangv1.NotLeader{Shard: 7, LeaderId: "2", LeaderTcpAddress: "10.0.0.2:7070", Revision: 41}}},
-		{"no leader yet", &notLeaderErr{shard: 7, revision: 41},
+		{"no leader yet", &NotLeaderError{Shard: 7, Revision: 41},
 			&boomerangv1.Error{Status: boomerangv1.Status_STATUS_NOT_LEADER, Message: "shard 7 is changing leaders; ask again",
 				NotLeader: &boomerangv1.NotLeader{Shard: 7, Revision: 41}}},
 		{"not routed: as before", &scheduler.NotLeaderError{Shard: 7},
@@ -34,7 +34,7 @@ func TestNotLeaderAnswer(t *testing.T) {
 			t.Errorf("%s: ErrorOf = %v, want %v", tt.name, got, tt.want)
 		}
 	}
-	if got := ConnectError(&notLeaderErr{shard: 1}).Code().String(); got != "unavailable" {
+	if got := ConnectError(&NotLeaderError{Shard: 1}).Code().String(); got != "unavailable" {
 		t.Errorf("Connect code %s, want unavailable", got)
 	}
 }
