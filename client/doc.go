@@ -74,10 +74,13 @@
 // leader: the Client sends the request there and refreshes the view. A
 // node that cannot be reached, or whose connection breaks with a read or
 // an idempotent registration in flight, leaves the request to the node
-// dialed. Neither reaches the caller; after several attempts a request
-// goes through the node dialed, which forwards it. A registration
-// without idempotency key lost with a connection fails with
-// ErrConnectionLost, as below. Against a standalone server (or one too
+// dialed, and a read or an idempotent registration answered BUSY (as one
+// under way while its shard changes leaders is) is asked again a little
+// later. None of these reaches the caller; after several attempts a
+// request goes through the node dialed, which forwards it. A
+// registration without idempotency key lost with a connection or
+// answered BUSY fails with ErrConnectionLost or ErrBusy, as below: it
+// may have taken effect. Against a standalone server (or one too
 // old to route) the view fetch is the only extra request.
 // WithRouting(false) sends every request to the node dialed.
 //

@@ -192,3 +192,38 @@ func TestRoutingOff(t *testing.T) {
 		}
 	})
 }
+
+// A BUSY answer to a repeatable request is asked again; to a
+// registration without idempotency key it reaches the caller, since it
+// may have taken effect.
+func TestRoutingAsksAgainWhenBusy(t *testing.T) {
+	_, two, c := twoNodes(t, func(int) string { return "2" })
+	id := uint64(5)<<48 | 1
+	busy := 0
+	two.set(func() {
+		two.tasks[id] = &boomerangv1.Task{Id: id, Client: "tester"}
+		two.onRequest = func(nc net.Conn, req *boomerangv1.Request) bool {
+			two.mu.Lock()
+			defer two.mu.Unlock()
+			if req.GetRegisterTask() == nil && (req.GetGetTask() == nil || busy == 2) {
+				return false
+			}
+			busy++
+			w := &connWriter{bw: bufio.NewWriter(nc)}
+			w.write(fail(req.GetRequestId(), boomerangv1.Status_STATUS_BUSY, "the task's shard is changing leaders", ""))
+			return true
+		}
+	})
+	ctx := testContext(t)
+	if _, err := c.GetTask(ctx, &boomerangv1.GetTaskRequest{Id: id}); err != nil {
+		t.Fatalf("GetTask: %v", err)
+	}
+	if _, err := c.Schedule(ctx, []byte("x"), InGroup("g")); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Schedule: %v, want ErrBusy", err)
+	}
+	two.set(func() {
+		if busy != 3 {
+			t.Errorf("%d BUSY answers, want 2 to GetTask and 1 to RegisterTask", busy)
+		}
+	})
+}

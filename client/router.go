@@ -54,9 +54,11 @@ func newRouter(c *Client) *router { return &router{c: c, peers: map[string]*peer
 // roundTrip sends req to its shard's leader and returns the response. A
 // NOT_LEADER answer sends it on to the leader named, a node that cannot
 // be reached sends it through the Client's own connection, and a
-// connection that broke with req in flight sends it again if req is
-// repeatable; meanwhile the view is refreshed. None of these reach the
-// caller, within maxRouteAttempts.
+// connection that broke with req in flight, or a BUSY answer (such as a
+// shard that changed leaders while req was under way: it may or may not
+// have taken effect), sends it again if req is repeatable; meanwhile the
+// view is refreshed. None of these reach the caller, within
+// maxRouteAttempts.
 func (r *router) roundTrip(ctx context.Context, req *boomerangv1.Request) (*boomerangv1.Response, error) {
 	v := r.routesFor(ctx, req)
 	if v == nil {
@@ -84,6 +86,15 @@ func (r *router) roundTrip(ctx context.Context, req *boomerangv1.Request) (*boom
 				wait = min(2*wait, maxRouteBackoff)
 				addr = r.view.Load().target(req, &r.spread)
 			}
+		case err == nil && resp.GetError().GetStatus() == boomerangv1.Status_STATUS_BUSY && repeatable(req):
+			// Overloaded, or the shard changed leaders while the request
+			// was under way: a repeatable request asks again.
+			r.refreshSoon()
+			if err := sleep(ctx, wait); err != nil {
+				return nil, err
+			}
+			wait = min(2*wait, maxRouteBackoff)
+			addr = r.view.Load().target(req, &r.spread)
 		case errors.Is(err, errNotSent):
 			r.refreshSoon() // the node cannot be reached: its own is
 			addr = ""
