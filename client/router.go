@@ -11,15 +11,18 @@ import (
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
 )
 
-// Routing bounds: a request is sent at most maxRouteAttempts times, the
-// last one through the Client's own connection without route, so that
-// its node forwards it as it would for a client that does not route.
-// Before an attempt that follows a NOT_LEADER naming no leader (the shard
-// is changing leaders) it waits routeBackoff, doubling up to
-// maxRouteBackoff: about 1.6 s in all. A failed fetch of the view is
-// tried again after fetchRetry at the soonest.
+// Routing bounds: a request is sent at most maxRouteAttempts times and,
+// once routeWindow has passed since its first attempt, once more only;
+// the last attempt goes through the Client's own connection without
+// route, so that its node forwards it as it would for a client that
+// does not route. Before an attempt that follows a NOT_LEADER naming no
+// leader, a node that cannot be reached or a BUSY answer (a shard
+// changing leaders: an election takes a second or two) it waits
+// routeBackoff, doubling up to maxRouteBackoff. A failed fetch of the
+// view is tried again after fetchRetry at the soonest.
 const (
-	maxRouteAttempts = 8
+	maxRouteAttempts = 32
+	routeWindow      = 10 * time.Second
 	routeBackoff     = 20 * time.Millisecond
 	maxRouteBackoff  = 500 * time.Millisecond
 	fetchRetry       = time.Second
@@ -57,8 +60,8 @@ func newRouter(c *Client) *router { return &router{c: c, peers: map[string]*peer
 // connection that broke with req in flight, or a BUSY answer (such as a
 // shard that changed leaders while req was under way: it may or may not
 // have taken effect), sends it again if req is repeatable; meanwhile the
-// view is refreshed. None of these reach the caller, within
-// maxRouteAttempts.
+// view is refreshed. None of these reach the caller, within the bounds
+// above.
 func (r *router) roundTrip(ctx context.Context, req *boomerangv1.Request) (*boomerangv1.Response, error) {
 	v := r.routesFor(ctx, req)
 	if v == nil {
@@ -66,47 +69,64 @@ func (r *router) roundTrip(ctx context.Context, req *boomerangv1.Request) (*boom
 		return r.c.roundTrip(ctx, req)
 	}
 	addr := v.target(req, &r.spread)
-	wait := routeBackoff
+	b := backoff{wait: routeBackoff, until: time.Now().Add(routeWindow)}
 	for attempt := 1; ; attempt++ {
-		last := attempt == maxRouteAttempts
+		last := attempt == maxRouteAttempts || time.Now().After(b.until)
 		if last {
 			addr = ""
 		}
 		req.Route = !last
 		resp, err := r.via(ctx, req, addr)
-		hint := resp.GetError().GetNotLeader()
+		status := resp.GetError().GetStatus()
+		home := false // the next attempt goes through the Client's own connection
 		switch {
 		case last:
 			return resp, err
-		case err == nil && resp.GetError().GetStatus() == boomerangv1.Status_STATUS_NOT_LEADER:
-			if addr = r.learn(hint); addr == "" {
-				if err := sleep(ctx, wait); err != nil {
-					return nil, err
-				}
-				wait = min(2*wait, maxRouteBackoff)
-				addr = r.view.Load().target(req, &r.spread)
+		case err == nil && status == boomerangv1.Status_STATUS_NOT_LEADER:
+			if addr = r.learn(resp.GetError().GetNotLeader()); addr != "" {
+				continue
 			}
-		case err == nil && resp.GetError().GetStatus() == boomerangv1.Status_STATUS_BUSY && repeatable(req):
+		case errors.Is(err, errNotSent), errors.Is(err, ErrConnectionLost) && repeatable(req):
+			// The node cannot be reached, or went: the node dialed can,
+			// though it may still name the other one for a while.
+			home = true
+		case err == nil && status == boomerangv1.Status_STATUS_BUSY && repeatable(req):
 			// Overloaded, or the shard changed leaders while the request
 			// was under way: a repeatable request asks again.
-			r.refreshSoon()
-			if err := sleep(ctx, wait); err != nil {
-				return nil, err
-			}
-			wait = min(2*wait, maxRouteBackoff)
-			addr = r.view.Load().target(req, &r.spread)
-		case errors.Is(err, errNotSent):
-			r.refreshSoon() // the node cannot be reached: its own is
-			addr = ""
-		case errors.Is(err, ErrConnectionLost) && repeatable(req):
-			r.refreshSoon()
-			addr = ""
 		default:
 			if errors.Is(err, ErrConnectionLost) {
 				r.refreshSoon()
 			}
 			return resp, err
 		}
+		r.refreshSoon()
+		if err := b.pause(ctx); err != nil {
+			return nil, err
+		}
+		addr = ""
+		if !home {
+			addr = r.view.Load().target(req, &r.spread)
+		}
+	}
+}
+
+// backoff spaces a request's attempts while its shard has no leader to
+// go to.
+type backoff struct {
+	wait  time.Duration
+	until time.Time // no routed attempt after it
+}
+
+// pause waits before the next attempt, or until ctx ends.
+func (b *backoff) pause(ctx context.Context) error {
+	t := time.NewTimer(b.wait)
+	defer t.Stop()
+	b.wait = min(2*b.wait, maxRouteBackoff)
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("client: waiting for a shard's leader: %w", ctx.Err())
 	}
 }
 
@@ -266,17 +286,5 @@ func (r *router) close() {
 			cn.close(ErrClosed)
 		}
 		p.mu.Unlock()
-	}
-}
-
-// sleep waits for d or ctx.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("client: waiting for a shard's leader: %w", ctx.Err())
 	}
 }

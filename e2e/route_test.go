@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"flag"
 	"fmt"
 	"strconv"
@@ -23,7 +22,8 @@ import (
 // node forwards it. The SDK sends every request straight to its shard's
 // leader, so no node forwards anything for it, while a Client with
 // routing off has its requests forwarded. Once a shard's leadership
-// moves, the routing Client's calls for it go on succeeding.
+// moves, and once the node leading a shard is killed, the routing
+// Client's calls for that shard go on succeeding.
 func TestClusterRouting(t *testing.T) {
 	etcd := startEtcd(t)
 	var nodes []*server
@@ -53,7 +53,6 @@ func TestClusterRouting(t *testing.T) {
 		t.Fatal("no request of the client without routing was forwarded")
 	}
 
-	checkLeaderMove(t, admin, routed)
 	for _, c := range []struct {
 		name string
 		c    *client.Client
@@ -61,6 +60,9 @@ func TestClusterRouting(t *testing.T) {
 		n, elapsed := registerGrouped(t, c.c, *routeTasks)
 		t.Logf("%s: %d grouped registrations through node 1 in %v, %.0f/s", c.name, n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
 	}
+
+	checkLeaderMove(t, admin, routed)
+	checkLeaderKilled(t, admin, routed, nodes)
 }
 
 var routeTasks = flag.Int("route.tasks", 2000, "TestClusterRouting: grouped registrations timed with and without routing")
@@ -212,108 +214,6 @@ func routeWork(t *testing.T, c *client.Client) {
 			t.Fatalf("batch task %d: %v", i, r.Err)
 		}
 	}
-}
-
-// checkLeaderMove moves the leadership of a shard while the routing
-// client keeps scheduling in a group of it, with idempotency keys, and
-// reading what it scheduled; none of its calls fails.
-func checkLeaderMove(t *testing.T, admin, routed *client.Client) {
-	t.Helper()
-	ctx := testContext(t)
-	sh, shards, from, to := stableMove(t, admin)
-	group := ""
-	for i := 0; group == ""; i++ {
-		if g := fmt.Sprint("moving-", i); shard.OfGroup(shards, "router", g) == sh {
-			group = g
-		}
-	}
-	stop := make(chan struct{})
-	done := make(chan error, 1)
-	var calls atomic.Int64
-	go func() {
-		for {
-			select {
-			case <-stop:
-				done <- nil
-				return
-			default:
-			}
-			// With a key, a registration under way when the leadership
-			// moves is asked again; without, it would fail BUSY: it may
-			// or may not have taken effect.
-			key := fmt.Sprint("moving-", calls.Load())
-			task, err := routed.Schedule(ctx, []byte("moving"), client.After(time.Hour), client.InGroup(group), client.WithIdempotencyKey(key))
-			if err == nil {
-				_, err = routed.GetTask(ctx, &boomerangv1.GetTaskRequest{Id: task.GetId()})
-			}
-			if err != nil {
-				done <- fmt.Errorf("call %d: %w", calls.Load(), err)
-				return
-			}
-			calls.Add(1)
-		}
-	}()
-	if _, err := admin.ChangeCluster(ctx, &boomerangv1.ChangeClusterRequest{Change: &boomerangv1.ChangeClusterRequest_Move{
-		Move: &boomerangv1.ShardMove{Shard: uint32(sh), To: to},
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the shard's leadership to move", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		cl, err := admin.GetCluster(ctx, &boomerangv1.GetClusterRequest{})
-		return err == nil && cl.GetShards()[sh].GetLeader() == to
-	})
-	// The routing client learns the move from its next calls.
-	after := calls.Load()
-	waitFor(t, "calls after the move", func() bool {
-		select {
-		case err := <-done:
-			t.Fatal(err)
-		default:
-		}
-		return calls.Load() >= after+20
-	})
-	close(stop)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%d calls while shard %d moved from node %s to node %s, none failed", calls.Load(), sh, from, to)
-}
-
-// stableMove picks a shard whose leadership can move from the node
-// preferred as the leader of the most shards to the one preferred for
-// the fewest without the controller balancing it back: they differ by
-// one. It returns the shard, the number of shards, and the nodes.
-func stableMove(t *testing.T, admin *client.Client) (uint16, int, string, string) {
-	t.Helper()
-	cl, err := admin.GetCluster(testContext(t), &boomerangv1.GetClusterRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	count := map[string]int{}
-	for _, s := range cl.GetShards() {
-		count[s.GetPreferredLeader()]++
-	}
-	from, to := "1", "1"
-	for id, n := range count {
-		if n > count[from] {
-			from = id
-		}
-		if n < count[to] {
-			to = id
-		}
-	}
-	if count[from] != count[to]+1 {
-		t.Fatalf("preferred leaders %v: want the most and the fewest to differ by one", count)
-	}
-	for _, s := range cl.GetShards() {
-		if s.GetPreferredLeader() == from && s.GetLeader() == from {
-			return uint16(s.GetShard()), len(cl.GetShards()), from, to
-		}
-	}
-	t.Fatalf("node %s leads none of the shards it is preferred for", from)
-	return 0, 0, "", ""
 }
 
 // forwardedTotal sums boomerang_forwarded_requests_total over the nodes.
