@@ -34,9 +34,9 @@ var (
 	// effect.
 	ErrInternal = errors.New("client: internal server error")
 	// ErrNotLeader: a node of a cluster that does not lead the request's
-	// shard refused it. A routing Client sends such requests on to the
-	// leader itself; only a request that still found no leader after
-	// several attempts fails with it.
+	// shard refused it (raw TCP requests that ask to be routed only). A
+	// routing Client sends such requests to the leader itself, so its
+	// callers do not see it.
 	ErrNotLeader = errors.New("client: not the shard's leader")
 	// ErrUnknownStatus: the server answered with a status this client does
 	// not know.
