@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -23,9 +24,10 @@ import (
 // restart on their data directories and ports, replication through
 // proxies, and an etcd that restarts on its own.
 type fcluster struct {
-	t     *testing.T
-	etcd  *fetcd
-	nodes []*fnode // by id - 1
+	t       *testing.T
+	etcd    *fetcd
+	nodes   []*fnode              // by id - 1
+	viewErr atomic.Pointer[error] // why the last view failed, for settle's report
 }
 
 // fnode is one node, running or not.
@@ -129,6 +131,8 @@ func (c *fcluster) view(cl *client.Client) *boomerangv1.GetClusterResponse {
 	defer cancel()
 	v, err := cl.GetCluster(ctx, &boomerangv1.GetClusterRequest{})
 	if err != nil {
+		err = fmt.Errorf("GetCluster at %s: %w", cl.Addr(), err)
+		c.viewErr.Store(&err)
 		return nil
 	}
 	return v
@@ -282,6 +286,9 @@ func (c *fcluster) settle(replicas int) {
 		why = unsettled(c.view(cl), replicas)
 		if why == "" {
 			return
+		}
+		if e := c.viewErr.Load(); why == "no view" && e != nil {
+			why += ": " + (*e).Error()
 		}
 		if time.Now().After(limit) {
 			c.t.Fatalf("the cluster did not settle: %s", why)

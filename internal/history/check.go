@@ -78,14 +78,9 @@ func (c *checker) ids() {
 // lost checks that every acknowledged registration no cancel was tried
 // on was delivered.
 func (c *checker) lost() {
-	delivered, cancelled := map[uint64]bool{}, map[uint64]bool{}
+	delivered, cancelled := map[uint64]bool{}, mayBeCancelled(c.h.cancels)
 	for _, d := range c.h.deliveries {
 		delivered[d.TaskID] = true
-	}
-	for _, x := range c.h.cancels {
-		if x.Outcome != Refused {
-			cancelled[x.ID] = true
-		}
 	}
 	for _, r := range c.h.registrations {
 		if r.Acked && !delivered[r.ID] && !cancelled[r.ID] {

@@ -125,3 +125,22 @@ func TestCheckAfterCancelNeedsNewerTerm(t *testing.T) {
 		t.Fatalf("want one delivered-after-cancel violation, got %v", v)
 	}
 }
+
+// A task whose cancel was refused is still owed a delivery: Pending keeps
+// waiting for it, as Check reports it lost if it never comes.
+func TestPendingKeepsARefusedCancel(t *testing.T) {
+	h := &History{}
+	id := store.MakeID(1, 1)
+	h.Register(Registration{Key: "k", Due: at(100).UnixMilli(), Sent: at(0), Acked: true, ID: id, AckedAt: at(1)})
+	h.Cancel(Cancel{ID: id, Outcome: Refused, Sent: at(2), AckedAt: at(3)})
+	if p := h.Pending(); len(p) != 1 || p[0].ID != id {
+		t.Fatalf("pending %+v, want task %d", p, id)
+	}
+	if v := h.Check(); len(v) != 1 || v[0].Kind != KindLost {
+		t.Fatalf("check %v, want the task lost", v)
+	}
+	h.Cancel(Cancel{ID: id, Outcome: Unknown, Sent: at(4)})
+	if p := h.Pending(); len(p) != 0 {
+		t.Fatalf("pending %+v after a cancel that may have taken effect, want none", p)
+	}
+}

@@ -114,16 +114,14 @@ func (h *History) Counts() (acked, delivered int) {
 }
 
 // Pending returns the acknowledged registrations that must still be
-// delivered: not delivered yet and never the target of a cancel.
+// delivered: not delivered yet and never the target of a cancel that may
+// have taken effect (the tasks Check reports lost if they stay so).
 func (h *History) Pending() []Registration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delivered, cancelled := map[uint64]bool{}, map[uint64]bool{}
+	delivered, cancelled := map[uint64]bool{}, mayBeCancelled(h.cancels)
 	for _, d := range h.deliveries {
 		delivered[d.TaskID] = true
-	}
-	for _, c := range h.cancels {
-		cancelled[c.ID] = true
 	}
 	var out []Registration
 	for _, r := range h.registrations {
@@ -139,4 +137,15 @@ func (h *History) Deliveries() []Delivery {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]Delivery(nil), h.deliveries...)
+}
+
+// mayBeCancelled returns the tasks a cancel was tried on and not refused.
+func mayBeCancelled(cancels []Cancel) map[uint64]bool {
+	out := map[uint64]bool{}
+	for _, x := range cancels {
+		if x.Outcome != Refused {
+			out[x.ID] = true
+		}
+	}
+	return out
 }

@@ -78,9 +78,10 @@
 // Tasks are released with their registration time as due time, which the
 // scheduler keeps monotonic per shard, so released tasks of a group sort
 // by registration whoever releases them and whenever, and a release
-// repeated by recovery changes nothing. A group's tasks are released one
-// after the other (release), never one while an earlier one is still
-// held, and a group stays busy for later polls from the plan that takes
+// repeated by recovery changes nothing. A group's tasks are released
+// together (releaseRun: one UpdateBatch, which the scheduler applies in
+// one log entry of the group's shard), or one after the other if that
+// fails, never one while an earlier one is still held, and a group stays busy for later polls from the plan that takes
 // its rows until their releases have ended; recovery releases each
 // group's held tasks in the order of their ids (releaseInOrder).
 //

@@ -19,6 +19,7 @@ type Scheduler interface {
 	Register(ctx context.Context, req scheduler.RegisterRequest) (scheduler.TaskView, bool, error)
 	RegisterBatch(ctx context.Context, reqs []scheduler.RegisterRequest) ([]scheduler.RegisterResult, error)
 	Update(ctx context.Context, c scheduler.Caller, req scheduler.UpdateRequest) (scheduler.TaskView, error)
+	UpdateBatch(ctx context.Context, c scheduler.Caller, reqs []scheduler.UpdateRequest) ([]scheduler.UpdateResult, error)
 	Cancel(ctx context.Context, c scheduler.Caller, id uint64) error
 	Get(ctx context.Context, c scheduler.Caller, id uint64) (scheduler.TaskView, error)
 	List(ctx context.Context, c scheduler.Caller, q scheduler.ListQuery) ([]scheduler.TaskView, uint64, error)

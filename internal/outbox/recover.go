@@ -54,23 +54,51 @@ func (s *Source) queueRelease(ctx context.Context, r release) {
 	}
 	s.wg.Go(func() {
 		defer func() { <-s.releasing }()
-		for _, t := range r.tasks {
-			if !s.releaseOne(s.ctx, t) {
-				break
-			}
-		}
+		s.releaseRun(s.ctx, r.tasks)
 		if r.done != nil {
 			r.done()
 		}
 	})
 }
 
+// releaseRun releases a run's tasks in one batch: a group's tasks live on
+// one shard, so the scheduler changes them together, in one durable
+// write, and the run's order holds. The tasks the batch did not release
+// (the scheduler busy, the shard's leader moving: the whole run, in
+// practice) go one at a time after it, in order, each retried until it is
+// released or ctx ends.
+func (s *Source) releaseRun(ctx context.Context, tasks []heldTask) {
+	reqs := make([]scheduler.UpdateRequest, len(tasks))
+	for i := range tasks {
+		reqs[i] = scheduler.UpdateRequest{ID: tasks[i].id, At: &tasks[i].at}
+	}
+	rest := tasks
+	if res, err := s.sched.UpdateBatch(ctx, admin, reqs); err == nil {
+		i := slices.IndexFunc(res, func(r scheduler.UpdateResult) bool { return !released(r.Err) })
+		rest = tasks[len(tasks):]
+		if i >= 0 {
+			rest = tasks[i:]
+		}
+	}
+	for _, t := range rest {
+		if !s.releaseOne(ctx, t) {
+			return
+		}
+	}
+}
+
+// released reports whether an update's answer means its task is released:
+// updated, or released already (running or finished).
+func released(err error) bool {
+	return err == nil || errors.Is(err, scheduler.ErrNotFound) || errors.Is(err, scheduler.ErrInFlight)
+}
+
 func (s *Source) releaseOne(ctx context.Context, t heldTask) bool {
 	delay := 10 * time.Millisecond
 	for {
 		_, err := s.sched.Update(ctx, admin, scheduler.UpdateRequest{ID: t.id, At: &t.at})
-		if err == nil || errors.Is(err, scheduler.ErrNotFound) || errors.Is(err, scheduler.ErrInFlight) {
-			return true // released, or released already: running or finished
+		if released(err) {
+			return true
 		}
 		if ctx.Err() != nil {
 			return false

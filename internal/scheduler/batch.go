@@ -3,6 +3,8 @@ package scheduler
 import (
 	"context"
 	"sync/atomic"
+
+	"github.com/boomerangd/boomerang/internal/store"
 )
 
 // MaxRegisterBatch bounds the tasks of one RegisterBatch call.
@@ -25,36 +27,89 @@ func (s *Scheduler) RegisterBatch(ctx context.Context, reqs []RegisterRequest) (
 		return nil, invalid("tasks", "at most %d per batch, got %d", MaxRegisterBatch, len(reqs))
 	}
 	out := make([]RegisterResult, len(reqs))
-	byShard := make(map[uint16][]int)
-	for i := range reqs {
+	err := s.perShard(ctx, len(reqs), func(i int) (uint16, error) {
 		if err := s.validateRegister(&reqs[i]); err != nil {
-			out[i].Err = err
+			return 0, err
+		}
+		return s.shardFor(&reqs[i]), nil
+	}, func(p *partition, shard uint16, i int, done func()) {
+		p.register(&reqs[i], shard, func(r result) {
+			out[i] = RegisterResult{View: r.view, Created: r.created, Err: r.err}
+			done()
+		})
+	}, func(i int, err error) { out[i].Err = err })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// UpdateResult is one task's answer in a batch update.
+type UpdateResult struct {
+	View TaskView
+	Err  error
+}
+
+// UpdateBatch makes up to MaxRegisterBatch updates, each on its own, as
+// Update would: one that fails fails alone. The updates of one shard are
+// decided together, in the order of reqs, and become durable in one log
+// entry, so the tasks of one group change at once. Results are in the
+// order of reqs; once UpdateBatch returns, every update without an error
+// is durable.
+func (s *Scheduler) UpdateBatch(ctx context.Context, c Caller, reqs []UpdateRequest) ([]UpdateResult, error) {
+	if len(reqs) > MaxRegisterBatch {
+		return nil, invalid("updates", "at most %d per batch, got %d", MaxRegisterBatch, len(reqs))
+	}
+	out := make([]UpdateResult, len(reqs))
+	err := s.perShard(ctx, len(reqs), func(i int) (uint16, error) {
+		if err := s.validateUpdate(&reqs[i]); err != nil {
+			return 0, err
+		}
+		shard := store.ShardOf(reqs[i].ID)
+		if int(shard) >= s.cfg.Store.Shards() {
+			return 0, ErrNotFound // an id no task of this store has
+		}
+		return shard, nil
+	}, func(p *partition, _ uint16, i int, done func()) {
+		p.update(c, &reqs[i], func(r result) {
+			out[i] = UpdateResult{View: r.view, Err: r.err}
+			done()
+		})
+	}, func(i int, err error) { out[i].Err = err })
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// perShard is a batch of n requests: shard places request i (or refuses
+// it), op starts it in its partition's loop, the requests of one shard
+// together in one turn, and fail records a refusal. It returns once every
+// request is answered, or with the error that ended the wait.
+func (s *Scheduler) perShard(ctx context.Context, n int, shard func(i int) (uint16, error), op func(p *partition, shard uint16, i int, done func()), fail func(i int, err error)) error {
+	byShard := make(map[uint16][]int)
+	w := newWaiter(n)
+	for i := range n {
+		sh, err := shard(i)
+		if err != nil {
+			fail(i, err)
+			w.done()
 			continue
 		}
-		shard := s.shardFor(&reqs[i])
-		byShard[shard] = append(byShard[shard], i)
-	}
-	w := newWaiter(len(reqs))
-	for i := range out {
-		if out[i].Err != nil {
-			w.done()
-		}
+		byShard[sh] = append(byShard[sh], i)
 	}
 	var parts []*partition
-	for shard, idx := range byShard {
-		p := s.partitionOf(shard)
+	for sh, idx := range byShard {
+		p := s.partitionOf(sh)
 		parts = append(parts, p)
 		err := p.inbox.request(func() {
 			for _, i := range idx {
-				if !p.leads(shard) {
-					out[i].Err = &NotLeaderError{Shard: shard} // refused before anything was done
+				if !p.leads(sh) {
+					fail(i, &NotLeaderError{Shard: sh}) // refused before anything was done
 					w.done()
 					continue
 				}
-				p.register(&reqs[i], shard, func(r result) {
-					out[i] = RegisterResult{View: r.view, Created: r.created, Err: r.err}
-					w.done()
-				})
+				op(p, sh, i, w.done)
 			}
 		})
 		if err != nil {
@@ -62,15 +117,12 @@ func (s *Scheduler) RegisterBatch(ctx context.Context, reqs []RegisterRequest) (
 				err = e
 			}
 			for _, i := range idx {
-				out[i].Err = err
+				fail(i, err)
 				w.done()
 			}
 		}
 	}
-	if err := s.await(ctx, w, parts); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return s.await(ctx, w, parts)
 }
 
 // waiter counts answers still to come.

@@ -58,3 +58,45 @@ func TestRegisterBatchBounds(t *testing.T) {
 		t.Fatalf("oversized batch: %v, want ErrInvalid", err)
 	}
 }
+
+// UpdateBatch answers each update on its own, makes them durable before
+// it returns, and changes a group's tasks together: released at once,
+// they run in the group's order.
+func TestUpdateBatchAnswersEachUpdate(t *testing.T) {
+	h := newPowerHarness(t, nil)
+	acme := Caller{Client: "acme"}
+	first := h.register(RegisterRequest{Client: "acme", Payload: payload("first"), Group: "g", Delay: time.Hour})
+	second := h.register(RegisterRequest{Client: "acme", Payload: payload("second"), Group: "g", Delay: time.Hour})
+	other := h.register(RegisterRequest{Client: "globex", Payload: payload("other"), Delay: time.Hour})
+	now := h.clock.Now()
+	res, err := h.s.UpdateBatch(context.Background(), acme, []UpdateRequest{
+		{ID: first.Task.Id, At: &now},
+		{ID: second.Task.Id, At: &now},
+		{ID: other.Task.Id, At: &now},        // another client's
+		{ID: first.Task.Id + 1000, At: &now}, // no such task
+		{ID: second.Task.Id},                 // changes nothing
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if res[i].Err != nil || res[i].View.Task.DueMs != now.UnixMilli() {
+			t.Errorf("update %d: %+v, want due at %d", i, res[i], now.UnixMilli())
+		}
+	}
+	for _, i := range []int{2, 3} {
+		if !errors.Is(res[i].Err, ErrNotFound) {
+			t.Errorf("update %d: %v, want ErrNotFound", i, res[i].Err)
+		}
+	}
+	var fe *FieldError
+	if !errors.As(res[4].Err, &fe) || fe.Field != "update" {
+		t.Errorf("update 4: %v, want an invalid update", res[4].Err)
+	}
+	h.powerLoss()
+	h.ack(h.expect("first", 1))
+	h.ack(h.expect("second", 1))
+	if _, err := h.s.UpdateBatch(context.Background(), acme, make([]UpdateRequest, MaxRegisterBatch+1)); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("oversized batch: %v, want ErrInvalid", err)
+	}
+}
