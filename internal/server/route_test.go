@@ -59,3 +59,21 @@ func TestGetRoutesStandalone(t *testing.T) {
 		t.Fatalf("routed registration: %v", resp)
 	}
 }
+
+// A NOT_LEADER answer to an operator action is not audited: the leader
+// the client turns to audits it.
+func TestNotLeaderNotAudited(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, nil)
+	count := func() int { return len(ts.svc.panel.audit.list(0, 100, func(*boomerangv1.AuditEntry) bool { return true })) }
+	before := count()
+	req := &boomerangv1.ReplayDeadLetterRequest{Id: 42}
+	ts.svc.audited(admin, "ReplayDeadLetter", req, &NotLeaderError{Shard: 0, Leader: cluster.NodeInfo{ID: 2}})
+	if got := count(); got != before {
+		t.Fatalf("%d audit entries after a NOT_LEADER answer, want %d", got, before)
+	}
+	ts.svc.audited(admin, "ReplayDeadLetter", req, scheduler.ErrNotFound)
+	if got := count(); got != before+1 {
+		t.Fatalf("%d audit entries after a refused replay, want %d", got, before+1)
+	}
+}
