@@ -207,9 +207,20 @@ func (a *Auth) admins() int {
 	return n
 }
 
-// Client returns a registered client, or ErrNotFound.
+// Client returns a registered client, or ErrNotFound. In a cluster it is
+// ErrCatchingUp while this node's replica of the system group catches up,
+// and a client not known here is looked for again once the replica has
+// caught up with its leader: it may have been registered through another
+// node a moment ago. So ErrNotFound means the client does not exist, and
+// a delivery may give up on it.
 func (a *Auth) Client(id string) (ClientInfo, error) {
+	if !a.readable() {
+		return ClientInfo{}, ErrCatchingUp
+	}
 	e, ok := a.lookup(id)
+	if !ok && a.recheck() {
+		e, ok = a.lookup(id)
+	}
 	if !ok {
 		return ClientInfo{}, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}

@@ -427,3 +427,20 @@ func TestSystemGroupFailover(t *testing.T) {
 	}
 	c.checkSameState()
 }
+
+// In a cluster, a node whose copy of the clients has not caught up does
+// not say a client is unknown: a delivery would give up on its task.
+func TestClientWhileCatchingUp(t *testing.T) {
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	a, err := New(st, Config{Hash: lightHash, SecretKeys: [][]byte{GenerateKey()}, Replicated: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Client("alice"); !errors.Is(err, ErrCatchingUp) {
+		t.Fatalf("Client on a node catching up: %v, want ErrCatchingUp", err)
+	}
+}

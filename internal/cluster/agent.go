@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/boomerangd/boomerang/internal/replica"
 )
@@ -95,6 +96,11 @@ func (m *Member) lead(ctx context.Context, rev int64, shard uint16, p Placement,
 	if err := m.fence(ctx, rev); err != nil {
 		return err
 	}
+	// A step is bounded: raft may drop a proposed change (another one is
+	// still being applied, the leadership moved), and a step that waits
+	// for it would hold up every other shard's. The next pass looks again.
+	ctx, cancel := context.WithTimeout(ctx, stepTimeout)
+	defer cancel()
 	if transfer != 0 {
 		m.log.Info("handing the leadership over", "shard", shard, "to", transfer)
 		return m.cfg.Local.TransferLeadership(ctx, shard, transfer)
@@ -102,6 +108,9 @@ func (m *Member) lead(ctx context.Context, rev int64, shard uint16, p Placement,
 	m.log.Info("changing a shard's replicas", "shard", shard, "change", changeName[change], "node", peer)
 	return m.cfg.Local.ChangeConf(ctx, shard, change, peer)
 }
+
+// stepTimeout bounds one placement step of a group this node leads.
+const stepTimeout = 5 * time.Second
 
 var changeName = map[replica.ConfChangeType]string{replica.AddLearner: "add learner", replica.Promote: "promote", replica.Remove: "remove", replica.Demote: "demote"}
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -67,10 +68,17 @@ type clientSource struct{ a *auth.Auth }
 
 var _ delivery.ClientDetails = clientSource{}
 
+// Client reads a client for a delivery. Only a client that does not
+// exist is store.ErrNotFound, which dead-letters the task; a node whose
+// copy of the clients is catching up (a new leader of the shard that has
+// just joined) answers an error the delivery retries.
 func (c clientSource) Client(id string) (*storepb.Client, error) {
 	ci, err := c.a.Client(id)
-	if err != nil {
+	if errors.Is(err, auth.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %w", store.ErrNotFound, err)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return ci.Client, nil
 }
