@@ -65,7 +65,9 @@ func TestGetRoutesStandalone(t *testing.T) {
 func TestNotLeaderNotAudited(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, nil)
-	count := func() int { return len(ts.svc.panel.audit.list(0, 100, func(*boomerangv1.AuditEntry) bool { return true })) }
+	count := func() int {
+		return len(ts.svc.panel.audit.list(0, 100, func(*boomerangv1.AuditEntry) bool { return true }))
+	}
 	before := count()
 	req := &boomerangv1.ReplayDeadLetterRequest{Id: 42}
 	ts.svc.audited(admin, "ReplayDeadLetter", req, &NotLeaderError{Shard: 0, Leader: cluster.NodeInfo{ID: 2}})
