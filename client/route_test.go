@@ -50,7 +50,7 @@ func byParity(s int) string { return []string{"1", "2"}[s%2] }
 
 // A task goes straight to its shard's leader, marked routed; the
 // routing view is fetched once.
-func TestRoutingSendsToTheLeader(t *testing.T) {
+func TestRouteSendsToTheLeader(t *testing.T) {
 	one, two, c := twoNodes(t, byParity)
 	two.received = make(chan *boomerangv1.Request, 10)
 	ctx := testContext(t)
@@ -74,7 +74,7 @@ func TestRoutingSendsToTheLeader(t *testing.T) {
 
 // A NOT_LEADER answer sends the request on to the leader it names, and
 // a hint newer than the view makes the Client fetch the view again.
-func TestRoutingFollowsNotLeader(t *testing.T) {
+func TestRouteFollowsNotLeader(t *testing.T) {
 	one, two, c := twoNodes(t, func(int) string { return "1" })
 	one.set(func() {
 		one.onRequest = func(nc net.Conn, req *boomerangv1.Request) bool {
@@ -107,7 +107,7 @@ func TestRoutingFollowsNotLeader(t *testing.T) {
 
 // A batch is split by leader, each part keeping the batch's order, and
 // the results come back in the batch's order.
-func TestRoutingSplitsBatches(t *testing.T) {
+func TestRouteSplitsBatches(t *testing.T) {
 	one, two, c := twoNodes(t, byParity)
 	var tasks []Task
 	for i := range 20 {
@@ -137,7 +137,7 @@ func TestRoutingSplitsBatches(t *testing.T) {
 }
 
 // A node that cannot be reached leaves the request to the node dialed.
-func TestRoutingAroundAnUnreachableNode(t *testing.T) {
+func TestRouteAroundAnUnreachableNode(t *testing.T) {
 	one, two, c := twoNodes(t, func(int) string { return "2" })
 	two.close()
 	if _, err := c.Schedule(testContext(t), []byte("x"), InGroup("g")); err != nil {
@@ -153,7 +153,7 @@ func TestRoutingAroundAnUnreachableNode(t *testing.T) {
 // A connection to a node that breaks with requests in flight: a read is
 // sent again (to the node dialed), a registration without idempotency
 // key fails with ErrConnectionLost.
-func TestRoutingLostConnection(t *testing.T) {
+func TestRouteLostConnection(t *testing.T) {
 	one, two, c := twoNodes(t, func(int) string { return "2" })
 	two.set(func() {
 		two.onRequest = func(nc net.Conn, _ *boomerangv1.Request) bool {
@@ -173,7 +173,7 @@ func TestRoutingLostConnection(t *testing.T) {
 }
 
 // WithRouting(false) never asks for the view, nor marks requests routed.
-func TestRoutingOff(t *testing.T) {
+func TestRouteOff(t *testing.T) {
 	f := startFake(t)
 	f.set(func() {
 		f.routes = &boomerangv1.GetRoutesResponse{Shards: testShards, Node: "1", Leaders: slices.Repeat([]string{"2"}, testShards)}
@@ -196,7 +196,7 @@ func TestRoutingOff(t *testing.T) {
 // A BUSY answer to a repeatable request is asked again; to a
 // registration without idempotency key it reaches the caller, since it
 // may have taken effect.
-func TestRoutingAsksAgainWhenBusy(t *testing.T) {
+func TestRouteAsksAgainWhenBusy(t *testing.T) {
 	_, two, c := twoNodes(t, func(int) string { return "2" })
 	id := uint64(5)<<48 | 1
 	busy := 0
