@@ -13,7 +13,7 @@ import (
 // A routed request refused for another node's shard is answered
 // NOT_LEADER with the node, or without one while the shard changes
 // leaders; Connect clients see it as UNAVAILABLE.
-func TestNotLeaderAnswer(t *testing.T) {
+func TestRouteNotLeaderAnswer(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
@@ -42,7 +42,7 @@ func TestNotLeaderAnswer(t *testing.T) {
 // Any client may ask a standalone server for the routing view: one node
 // leading everything. A standalone server answers routed requests as any
 // others.
-func TestGetRoutesStandalone(t *testing.T) {
+func TestRouteViewStandalone(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, nil)
 	ts.addClients(t)
@@ -62,7 +62,7 @@ func TestGetRoutesStandalone(t *testing.T) {
 
 // A NOT_LEADER answer to an operator action is not audited: the leader
 // the client turns to audits it.
-func TestNotLeaderNotAudited(t *testing.T) {
+func TestRouteNotLeaderNotAudited(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, nil)
 	count := func() int {
