@@ -48,6 +48,7 @@ type Client struct {
 	dialErr error // why the last reconnection attempt failed
 
 	batcher *coalescer // gathers Schedule calls; nil when off
+	router  *router    // sends requests to their shards' leaders; nil when off
 
 	sess     sessionState
 	loginMu  sync.Mutex   // one login at a time
@@ -80,6 +81,9 @@ func Dial(ctx context.Context, addr string, creds Credentials, opts ...Option) (
 		stop:  make(chan struct{}),
 	}
 	c.life, c.end = context.WithCancel(context.Background())
+	if o.routing {
+		c.router = newRouter(c)
+	}
 	if o.linger > 0 {
 		c.batcher = newCoalescer(c, o.linger)
 	}
@@ -143,23 +147,41 @@ func (c *Client) Close() error {
 	if cur != nil {
 		cur.close(ErrClosed)
 	}
+	if c.router != nil {
+		c.router.close()
+	}
 	c.bg.Wait()
 	return nil
 }
 
-func (c *Client) dial(ctx context.Context) (net.Conn, error) {
+// background runs fn in a goroutine Close waits for, and reports false,
+// without running it, once the Client is closed.
+func (c *Client) background(fn func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.bg.Go(fn)
+	return true
+}
+
+func (c *Client) dial(ctx context.Context) (net.Conn, error) { return c.dialAddr(ctx, c.addr) }
+
+// dialAddr connects to the node at addr.
+func (c *Client) dialAddr(ctx context.Context, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: c.opts.dialTimeout}
 	var nc net.Conn
 	var err error
 	if c.opts.tls != nil {
 		// The handshake happens here, so a certificate problem is a dial
 		// error rather than a broken connection later.
-		nc, err = (&tls.Dialer{NetDialer: d, Config: c.opts.tls}).DialContext(ctx, "tcp", c.addr)
+		nc, err = (&tls.Dialer{NetDialer: d, Config: c.opts.tls}).DialContext(ctx, "tcp", addr)
 	} else {
-		nc, err = d.DialContext(ctx, "tcp", c.addr)
+		nc, err = d.DialContext(ctx, "tcp", addr)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("client: cannot connect to %s: %w", c.addr, err)
+		return nil, fmt.Errorf("client: cannot connect to %s: %w", addr, err)
 	}
 	return nc, nil
 }
@@ -276,6 +298,12 @@ func (c *Client) conn(ctx context.Context) (*conn, error) {
 // another call has replaced it meanwhile, else after logging in again when
 // the Client has credentials.
 func (c *Client) do(ctx context.Context, req *boomerangv1.Request) (*boomerangv1.Response, error) {
+	return c.doWith(ctx, req, c.send)
+}
+
+// doWith is do with send making each round trip.
+func (c *Client) doWith(ctx context.Context, req *boomerangv1.Request,
+	send func(context.Context, *boomerangv1.Request) (*boomerangv1.Response, error)) (*boomerangv1.Response, error) {
 	select {
 	case c.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -287,11 +315,11 @@ func (c *Client) do(ctx context.Context, req *boomerangv1.Request) (*boomerangv1
 	if !isLogin {
 		req.SessionId = c.sess.id()
 	}
-	resp, err := c.roundTrip(ctx, req)
+	resp, err := send(ctx, req)
 	if err == nil && !isLogin && sessionRefused(resp.GetError()) {
 		if c.renewSession(ctx, req.SessionId) {
 			req.SessionId = c.sess.id()
-			resp, err = c.roundTrip(ctx, req)
+			resp, err = send(ctx, req)
 		}
 	}
 	if err != nil {
@@ -308,8 +336,24 @@ func sessionRefused(e *boomerangv1.Error) bool {
 	return s == boomerangv1.Status_STATUS_SESSION_EXPIRED || s == boomerangv1.Status_STATUS_UNAUTHORIZED
 }
 
-// roundTrip sends one request and waits for its response.
+// send sends one request, to its shard's leader when routing, and waits
+// for its response.
+func (c *Client) send(ctx context.Context, req *boomerangv1.Request) (*boomerangv1.Response, error) {
+	if c.router == nil {
+		return c.roundTrip(ctx, req)
+	}
+	return c.router.roundTrip(ctx, req)
+}
+
+// roundTrip sends one request over the Client's own connection and waits
+// for its response.
 func (c *Client) roundTrip(ctx context.Context, req *boomerangv1.Request) (*boomerangv1.Response, error) {
+	return c.roundTripOn(ctx, req, c.conn)
+}
+
+// roundTripOn sends one request over the connection connOf returns and
+// waits for its response.
+func (c *Client) roundTripOn(ctx context.Context, req *boomerangv1.Request, connOf func(context.Context) (*conn, error)) (*boomerangv1.Response, error) {
 	req.RequestId = c.ids.Add(1)
 	buf := framePool.Get().(*[]byte)
 	defer framePool.Put(buf)
@@ -325,7 +369,7 @@ func (c *Client) roundTrip(ctx context.Context, req *boomerangv1.Request) (*boom
 	}
 	cl := &call{id: req.RequestId, result: make(chan result, 1)}
 	for {
-		cn, err := c.conn(ctx)
+		cn, err := connOf(ctx)
 		if err != nil {
 			return nil, err
 		}

@@ -57,6 +57,33 @@
 // returns the session in use, for tools that save it; Logout ends it on
 // the server.
 //
+// # Clusters and routing
+//
+// Any node of a cluster takes any request, forwarding it to the leader
+// of the request's shard when that is another node. A Client saves that
+// hop: before its first request that can be routed it asks the node it
+// dialed for the routing view (GetRoutes: which node leads each shard),
+// computes each request's shard (a task's group, idempotency key or
+// replace key, or the shard a task id carries) and sends the request to
+// that shard's leader, over a connection of its own to each node it
+// needs, dialed when first needed, with the same session. Ungrouped
+// tasks without keys go to one leader after another. ScheduleBatch and
+// the gathered Schedule calls send one RegisterTasks request per leader.
+//
+// A node that no longer leads the shard answers NOT_LEADER, naming the
+// leader: the Client sends the request there and refreshes the view. A
+// node that cannot be reached, or whose connection breaks with a read or
+// an idempotent registration in flight, leaves the request to the node
+// dialed, and a read or an idempotent registration answered BUSY (as one
+// under way while its shard changes leaders is) is asked again a little
+// later. None of these reaches the caller; after several attempts a
+// request goes through the node dialed, which forwards it. A
+// registration without idempotency key lost with a connection or
+// answered BUSY fails with ErrConnectionLost or ErrBusy, as below: it
+// may have taken effect. Against a standalone server (or one too
+// old to route) the view fetch is the only extra request.
+// WithRouting(false) sends every request to the node dialed.
+//
 // # Connection loss and reconnection
 //
 // When the connection breaks, every request in flight on it fails at once

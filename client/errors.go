@@ -33,6 +33,11 @@ var (
 	// ErrInternal: a server fault; the request may or may not have taken
 	// effect.
 	ErrInternal = errors.New("client: internal server error")
+	// ErrNotLeader: a node of a cluster that does not lead the request's
+	// shard refused it (raw TCP requests that ask to be routed only). A
+	// routing Client sends such requests to the leader itself, so its
+	// callers do not see it.
+	ErrNotLeader = errors.New("client: not the shard's leader")
 	// ErrUnknownStatus: the server answered with a status this client does
 	// not know.
 	ErrUnknownStatus = errors.New("client: unknown status")
@@ -62,6 +67,7 @@ var statusErrors = map[boomerangv1.Status]error{
 	boomerangv1.Status_STATUS_GROUP_FULL:      ErrGroupFull,
 	boomerangv1.Status_STATUS_CONFLICT:        ErrConflict,
 	boomerangv1.Status_STATUS_INTERNAL:        ErrInternal,
+	boomerangv1.Status_STATUS_NOT_LEADER:      ErrNotLeader,
 }
 
 // Error is a request the server refused, or a connection it closed, with
@@ -74,6 +80,11 @@ type Error struct {
 
 func newError(e *boomerangv1.Error) *Error {
 	return &Error{Status: e.GetStatus(), Message: e.GetMessage(), Field: e.GetField()}
+}
+
+// wire is e as the server sends it.
+func (e *Error) wire() *boomerangv1.Error {
+	return &boomerangv1.Error{Status: e.Status, Message: e.Message, Field: e.Field}
 }
 
 // Error reads like "client: not found: task 42 not found".

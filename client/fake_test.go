@@ -42,9 +42,11 @@ type fakeServer struct {
 	received   chan *boomerangv1.Request                 // every request, if set
 	onRequest  func(net.Conn, *boomerangv1.Request) bool // true: handled
 	password   string
-	expireNext bool  // the next task request gets SESSION_EXPIRED
-	batches    []int // tasks of each RegisterTasks request
-	noBatches  bool  // refuse RegisterTasks as a server without it does
+	expireNext bool                           // the next task request gets SESSION_EXPIRED
+	batches    []int                          // tasks of each RegisterTasks request
+	noBatches  bool                           // refuse RegisterTasks as a server without it does
+	routes     *boomerangv1.GetRoutesResponse // the routing view; nil: standalone
+	fetches    int                            // GetRoutes requests
 }
 
 type held struct {
@@ -135,6 +137,19 @@ func (f *fakeServer) serve(nc net.Conn) {
 		req := new(boomerangv1.Request)
 		if err := protodelim.UnmarshalFrom(br, req); err != nil {
 			return
+		}
+		if req.GetGetRoutes() != nil {
+			// Standalone unless told otherwise: the Client asks once,
+			// before its first routable request.
+			f.mu.Lock()
+			view := f.routes
+			f.fetches++
+			f.mu.Unlock()
+			if view == nil {
+				view = &boomerangv1.GetRoutesResponse{Standalone: true, Shards: 64}
+			}
+			w.write(&boomerangv1.Response{RequestId: req.GetRequestId(), Body: &boomerangv1.Response_GetRoutes{GetRoutes: view}})
+			continue
 		}
 		if f.received != nil {
 			f.received <- req

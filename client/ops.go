@@ -59,6 +59,9 @@ func (c *Client) RegisterTask(ctx context.Context, in *boomerangv1.RegisterTaskR
 // limit. See ScheduleBatch, which splits any number of tasks into such
 // requests.
 func (c *Client) RegisterTasks(ctx context.Context, in *boomerangv1.RegisterTasksRequest) (*boomerangv1.RegisterTasksResponse, error) {
+	if c.router != nil {
+		return c.router.registerTasks(ctx, in)
+	}
 	r, err := c.do(ctx, &boomerangv1.Request{Body: &boomerangv1.Request_RegisterTasks{RegisterTasks: in}})
 	return empty(r, err, (*boomerangv1.Response).GetRegisterTasks)
 }

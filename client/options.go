@@ -40,10 +40,11 @@ type options struct {
 	session      Session
 	tls          *tls.Config
 	linger       time.Duration // < 0: coalescing off
+	routing      bool
 }
 
 func newOptions(opts []Option) options {
-	o := options{}
+	o := options{routing: true}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -125,3 +126,10 @@ func WithSession(s Session) Option { return func(o *options) { o.session = s } }
 // trust a private CA, and cfg.Certificates when the server asks for a
 // client certificate.
 func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
+
+// WithRouting turns routing on or off. On (the default), the Client
+// sends each request to its shard's leader in a cluster, over a
+// connection of its own to each node it needs, instead of letting the
+// node it dialed forward it; see the package documentation. Off, every
+// request goes to the node dialed, as to a standalone server.
+func WithRouting(on bool) Option { return func(o *options) { o.routing = on } }

@@ -208,7 +208,7 @@ func (a *app) connect(ctx context.Context) (*client.Client, error) {
 		return nil, err
 	}
 	addr := a.serverAddr(saved)
-	opts, err := a.tls.options(saved, a.env.Getenv)
+	opts, err := a.dialOptions(saved)
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,7 @@ until it expires, when they ask you to log in again.`,
 			}
 			addr := first(a.addr, a.env.Getenv(EnvAddr), DefaultAddr)
 			tlsNow := a.tls.settings(nil, a.env.Getenv)
-			opts, err := a.tls.options(nil, a.env.Getenv)
+			opts, err := a.dialOptions(nil)
 			if err != nil {
 				return err
 			}
@@ -119,7 +119,7 @@ until it expires (exit code 1).`,
 func (a *app) endOnServer(cmd *cobra.Command, saved *savedSession) error {
 	ctx, cancel := a.context(cmd)
 	defer cancel()
-	opts, err := a.tls.options(saved, a.env.Getenv)
+	opts, err := a.dialOptions(saved)
 	if err != nil {
 		return err
 	}

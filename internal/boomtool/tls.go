@@ -88,3 +88,12 @@ func (s tlsFlags) saved(sess *savedSession) {
 	}
 	sess.TLS, sess.CA, sess.Cert, sess.Key = s.on, abs(s.ca), abs(s.cert), abs(s.key)
 }
+
+// dialOptions are the client options of every connection: the TLS
+// settings in effect, and no routing: a command makes a request or a
+// few, which the node dialed forwards to the shards' leaders, instead of
+// fetching the routing view and dialing other nodes first.
+func (a *app) dialOptions(saved *savedSession) ([]client.Option, error) {
+	opts, err := a.tls.options(saved, a.env.Getenv)
+	return append(opts, client.WithRouting(false)), err
+}

@@ -9,6 +9,7 @@ import (
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
 	"github.com/boomerangd/boomerang/internal/auth"
+	"github.com/boomerangd/boomerang/internal/cluster"
 	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/server"
 	"github.com/boomerangd/boomerang/internal/store"
@@ -289,6 +290,13 @@ func panelOperations() []op {
 				Change: &boomerangv1.ChangeClusterRequest_Move{Move: &boomerangv1.ShardMove{Shard: 12, From: "1", To: "4"}},
 			}}},
 			&boomerangv1.Response{RequestId: 80, Body: &boomerangv1.Response_ChangeCluster{ChangeCluster: &boomerangv1.ChangeClusterResponse{MapRevision: 4243}}}},
+		{"get_routes",
+			&boomerangv1.Request{RequestId: 81, SessionId: session, Body: &boomerangv1.Request_GetRoutes{GetRoutes: &boomerangv1.GetRoutesRequest{}}},
+			&boomerangv1.Response{RequestId: 81, Body: &boomerangv1.Response_GetRoutes{GetRoutes: &boomerangv1.GetRoutesResponse{
+				Shards: 4, Revision: 4242, Node: "1", Client: "billing",
+				Nodes:   []*boomerangv1.RouteNode{{Id: "1", TcpAddress: "10.0.0.1:7070"}, {Id: "2", TcpAddress: "10.0.0.2:7070"}},
+				Leaders: []string{"1", "2", "", "2"},
+			}}}},
 		{"list_pools",
 			&boomerangv1.Request{RequestId: 68, SessionId: session, Body: &boomerangv1.Request_ListPools{ListPools: &boomerangv1.ListPoolsRequest{}}},
 			&boomerangv1.Response{RequestId: 68, Body: &boomerangv1.Response_ListPools{ListPools: &boomerangv1.ListPoolsResponse{Pools: []*boomerangv1.PoolInfo{
@@ -345,6 +353,9 @@ func extraRequests() []op {
 		{name: "update_task/cron", req: &boomerangv1.Request{RequestId: 26, SessionId: session, Body: &boomerangv1.Request_UpdateTask{UpdateTask: &boomerangv1.UpdateTaskRequest{
 			Id: taskID, Cron: proto.String("*/10 * * * * *"), TimeZone: "Australia/Lord_Howe",
 		}}}},
+		{name: "register_task/route", req: &boomerangv1.Request{RequestId: 28, SessionId: session, Route: true, Body: &boomerangv1.Request_RegisterTask{RegisterTask: &boomerangv1.RegisterTaskRequest{
+			Payload: payload, Group: group,
+		}}}},
 		{name: "update_client/group_rates", req: &boomerangv1.Request{RequestId: 27, SessionId: session, Body: &boomerangv1.Request_UpdateClient{UpdateClient: &boomerangv1.UpdateClientRequest{
 			ClientId: "billing", GroupRateLimit: &boomerangv1.RateLimit{MaxDeliveries: 10, IntervalMs: 1000},
 			GroupRateLimits: map[string]*boomerangv1.RateLimit{group: {MaxDeliveries: 1, IntervalMs: 60000}},
@@ -389,6 +400,7 @@ func errorResponses() []op {
 		{name: "error/group_full", resp: fail(6, scheduler.ErrGroupFull)},
 		{name: "error/conflict", resp: fail(8, scheduler.ErrInFlight)},
 		{name: "error/internal", resp: fail(6, store.ErrFailed)},
+		{name: "error/not_leader", resp: fail(28, &server.NotLeaderError{Shard: 12, Leader: cluster.NodeInfo{ID: 2, TCP: "10.0.0.2:7070"}, Revision: 4242})},
 		{name: "error/connection", resp: fail(0, fmt.Errorf("%w: frame of 2000000 bytes exceeds the limit of 1114112", server.ErrFrame))},
 	}
 }

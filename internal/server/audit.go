@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -133,9 +134,11 @@ func groupTarget(group string) string {
 }
 
 // audited records an operation in the audit log when it is an operator
-// action.
+// action. A NOT_LEADER answer is not: nothing was done, and the leader
+// the client sends the request to records it.
 func (s *Service) audited(p auth.Principal, op string, req any, err error) {
-	if m, ok := req.(proto.Message); ok && s.panel != nil {
+	var nl *NotLeaderError
+	if m, ok := req.(proto.Message); ok && s.panel != nil && !errors.As(err, &nl) {
 		s.panel.audit.record(p, op, m, err)
 	}
 }

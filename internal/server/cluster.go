@@ -120,7 +120,7 @@ func (s *Server) joinCluster() error {
 	if s.cfg.TLS != nil {
 		scheme = "https"
 	}
-	s.svc.fwd.Store(&forwarder{member: m, http: s.forwardClient(), scheme: scheme, key: m.ForwardKey})
+	s.svc.fwd.Store(&forwarder{member: m, http: s.forwardClient(), scheme: scheme, key: m.ForwardKey, sent: s.m.forwarded})
 	s.summaries.Go(s.joinSystem)
 	return nil
 }

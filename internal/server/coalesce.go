@@ -84,7 +84,8 @@ func (s *Service) HandleRegisters(ctx context.Context, reqs []*boomerangv1.Reque
 // registerTogether registers the requests' tasks as one batch, setting
 // each response's body, and returns each request's error. A task whose
 // shard this node does not lead was refused before anything was done:
-// it goes through RegisterTask alone, which forwards it to the leader.
+// it goes through RegisterTask alone, which forwards it to the leader,
+// or answers NOT_LEADER when the request asked to be routed (route.go).
 func (s *Service) registerTogether(ctx context.Context, p auth.Principal, reqs []*boomerangv1.Request, resps []*boomerangv1.Response) []error {
 	errs := make([]error, len(reqs))
 	fail := func(err error) []error {
@@ -123,7 +124,7 @@ func (s *Service) registerTogether(ctx context.Context, p auth.Principal, reqs [
 		switch {
 		case errors.As(a.Err, &nl):
 			alone.Go(func() {
-				errs[i] = run(ctx, p, reqs[i].GetRegisterTask(), s.RegisterTask, func(r *boomerangv1.RegisterTaskResponse) {
+				errs[i] = run(withRoute(ctx, reqs[i].Route), p, reqs[i].GetRegisterTask(), s.RegisterTask, func(r *boomerangv1.RegisterTaskResponse) {
 					resps[i].Body = &boomerangv1.Response_RegisterTask{RegisterTask: r}
 				})
 			})

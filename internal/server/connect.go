@@ -239,3 +239,7 @@ func (h *connectHandler) GetCluster(ctx context.Context, req *connect.Request[bo
 func (h *connectHandler) ListPools(ctx context.Context, req *connect.Request[boomerangv1.ListPoolsRequest]) (*connect.Response[boomerangv1.ListPoolsResponse], error) {
 	return serve(ctx, h, "ListPools", req, h.svc.ListPools)
 }
+
+func (h *connectHandler) GetRoutes(ctx context.Context, req *connect.Request[boomerangv1.GetRoutesRequest]) (*connect.Response[boomerangv1.GetRoutesResponse], error) {
+	return serve(ctx, h, "GetRoutes", req, h.svc.GetRoutes)
+}

@@ -108,6 +108,7 @@ var connectCodes = map[boomerangv1.Status]connect.Code{
 	boomerangv1.Status_STATUS_GROUP_FULL:      connect.CodeResourceExhausted,
 	boomerangv1.Status_STATUS_CONFLICT:        connect.CodeFailedPrecondition,
 	boomerangv1.Status_STATUS_INTERNAL:        connect.CodeInternal,
+	boomerangv1.Status_STATUS_NOT_LEADER:      connect.CodeUnavailable,
 }
 
 // fieldNames renames the scheduler's field names to the request fields of
@@ -146,6 +147,10 @@ func ErrorOf(err error) *boomerangv1.Error {
 	var re *remoteErr
 	if errors.As(err, &re) {
 		return proto.CloneOf(re.wire) // the shard's leader answered
+	}
+	var nl *NotLeaderError
+	if errors.As(err, &nl) {
+		return nl.wire()
 	}
 	e := &boomerangv1.Error{Status: boomerangv1.Status_STATUS_INTERNAL}
 	var fe *scheduler.FieldError

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
@@ -42,6 +43,8 @@ type forwarder struct {
 	scheme string
 	// key returns the cluster's forwarding key: the member's ForwardKey.
 	key func(context.Context) ([]byte, error)
+	// sent counts the requests sent on, by operation; nil in tests.
+	sent *prometheus.CounterVec
 }
 
 type forwarderKey struct{}
@@ -63,7 +66,13 @@ func forwardOn[Req, Resp any](ctx context.Context, p auth.Principal, in *Req, r 
 		return r, err
 	}
 	leader, ok := f.leader(nl.Shard)
-	if !ok {
+	switch {
+	case routed(ctx):
+		if !ok {
+			leader = cluster.NodeInfo{} // none known yet: the client asks again
+		}
+		return nil, f.notLeaderAnswer(nl.Shard, leader)
+	case !ok:
 		return r, err
 	}
 	return forwardTo[Req, Resp](ctx, f, leader, p, in)
@@ -100,6 +109,9 @@ func forwardTo[Req, Resp any](ctx context.Context, f *forwarder, node cluster.No
 	url := f.scheme + "://" + node.HTTP + "/" + boomerangv1connect.BoomerangServiceName + "/" + method
 	req := connect.NewRequest(in)
 	req.Header().Set(forwardHeader, sig)
+	if f.sent != nil {
+		f.sent.WithLabelValues(method).Inc()
+	}
 	resp, err := connect.NewClient[Req, Resp](f.http, url).CallUnary(ctx, req)
 	if err != nil {
 		return nil, remoteError(err)

@@ -69,7 +69,7 @@ func (s *Service) handle(ctx context.Context, req *boomerangv1.Request, resp *bo
 	if err != nil {
 		return false, err
 	}
-	err = s.handleAuthenticated(ctx, p, req, resp)
+	err = s.handleAuthenticated(withRoute(ctx, req.Route), p, req, resp)
 	s.audited(p, operation(req), req.ProtoReflect().Get(req.ProtoReflect().WhichOneof(requestBody)).Message().Interface(), err)
 	return true, err
 }
@@ -228,6 +228,10 @@ func (s *Service) handleData(ctx context.Context, p auth.Principal, req *boomera
 	case *boomerangv1.Request_GetCluster:
 		return run(ctx, p, b.GetCluster, s.GetCluster, func(r *boomerangv1.GetClusterResponse) {
 			resp.Body = &boomerangv1.Response_GetCluster{GetCluster: r}
+		})
+	case *boomerangv1.Request_GetRoutes:
+		return run(ctx, p, b.GetRoutes, s.GetRoutes, func(r *boomerangv1.GetRoutesResponse) {
+			resp.Body = &boomerangv1.Response_GetRoutes{GetRoutes: r}
 		})
 	case *boomerangv1.Request_ListPools:
 		return run(ctx, p, b.ListPools, s.ListPools, func(r *boomerangv1.ListPoolsResponse) {

@@ -20,6 +20,7 @@ type metrics struct {
 	connections  prometheus.Gauge
 	brokenFrames prometheus.Counter
 	batchTasks   *prometheus.CounterVec // RegisterTasks results, by status
+	forwarded    *prometheus.CounterVec // requests sent on to a shard's leader, by operation
 }
 
 // latencyBuckets span 100 µs to about 13 s.
@@ -48,8 +49,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "boomerang_batch_tasks_total",
 			Help: "Tasks answered in RegisterTasks requests, by each task's own status (the request counts once in boomerang_requests_total).",
 		}, []string{"status"}),
+		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boomerang_forwarded_requests_total",
+			Help: "Requests this node sent on to another node (requests for a shard it leads, RegisterTasks sub-batches, per-node parts of listings), by operation.",
+		}, []string{"operation"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.connections, m.brokenFrames, m.batchTasks} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.connections, m.brokenFrames, m.batchTasks, m.forwarded} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -3,7 +3,7 @@ package store
 import (
 	"fmt"
 
-	"github.com/boomerangd/boomerang/internal/mix"
+	"github.com/boomerangd/boomerang/internal/shard"
 )
 
 // A store's shards: a power of two chosen when it is created (Options.
@@ -39,7 +39,7 @@ func MakeID(shard uint16, n uint64) uint64 {
 }
 
 // ShardOf returns the shard a task id belongs to.
-func ShardOf(id uint64) uint16 { return uint16(id >> idCounterBits) }
+func ShardOf(id uint64) uint16 { return shard.OfID(id) }
 
 // CounterOf returns the per-shard counter of a task id.
 func CounterOf(id uint64) uint64 { return id & idCounterMask }
@@ -53,24 +53,8 @@ func (s *Store) GroupShard(client, group string) uint16 {
 func (s *Store) Shards() int { return s.shards }
 
 // GroupShardOf maps a client's group to its shard among shards, a power
-// of two. It is part of the on-disk format: keys and task ids were
-// written with its answers, so it must never change. It is FNV-1a 64 over
-// client, a 0 byte and group, mixed by the splitmix64 finalizer so that
-// the low bits, which pick the shard, depend on every input byte.
+// of two (shard.OfGroup). It is part of the on-disk format: keys and task
+// ids were written with its answers, so it must never change.
 func GroupShardOf(shards int, client, group string) uint16 {
-	const (
-		offset64 = 14695981039346656037
-		prime64  = 1099511628211
-	)
-	h := uint64(offset64)
-	for i := 0; i < len(client); i++ {
-		h ^= uint64(client[i])
-		h *= prime64
-	}
-	h *= prime64 // the 0 separator: h ^= 0 is a no-op
-	for i := 0; i < len(group); i++ {
-		h ^= uint64(group[i])
-		h *= prime64
-	}
-	return uint16(mix.Mix64(h) & uint64(shards-1))
+	return shard.OfGroup(shards, client, group)
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 
+	"github.com/boomerangd/boomerang/internal/shard"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
@@ -25,7 +26,7 @@ func replacePrefix(shard uint16, client, group, key string) []byte {
 // function of the key, so a later registration with it finds the task.
 // A grouped task lives on its group's shard.
 func (s *Store) ReplaceKeyShard(client, key string) uint16 {
-	return s.GroupShard(client, "\x00replace\x00"+key)
+	return shard.OfReplaceKey(s.shards, client, key)
 }
 
 // ReplaceKeyTasks calls fn with the ids of the tasks of a client's group

@@ -46,21 +46,26 @@ const (
 	Status_STATUS_GROUP_FULL      Status = 7 // the group has too many waiting tasks
 	Status_STATUS_CONFLICT        Status = 8 // the request clashes with the current state (e.g. task being delivered)
 	Status_STATUS_INTERNAL        Status = 9 // a server fault; the request may or may not have taken effect
+	// STATUS_NOT_LEADER: raw TCP requests with route set only. Another node
+	// leads the request's shard; nothing was done. Error.not_leader says
+	// which node; send the request there.
+	Status_STATUS_NOT_LEADER Status = 10
 )
 
 // Enum value maps for Status.
 var (
 	Status_name = map[int32]string{
-		0: "STATUS_UNSPECIFIED",
-		1: "STATUS_OK",
-		2: "STATUS_INVALID_REQUEST",
-		3: "STATUS_UNAUTHORIZED",
-		4: "STATUS_SESSION_EXPIRED",
-		5: "STATUS_NOT_FOUND",
-		6: "STATUS_BUSY",
-		7: "STATUS_GROUP_FULL",
-		8: "STATUS_CONFLICT",
-		9: "STATUS_INTERNAL",
+		0:  "STATUS_UNSPECIFIED",
+		1:  "STATUS_OK",
+		2:  "STATUS_INVALID_REQUEST",
+		3:  "STATUS_UNAUTHORIZED",
+		4:  "STATUS_SESSION_EXPIRED",
+		5:  "STATUS_NOT_FOUND",
+		6:  "STATUS_BUSY",
+		7:  "STATUS_GROUP_FULL",
+		8:  "STATUS_CONFLICT",
+		9:  "STATUS_INTERNAL",
+		10: "STATUS_NOT_LEADER",
 	}
 	Status_value = map[string]int32{
 		"STATUS_UNSPECIFIED":     0,
@@ -73,6 +78,7 @@ var (
 		"STATUS_GROUP_FULL":      7,
 		"STATUS_CONFLICT":        8,
 		"STATUS_INTERNAL":        9,
+		"STATUS_NOT_LEADER":      10,
 	}
 )
 
@@ -489,8 +495,9 @@ func (BulkAction) EnumDescriptor() ([]byte, []int) {
 type Error struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Status        Status                 `protobuf:"varint,1,opt,name=status,proto3,enum=boomerang.v1.Status" json:"status,omitempty"`
-	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"` // for humans
-	Field         string                 `protobuf:"bytes,3,opt,name=field,proto3" json:"field,omitempty"`     // INVALID_REQUEST: the offending field, e.g. "repeat_interval_ms"
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`                      // for humans
+	Field         string                 `protobuf:"bytes,3,opt,name=field,proto3" json:"field,omitempty"`                          // INVALID_REQUEST: the offending field, e.g. "repeat_interval_ms"
+	NotLeader     *NotLeader             `protobuf:"bytes,4,opt,name=not_leader,json=notLeader,proto3" json:"not_leader,omitempty"` // NOT_LEADER: where the shard's leader is
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -546,6 +553,82 @@ func (x *Error) GetField() string {
 	return ""
 }
 
+func (x *Error) GetNotLeader() *NotLeader {
+	if x != nil {
+		return x.NotLeader
+	}
+	return nil
+}
+
+// NotLeader is the hint a NOT_LEADER answer carries.
+type NotLeader struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Shard            uint32                 `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	LeaderId         string                 `protobuf:"bytes,2,opt,name=leader_id,json=leaderId,proto3" json:"leader_id,omitempty"`                           // the node the answering node knows as the shard's leader
+	LeaderTcpAddress string                 `protobuf:"bytes,3,opt,name=leader_tcp_address,json=leaderTcpAddress,proto3" json:"leader_tcp_address,omitempty"` // its raw TCP address
+	Revision         int64                  `protobuf:"varint,4,opt,name=revision,proto3" json:"revision,omitempty"`                                          // the cluster state revision the hint comes from (GetRoutesResponse.revision)
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *NotLeader) Reset() {
+	*x = NotLeader{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotLeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotLeader) ProtoMessage() {}
+
+func (x *NotLeader) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotLeader.ProtoReflect.Descriptor instead.
+func (*NotLeader) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *NotLeader) GetShard() uint32 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *NotLeader) GetLeaderId() string {
+	if x != nil {
+		return x.LeaderId
+	}
+	return ""
+}
+
+func (x *NotLeader) GetLeaderTcpAddress() string {
+	if x != nil {
+		return x.LeaderTcpAddress
+	}
+	return ""
+}
+
+func (x *NotLeader) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
 // Callback says where and how tasks are delivered.
 type Callback struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -559,7 +642,7 @@ type Callback struct {
 
 func (x *Callback) Reset() {
 	*x = Callback{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[1]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -571,7 +654,7 @@ func (x *Callback) String() string {
 func (*Callback) ProtoMessage() {}
 
 func (x *Callback) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[1]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -584,7 +667,7 @@ func (x *Callback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Callback.ProtoReflect.Descriptor instead.
 func (*Callback) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{1}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Callback) GetProtocol() Protocol {
@@ -630,7 +713,7 @@ type RetryPolicy struct {
 
 func (x *RetryPolicy) Reset() {
 	*x = RetryPolicy{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[2]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -642,7 +725,7 @@ func (x *RetryPolicy) String() string {
 func (*RetryPolicy) ProtoMessage() {}
 
 func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[2]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -655,7 +738,7 @@ func (x *RetryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryPolicy.ProtoReflect.Descriptor instead.
 func (*RetryPolicy) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{2}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RetryPolicy) GetBackoff() Backoff {
@@ -711,7 +794,7 @@ type DeadLetterPolicy struct {
 
 func (x *DeadLetterPolicy) Reset() {
 	*x = DeadLetterPolicy{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[3]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -723,7 +806,7 @@ func (x *DeadLetterPolicy) String() string {
 func (*DeadLetterPolicy) ProtoMessage() {}
 
 func (x *DeadLetterPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[3]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -736,7 +819,7 @@ func (x *DeadLetterPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetterPolicy.ProtoReflect.Descriptor instead.
 func (*DeadLetterPolicy) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{3}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DeadLetterPolicy) GetMaxEntries() uint32 {
@@ -768,7 +851,7 @@ type CallbackRules struct {
 
 func (x *CallbackRules) Reset() {
 	*x = CallbackRules{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[4]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +863,7 @@ func (x *CallbackRules) String() string {
 func (*CallbackRules) ProtoMessage() {}
 
 func (x *CallbackRules) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[4]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +876,7 @@ func (x *CallbackRules) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackRules.ProtoReflect.Descriptor instead.
 func (*CallbackRules) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{4}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CallbackRules) GetAllow() []string {
@@ -842,7 +925,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[5]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -854,7 +937,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[5]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -867,7 +950,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{5}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Task) GetId() uint64 {
@@ -1045,7 +1128,7 @@ type RateLimit struct {
 
 func (x *RateLimit) Reset() {
 	*x = RateLimit{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[6]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1140,7 @@ func (x *RateLimit) String() string {
 func (*RateLimit) ProtoMessage() {}
 
 func (x *RateLimit) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[6]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1153,7 @@ func (x *RateLimit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateLimit.ProtoReflect.Descriptor instead.
 func (*RateLimit) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{6}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RateLimit) GetMaxDeliveries() uint32 {
@@ -1101,7 +1184,7 @@ type DeadLetter struct {
 
 func (x *DeadLetter) Reset() {
 	*x = DeadLetter{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[7]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1113,7 +1196,7 @@ func (x *DeadLetter) String() string {
 func (*DeadLetter) ProtoMessage() {}
 
 func (x *DeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[7]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1126,7 +1209,7 @@ func (x *DeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
 func (*DeadLetter) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{7}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DeadLetter) GetId() uint64 {
@@ -1186,7 +1269,7 @@ type Group struct {
 
 func (x *Group) Reset() {
 	*x = Group{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[8]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1198,7 +1281,7 @@ func (x *Group) String() string {
 func (*Group) ProtoMessage() {}
 
 func (x *Group) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[8]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1211,7 +1294,7 @@ func (x *Group) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Group.ProtoReflect.Descriptor instead.
 func (*Group) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{8}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Group) GetClient() string {
@@ -1285,7 +1368,7 @@ type ClientConfig struct {
 
 func (x *ClientConfig) Reset() {
 	*x = ClientConfig{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[9]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1297,7 +1380,7 @@ func (x *ClientConfig) String() string {
 func (*ClientConfig) ProtoMessage() {}
 
 func (x *ClientConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[9]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1310,7 +1393,7 @@ func (x *ClientConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientConfig.ProtoReflect.Descriptor instead.
 func (*ClientConfig) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{9}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ClientConfig) GetId() string {
@@ -1414,7 +1497,7 @@ type LoginRequest struct {
 
 func (x *LoginRequest) Reset() {
 	*x = LoginRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[10]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1426,7 +1509,7 @@ func (x *LoginRequest) String() string {
 func (*LoginRequest) ProtoMessage() {}
 
 func (x *LoginRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[10]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1439,7 +1522,7 @@ func (x *LoginRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginRequest.ProtoReflect.Descriptor instead.
 func (*LoginRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{10}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LoginRequest) GetClientId() string {
@@ -1468,7 +1551,7 @@ type LoginResponse struct {
 
 func (x *LoginResponse) Reset() {
 	*x = LoginResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[11]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1563,7 @@ func (x *LoginResponse) String() string {
 func (*LoginResponse) ProtoMessage() {}
 
 func (x *LoginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[11]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1576,7 @@ func (x *LoginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoginResponse.ProtoReflect.Descriptor instead.
 func (*LoginResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{11}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LoginResponse) GetSessionId() string {
@@ -1532,7 +1615,7 @@ type RefreshSessionRequest struct {
 
 func (x *RefreshSessionRequest) Reset() {
 	*x = RefreshSessionRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[12]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1544,7 +1627,7 @@ func (x *RefreshSessionRequest) String() string {
 func (*RefreshSessionRequest) ProtoMessage() {}
 
 func (x *RefreshSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[12]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1557,7 +1640,7 @@ func (x *RefreshSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshSessionRequest.ProtoReflect.Descriptor instead.
 func (*RefreshSessionRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{12}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{13}
 }
 
 type RefreshSessionResponse struct {
@@ -1570,7 +1653,7 @@ type RefreshSessionResponse struct {
 
 func (x *RefreshSessionResponse) Reset() {
 	*x = RefreshSessionResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[13]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1665,7 @@ func (x *RefreshSessionResponse) String() string {
 func (*RefreshSessionResponse) ProtoMessage() {}
 
 func (x *RefreshSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[13]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1678,7 @@ func (x *RefreshSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefreshSessionResponse.ProtoReflect.Descriptor instead.
 func (*RefreshSessionResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{13}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RefreshSessionResponse) GetSessionId() string {
@@ -1633,7 +1716,7 @@ type RegisterClientRequest struct {
 
 func (x *RegisterClientRequest) Reset() {
 	*x = RegisterClientRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[14]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1645,7 +1728,7 @@ func (x *RegisterClientRequest) String() string {
 func (*RegisterClientRequest) ProtoMessage() {}
 
 func (x *RegisterClientRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[14]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1658,7 +1741,7 @@ func (x *RegisterClientRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClientRequest.ProtoReflect.Descriptor instead.
 func (*RegisterClientRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{14}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RegisterClientRequest) GetClientId() string {
@@ -1762,7 +1845,7 @@ type RegisterClientResponse struct {
 
 func (x *RegisterClientResponse) Reset() {
 	*x = RegisterClientResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[15]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1774,7 +1857,7 @@ func (x *RegisterClientResponse) String() string {
 func (*RegisterClientResponse) ProtoMessage() {}
 
 func (x *RegisterClientResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[15]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1787,7 +1870,7 @@ func (x *RegisterClientResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterClientResponse.ProtoReflect.Descriptor instead.
 func (*RegisterClientResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{15}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RegisterClientResponse) GetClient() *ClientConfig {
@@ -1813,7 +1896,7 @@ type DeregisterClientRequest struct {
 
 func (x *DeregisterClientRequest) Reset() {
 	*x = DeregisterClientRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[16]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1825,7 +1908,7 @@ func (x *DeregisterClientRequest) String() string {
 func (*DeregisterClientRequest) ProtoMessage() {}
 
 func (x *DeregisterClientRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[16]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1838,7 +1921,7 @@ func (x *DeregisterClientRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterClientRequest.ProtoReflect.Descriptor instead.
 func (*DeregisterClientRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{16}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeregisterClientRequest) GetClientId() string {
@@ -1856,7 +1939,7 @@ type DeregisterClientResponse struct {
 
 func (x *DeregisterClientResponse) Reset() {
 	*x = DeregisterClientResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[17]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1868,7 +1951,7 @@ func (x *DeregisterClientResponse) String() string {
 func (*DeregisterClientResponse) ProtoMessage() {}
 
 func (x *DeregisterClientResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[17]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1881,7 +1964,7 @@ func (x *DeregisterClientResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeregisterClientResponse.ProtoReflect.Descriptor instead.
 func (*DeregisterClientResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{17}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{18}
 }
 
 type ListClientsRequest struct {
@@ -1892,7 +1975,7 @@ type ListClientsRequest struct {
 
 func (x *ListClientsRequest) Reset() {
 	*x = ListClientsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[18]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1904,7 +1987,7 @@ func (x *ListClientsRequest) String() string {
 func (*ListClientsRequest) ProtoMessage() {}
 
 func (x *ListClientsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[18]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1917,7 +2000,7 @@ func (x *ListClientsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientsRequest.ProtoReflect.Descriptor instead.
 func (*ListClientsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{18}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{19}
 }
 
 type ListClientsResponse struct {
@@ -1929,7 +2012,7 @@ type ListClientsResponse struct {
 
 func (x *ListClientsResponse) Reset() {
 	*x = ListClientsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[19]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1941,7 +2024,7 @@ func (x *ListClientsResponse) String() string {
 func (*ListClientsResponse) ProtoMessage() {}
 
 func (x *ListClientsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[19]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1954,7 +2037,7 @@ func (x *ListClientsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListClientsResponse.ProtoReflect.Descriptor instead.
 func (*ListClientsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{19}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListClientsResponse) GetClients() []*ClientConfig {
@@ -1973,7 +2056,7 @@ type GetClientRequest struct {
 
 func (x *GetClientRequest) Reset() {
 	*x = GetClientRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[20]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1985,7 +2068,7 @@ func (x *GetClientRequest) String() string {
 func (*GetClientRequest) ProtoMessage() {}
 
 func (x *GetClientRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[20]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1998,7 +2081,7 @@ func (x *GetClientRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClientRequest.ProtoReflect.Descriptor instead.
 func (*GetClientRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{20}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetClientRequest) GetClientId() string {
@@ -2017,7 +2100,7 @@ type GetClientResponse struct {
 
 func (x *GetClientResponse) Reset() {
 	*x = GetClientResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[21]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2029,7 +2112,7 @@ func (x *GetClientResponse) String() string {
 func (*GetClientResponse) ProtoMessage() {}
 
 func (x *GetClientResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[21]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2042,7 +2125,7 @@ func (x *GetClientResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClientResponse.ProtoReflect.Descriptor instead.
 func (*GetClientResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{21}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetClientResponse) GetClient() *ClientConfig {
@@ -2074,7 +2157,7 @@ type UpdateClientRequest struct {
 
 func (x *UpdateClientRequest) Reset() {
 	*x = UpdateClientRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[22]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2086,7 +2169,7 @@ func (x *UpdateClientRequest) String() string {
 func (*UpdateClientRequest) ProtoMessage() {}
 
 func (x *UpdateClientRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[22]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2099,7 +2182,7 @@ func (x *UpdateClientRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClientRequest.ProtoReflect.Descriptor instead.
 func (*UpdateClientRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{22}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *UpdateClientRequest) GetClientId() string {
@@ -2195,7 +2278,7 @@ type UpdateClientResponse struct {
 
 func (x *UpdateClientResponse) Reset() {
 	*x = UpdateClientResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[23]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2207,7 +2290,7 @@ func (x *UpdateClientResponse) String() string {
 func (*UpdateClientResponse) ProtoMessage() {}
 
 func (x *UpdateClientResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[23]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2220,7 +2303,7 @@ func (x *UpdateClientResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateClientResponse.ProtoReflect.Descriptor instead.
 func (*UpdateClientResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{23}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UpdateClientResponse) GetClient() *ClientConfig {
@@ -2244,7 +2327,7 @@ type ChangePasswordRequest struct {
 
 func (x *ChangePasswordRequest) Reset() {
 	*x = ChangePasswordRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[24]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2256,7 +2339,7 @@ func (x *ChangePasswordRequest) String() string {
 func (*ChangePasswordRequest) ProtoMessage() {}
 
 func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[24]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2269,7 +2352,7 @@ func (x *ChangePasswordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangePasswordRequest.ProtoReflect.Descriptor instead.
 func (*ChangePasswordRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{24}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ChangePasswordRequest) GetClientId() string {
@@ -2301,7 +2384,7 @@ type ChangePasswordResponse struct {
 
 func (x *ChangePasswordResponse) Reset() {
 	*x = ChangePasswordResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[25]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2313,7 +2396,7 @@ func (x *ChangePasswordResponse) String() string {
 func (*ChangePasswordResponse) ProtoMessage() {}
 
 func (x *ChangePasswordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[25]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2326,7 +2409,7 @@ func (x *ChangePasswordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangePasswordResponse.ProtoReflect.Descriptor instead.
 func (*ChangePasswordResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{25}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{26}
 }
 
 // RotateSigningSecretRequest gives a client a new webhook signing secret.
@@ -2344,7 +2427,7 @@ type RotateSigningSecretRequest struct {
 
 func (x *RotateSigningSecretRequest) Reset() {
 	*x = RotateSigningSecretRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[26]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2356,7 +2439,7 @@ func (x *RotateSigningSecretRequest) String() string {
 func (*RotateSigningSecretRequest) ProtoMessage() {}
 
 func (x *RotateSigningSecretRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[26]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2369,7 +2452,7 @@ func (x *RotateSigningSecretRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateSigningSecretRequest.ProtoReflect.Descriptor instead.
 func (*RotateSigningSecretRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{26}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RotateSigningSecretRequest) GetClientId() string {
@@ -2403,7 +2486,7 @@ type RotateSigningSecretResponse struct {
 
 func (x *RotateSigningSecretResponse) Reset() {
 	*x = RotateSigningSecretResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[27]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2415,7 +2498,7 @@ func (x *RotateSigningSecretResponse) String() string {
 func (*RotateSigningSecretResponse) ProtoMessage() {}
 
 func (x *RotateSigningSecretResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[27]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2428,7 +2511,7 @@ func (x *RotateSigningSecretResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RotateSigningSecretResponse.ProtoReflect.Descriptor instead.
 func (*RotateSigningSecretResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{27}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RotateSigningSecretResponse) GetClient() *ClientConfig {
@@ -2462,7 +2545,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[28]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2474,7 +2557,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[28]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2487,7 +2570,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{28}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SessionInfo) GetHandle() string {
@@ -2547,7 +2630,7 @@ type LogoutRequest struct {
 
 func (x *LogoutRequest) Reset() {
 	*x = LogoutRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[29]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2559,7 +2642,7 @@ func (x *LogoutRequest) String() string {
 func (*LogoutRequest) ProtoMessage() {}
 
 func (x *LogoutRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[29]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2572,7 +2655,7 @@ func (x *LogoutRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogoutRequest.ProtoReflect.Descriptor instead.
 func (*LogoutRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{29}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{30}
 }
 
 type LogoutResponse struct {
@@ -2583,7 +2666,7 @@ type LogoutResponse struct {
 
 func (x *LogoutResponse) Reset() {
 	*x = LogoutResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[30]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2595,7 +2678,7 @@ func (x *LogoutResponse) String() string {
 func (*LogoutResponse) ProtoMessage() {}
 
 func (x *LogoutResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[30]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2608,7 +2691,7 @@ func (x *LogoutResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogoutResponse.ProtoReflect.Descriptor instead.
 func (*LogoutResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{30}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{31}
 }
 
 type ListSessionsRequest struct {
@@ -2620,7 +2703,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[31]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2632,7 +2715,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[31]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2645,7 +2728,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{31}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListSessionsRequest) GetClient() string {
@@ -2664,7 +2747,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[32]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2676,7 +2759,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[32]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2689,7 +2772,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{32}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*SessionInfo {
@@ -2709,7 +2792,7 @@ type RevokeSessionsRequest struct {
 
 func (x *RevokeSessionsRequest) Reset() {
 	*x = RevokeSessionsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[33]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2721,7 +2804,7 @@ func (x *RevokeSessionsRequest) String() string {
 func (*RevokeSessionsRequest) ProtoMessage() {}
 
 func (x *RevokeSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[33]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2734,7 +2817,7 @@ func (x *RevokeSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionsRequest.ProtoReflect.Descriptor instead.
 func (*RevokeSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{33}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RevokeSessionsRequest) GetClient() string {
@@ -2760,7 +2843,7 @@ type RevokeSessionsResponse struct {
 
 func (x *RevokeSessionsResponse) Reset() {
 	*x = RevokeSessionsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[34]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2772,7 +2855,7 @@ func (x *RevokeSessionsResponse) String() string {
 func (*RevokeSessionsResponse) ProtoMessage() {}
 
 func (x *RevokeSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[34]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2785,7 +2868,7 @@ func (x *RevokeSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeSessionsResponse.ProtoReflect.Descriptor instead.
 func (*RevokeSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{34}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *RevokeSessionsResponse) GetRevoked() uint32 {
@@ -2840,7 +2923,7 @@ type RegisterTaskRequest struct {
 
 func (x *RegisterTaskRequest) Reset() {
 	*x = RegisterTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[35]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2852,7 +2935,7 @@ func (x *RegisterTaskRequest) String() string {
 func (*RegisterTaskRequest) ProtoMessage() {}
 
 func (x *RegisterTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[35]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2865,7 +2948,7 @@ func (x *RegisterTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTaskRequest.ProtoReflect.Descriptor instead.
 func (*RegisterTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{35}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RegisterTaskRequest) GetPayload() []byte {
@@ -3006,7 +3089,7 @@ type RegisterTaskResponse struct {
 
 func (x *RegisterTaskResponse) Reset() {
 	*x = RegisterTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3018,7 +3101,7 @@ func (x *RegisterTaskResponse) String() string {
 func (*RegisterTaskResponse) ProtoMessage() {}
 
 func (x *RegisterTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[36]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3031,7 +3114,7 @@ func (x *RegisterTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTaskResponse.ProtoReflect.Descriptor instead.
 func (*RegisterTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{36}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RegisterTaskResponse) GetTask() *Task {
@@ -3081,7 +3164,7 @@ type RegisterTasksRequest struct {
 
 func (x *RegisterTasksRequest) Reset() {
 	*x = RegisterTasksRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3093,7 +3176,7 @@ func (x *RegisterTasksRequest) String() string {
 func (*RegisterTasksRequest) ProtoMessage() {}
 
 func (x *RegisterTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[37]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3106,7 +3189,7 @@ func (x *RegisterTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTasksRequest.ProtoReflect.Descriptor instead.
 func (*RegisterTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{37}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RegisterTasksRequest) GetTasks() []*RegisterTaskRequest {
@@ -3134,7 +3217,7 @@ type RegisterTasksResponse struct {
 
 func (x *RegisterTasksResponse) Reset() {
 	*x = RegisterTasksResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3146,7 +3229,7 @@ func (x *RegisterTasksResponse) String() string {
 func (*RegisterTasksResponse) ProtoMessage() {}
 
 func (x *RegisterTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[38]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3159,7 +3242,7 @@ func (x *RegisterTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTasksResponse.ProtoReflect.Descriptor instead.
 func (*RegisterTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{38}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RegisterTasksResponse) GetResults() []*RegisterTaskResult {
@@ -3188,7 +3271,7 @@ type RegisterTaskResult struct {
 
 func (x *RegisterTaskResult) Reset() {
 	*x = RegisterTaskResult{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3200,7 +3283,7 @@ func (x *RegisterTaskResult) String() string {
 func (*RegisterTaskResult) ProtoMessage() {}
 
 func (x *RegisterTaskResult) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[39]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3213,7 +3296,7 @@ func (x *RegisterTaskResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterTaskResult.ProtoReflect.Descriptor instead.
 func (*RegisterTaskResult) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{39}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RegisterTaskResult) GetResult() isRegisterTaskResult_Result {
@@ -3279,7 +3362,7 @@ type UpdateTaskRequest struct {
 
 func (x *UpdateTaskRequest) Reset() {
 	*x = UpdateTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3291,7 +3374,7 @@ func (x *UpdateTaskRequest) String() string {
 func (*UpdateTaskRequest) ProtoMessage() {}
 
 func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[40]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3304,7 +3387,7 @@ func (x *UpdateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskRequest.ProtoReflect.Descriptor instead.
 func (*UpdateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{40}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *UpdateTaskRequest) GetId() uint64 {
@@ -3392,7 +3475,7 @@ type UpdateTaskResponse struct {
 
 func (x *UpdateTaskResponse) Reset() {
 	*x = UpdateTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3404,7 +3487,7 @@ func (x *UpdateTaskResponse) String() string {
 func (*UpdateTaskResponse) ProtoMessage() {}
 
 func (x *UpdateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[41]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3417,7 +3500,7 @@ func (x *UpdateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateTaskResponse.ProtoReflect.Descriptor instead.
 func (*UpdateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{41}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *UpdateTaskResponse) GetTask() *Task {
@@ -3436,7 +3519,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3448,7 +3531,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[42]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3461,7 +3544,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{42}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CancelTaskRequest) GetId() uint64 {
@@ -3479,7 +3562,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3491,7 +3574,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[43]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3504,7 +3587,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{43}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{44}
 }
 
 type GetTaskRequest struct {
@@ -3516,7 +3599,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3528,7 +3611,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[44]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3541,7 +3624,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{44}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GetTaskRequest) GetId() uint64 {
@@ -3560,7 +3643,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3572,7 +3655,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[45]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3585,7 +3668,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{45}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -3617,7 +3700,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3629,7 +3712,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[46]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3642,7 +3725,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{46}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListTasksRequest) GetClient() string {
@@ -3740,7 +3823,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3752,7 +3835,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[47]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3765,7 +3848,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{47}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -3804,7 +3887,7 @@ type ListDeadLettersRequest struct {
 
 func (x *ListDeadLettersRequest) Reset() {
 	*x = ListDeadLettersRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3816,7 +3899,7 @@ func (x *ListDeadLettersRequest) String() string {
 func (*ListDeadLettersRequest) ProtoMessage() {}
 
 func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[48]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3829,7 +3912,7 @@ func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{48}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListDeadLettersRequest) GetClient() string {
@@ -3891,7 +3974,7 @@ type ListDeadLettersResponse struct {
 
 func (x *ListDeadLettersResponse) Reset() {
 	*x = ListDeadLettersResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3903,7 +3986,7 @@ func (x *ListDeadLettersResponse) String() string {
 func (*ListDeadLettersResponse) ProtoMessage() {}
 
 func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[49]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3916,7 +3999,7 @@ func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{49}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
@@ -3942,7 +4025,7 @@ type GetDeadLetterRequest struct {
 
 func (x *GetDeadLetterRequest) Reset() {
 	*x = GetDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3954,7 +4037,7 @@ func (x *GetDeadLetterRequest) String() string {
 func (*GetDeadLetterRequest) ProtoMessage() {}
 
 func (x *GetDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[50]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3967,7 +4050,7 @@ func (x *GetDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*GetDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{50}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetDeadLetterRequest) GetId() uint64 {
@@ -3986,7 +4069,7 @@ type GetDeadLetterResponse struct {
 
 func (x *GetDeadLetterResponse) Reset() {
 	*x = GetDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3998,7 +4081,7 @@ func (x *GetDeadLetterResponse) String() string {
 func (*GetDeadLetterResponse) ProtoMessage() {}
 
 func (x *GetDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[51]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4011,7 +4094,7 @@ func (x *GetDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*GetDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{51}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GetDeadLetterResponse) GetDeadLetter() *DeadLetter {
@@ -4030,7 +4113,7 @@ type ReplayDeadLetterRequest struct {
 
 func (x *ReplayDeadLetterRequest) Reset() {
 	*x = ReplayDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4042,7 +4125,7 @@ func (x *ReplayDeadLetterRequest) String() string {
 func (*ReplayDeadLetterRequest) ProtoMessage() {}
 
 func (x *ReplayDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[52]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4055,7 +4138,7 @@ func (x *ReplayDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*ReplayDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{52}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReplayDeadLetterRequest) GetId() uint64 {
@@ -4074,7 +4157,7 @@ type ReplayDeadLetterResponse struct {
 
 func (x *ReplayDeadLetterResponse) Reset() {
 	*x = ReplayDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4086,7 +4169,7 @@ func (x *ReplayDeadLetterResponse) String() string {
 func (*ReplayDeadLetterResponse) ProtoMessage() {}
 
 func (x *ReplayDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[53]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4099,7 +4182,7 @@ func (x *ReplayDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*ReplayDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{53}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ReplayDeadLetterResponse) GetTask() *Task {
@@ -4118,7 +4201,7 @@ type DeleteDeadLetterRequest struct {
 
 func (x *DeleteDeadLetterRequest) Reset() {
 	*x = DeleteDeadLetterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4130,7 +4213,7 @@ func (x *DeleteDeadLetterRequest) String() string {
 func (*DeleteDeadLetterRequest) ProtoMessage() {}
 
 func (x *DeleteDeadLetterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[54]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4143,7 +4226,7 @@ func (x *DeleteDeadLetterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDeadLetterRequest.ProtoReflect.Descriptor instead.
 func (*DeleteDeadLetterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{54}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *DeleteDeadLetterRequest) GetId() uint64 {
@@ -4161,7 +4244,7 @@ type DeleteDeadLetterResponse struct {
 
 func (x *DeleteDeadLetterResponse) Reset() {
 	*x = DeleteDeadLetterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4173,7 +4256,7 @@ func (x *DeleteDeadLetterResponse) String() string {
 func (*DeleteDeadLetterResponse) ProtoMessage() {}
 
 func (x *DeleteDeadLetterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[55]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4186,7 +4269,7 @@ func (x *DeleteDeadLetterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteDeadLetterResponse.ProtoReflect.Descriptor instead.
 func (*DeleteDeadLetterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{55}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{56}
 }
 
 type GetGroupRequest struct {
@@ -4199,7 +4282,7 @@ type GetGroupRequest struct {
 
 func (x *GetGroupRequest) Reset() {
 	*x = GetGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4211,7 +4294,7 @@ func (x *GetGroupRequest) String() string {
 func (*GetGroupRequest) ProtoMessage() {}
 
 func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[56]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4224,7 +4307,7 @@ func (x *GetGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupRequest.ProtoReflect.Descriptor instead.
 func (*GetGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{56}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GetGroupRequest) GetClient() string {
@@ -4250,7 +4333,7 @@ type GetGroupResponse struct {
 
 func (x *GetGroupResponse) Reset() {
 	*x = GetGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4262,7 +4345,7 @@ func (x *GetGroupResponse) String() string {
 func (*GetGroupResponse) ProtoMessage() {}
 
 func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[57]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4275,7 +4358,7 @@ func (x *GetGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetGroupResponse.ProtoReflect.Descriptor instead.
 func (*GetGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{57}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GetGroupResponse) GetGroup() *Group {
@@ -4295,7 +4378,7 @@ type UnblockGroupRequest struct {
 
 func (x *UnblockGroupRequest) Reset() {
 	*x = UnblockGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4307,7 +4390,7 @@ func (x *UnblockGroupRequest) String() string {
 func (*UnblockGroupRequest) ProtoMessage() {}
 
 func (x *UnblockGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[58]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4320,7 +4403,7 @@ func (x *UnblockGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnblockGroupRequest.ProtoReflect.Descriptor instead.
 func (*UnblockGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{58}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *UnblockGroupRequest) GetClient() string {
@@ -4346,7 +4429,7 @@ type UnblockGroupResponse struct {
 
 func (x *UnblockGroupResponse) Reset() {
 	*x = UnblockGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4358,7 +4441,7 @@ func (x *UnblockGroupResponse) String() string {
 func (*UnblockGroupResponse) ProtoMessage() {}
 
 func (x *UnblockGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[59]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4371,7 +4454,7 @@ func (x *UnblockGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnblockGroupResponse.ProtoReflect.Descriptor instead.
 func (*UnblockGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{59}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *UnblockGroupResponse) GetTask() *Task {
@@ -4391,7 +4474,7 @@ type SkipGroupRequest struct {
 
 func (x *SkipGroupRequest) Reset() {
 	*x = SkipGroupRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4403,7 +4486,7 @@ func (x *SkipGroupRequest) String() string {
 func (*SkipGroupRequest) ProtoMessage() {}
 
 func (x *SkipGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[60]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4416,7 +4499,7 @@ func (x *SkipGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkipGroupRequest.ProtoReflect.Descriptor instead.
 func (*SkipGroupRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{60}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *SkipGroupRequest) GetClient() string {
@@ -4441,7 +4524,7 @@ type SkipGroupResponse struct {
 
 func (x *SkipGroupResponse) Reset() {
 	*x = SkipGroupResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4453,7 +4536,7 @@ func (x *SkipGroupResponse) String() string {
 func (*SkipGroupResponse) ProtoMessage() {}
 
 func (x *SkipGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[61]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4466,7 +4549,7 @@ func (x *SkipGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkipGroupResponse.ProtoReflect.Descriptor instead.
 func (*SkipGroupResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{61}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{62}
 }
 
 // CancelTasksRequest cancels every task of a client, or of one of its
@@ -4482,7 +4565,7 @@ type CancelTasksRequest struct {
 
 func (x *CancelTasksRequest) Reset() {
 	*x = CancelTasksRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4494,7 +4577,7 @@ func (x *CancelTasksRequest) String() string {
 func (*CancelTasksRequest) ProtoMessage() {}
 
 func (x *CancelTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[62]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4507,7 +4590,7 @@ func (x *CancelTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTasksRequest.ProtoReflect.Descriptor instead.
 func (*CancelTasksRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{62}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *CancelTasksRequest) GetClient() string {
@@ -4542,7 +4625,7 @@ type CancelTasksResponse struct {
 
 func (x *CancelTasksResponse) Reset() {
 	*x = CancelTasksResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4554,7 +4637,7 @@ func (x *CancelTasksResponse) String() string {
 func (*CancelTasksResponse) ProtoMessage() {}
 
 func (x *CancelTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[63]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4567,7 +4650,7 @@ func (x *CancelTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTasksResponse.ProtoReflect.Descriptor instead.
 func (*CancelTasksResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{63}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *CancelTasksResponse) GetMatched() uint64 {
@@ -4606,7 +4689,7 @@ type PurgeDeadLettersRequest struct {
 
 func (x *PurgeDeadLettersRequest) Reset() {
 	*x = PurgeDeadLettersRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4618,7 +4701,7 @@ func (x *PurgeDeadLettersRequest) String() string {
 func (*PurgeDeadLettersRequest) ProtoMessage() {}
 
 func (x *PurgeDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[64]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4631,7 +4714,7 @@ func (x *PurgeDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*PurgeDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{64}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *PurgeDeadLettersRequest) GetClient() string {
@@ -4680,7 +4763,7 @@ type PurgeDeadLettersResponse struct {
 
 func (x *PurgeDeadLettersResponse) Reset() {
 	*x = PurgeDeadLettersResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4692,7 +4775,7 @@ func (x *PurgeDeadLettersResponse) String() string {
 func (*PurgeDeadLettersResponse) ProtoMessage() {}
 
 func (x *PurgeDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[65]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4705,7 +4788,7 @@ func (x *PurgeDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PurgeDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*PurgeDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{65}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PurgeDeadLettersResponse) GetMatched() uint64 {
@@ -4737,7 +4820,7 @@ type GetServerInfoRequest struct {
 
 func (x *GetServerInfoRequest) Reset() {
 	*x = GetServerInfoRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4749,7 +4832,7 @@ func (x *GetServerInfoRequest) String() string {
 func (*GetServerInfoRequest) ProtoMessage() {}
 
 func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[66]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4762,7 +4845,7 @@ func (x *GetServerInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetServerInfoRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{66}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{67}
 }
 
 type GetServerInfoResponse struct {
@@ -4784,7 +4867,7 @@ type GetServerInfoResponse struct {
 
 func (x *GetServerInfoResponse) Reset() {
 	*x = GetServerInfoResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4796,7 +4879,7 @@ func (x *GetServerInfoResponse) String() string {
 func (*GetServerInfoResponse) ProtoMessage() {}
 
 func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[67]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4809,7 +4892,7 @@ func (x *GetServerInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetServerInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetServerInfoResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{67}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *GetServerInfoResponse) GetVersion() string {
@@ -4902,7 +4985,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4914,7 +4997,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[68]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4927,7 +5010,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{68}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ListGroupsRequest) GetClient() string {
@@ -4968,7 +5051,7 @@ type GroupSummary struct {
 
 func (x *GroupSummary) Reset() {
 	*x = GroupSummary{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4980,7 +5063,7 @@ func (x *GroupSummary) String() string {
 func (*GroupSummary) ProtoMessage() {}
 
 func (x *GroupSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[69]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4993,7 +5076,7 @@ func (x *GroupSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupSummary.ProtoReflect.Descriptor instead.
 func (*GroupSummary) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{69}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *GroupSummary) GetGroup() *Group {
@@ -5020,7 +5103,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5032,7 +5115,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[70]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5045,7 +5128,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{70}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupSummary {
@@ -5087,7 +5170,7 @@ type StatsSample struct {
 
 func (x *StatsSample) Reset() {
 	*x = StatsSample{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5099,7 +5182,7 @@ func (x *StatsSample) String() string {
 func (*StatsSample) ProtoMessage() {}
 
 func (x *StatsSample) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[71]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5112,7 +5195,7 @@ func (x *StatsSample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatsSample.ProtoReflect.Descriptor instead.
 func (*StatsSample) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{71}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *StatsSample) GetAtMs() int64 {
@@ -5224,7 +5307,7 @@ type ProtocolCount struct {
 
 func (x *ProtocolCount) Reset() {
 	*x = ProtocolCount{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5236,7 +5319,7 @@ func (x *ProtocolCount) String() string {
 func (*ProtocolCount) ProtoMessage() {}
 
 func (x *ProtocolCount) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[72]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5249,7 +5332,7 @@ func (x *ProtocolCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProtocolCount.ProtoReflect.Descriptor instead.
 func (*ProtocolCount) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{72}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ProtocolCount) GetProtocol() Protocol {
@@ -5286,7 +5369,7 @@ type Percentiles struct {
 
 func (x *Percentiles) Reset() {
 	*x = Percentiles{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5298,7 +5381,7 @@ func (x *Percentiles) String() string {
 func (*Percentiles) ProtoMessage() {}
 
 func (x *Percentiles) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[73]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5311,7 +5394,7 @@ func (x *Percentiles) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Percentiles.ProtoReflect.Descriptor instead.
 func (*Percentiles) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{73}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *Percentiles) GetCount() uint64 {
@@ -5359,7 +5442,7 @@ type GetStatsRequest struct {
 
 func (x *GetStatsRequest) Reset() {
 	*x = GetStatsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5371,7 +5454,7 @@ func (x *GetStatsRequest) String() string {
 func (*GetStatsRequest) ProtoMessage() {}
 
 func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[74]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5384,7 +5467,7 @@ func (x *GetStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatsRequest.ProtoReflect.Descriptor instead.
 func (*GetStatsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{74}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *GetStatsRequest) GetSinceMs() int64 {
@@ -5404,7 +5487,7 @@ type GetStatsResponse struct {
 
 func (x *GetStatsResponse) Reset() {
 	*x = GetStatsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5416,7 +5499,7 @@ func (x *GetStatsResponse) String() string {
 func (*GetStatsResponse) ProtoMessage() {}
 
 func (x *GetStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[75]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5429,7 +5512,7 @@ func (x *GetStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetStatsResponse.ProtoReflect.Descriptor instead.
 func (*GetStatsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{75}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *GetStatsResponse) GetSamples() []*StatsSample {
@@ -5459,7 +5542,7 @@ type GetDueHistogramRequest struct {
 
 func (x *GetDueHistogramRequest) Reset() {
 	*x = GetDueHistogramRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5471,7 +5554,7 @@ func (x *GetDueHistogramRequest) String() string {
 func (*GetDueHistogramRequest) ProtoMessage() {}
 
 func (x *GetDueHistogramRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[76]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5484,7 +5567,7 @@ func (x *GetDueHistogramRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDueHistogramRequest.ProtoReflect.Descriptor instead.
 func (*GetDueHistogramRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{76}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *GetDueHistogramRequest) GetFromMs() int64 {
@@ -5523,7 +5606,7 @@ type GetDueHistogramResponse struct {
 
 func (x *GetDueHistogramResponse) Reset() {
 	*x = GetDueHistogramResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5535,7 +5618,7 @@ func (x *GetDueHistogramResponse) String() string {
 func (*GetDueHistogramResponse) ProtoMessage() {}
 
 func (x *GetDueHistogramResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[77]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5548,7 +5631,7 @@ func (x *GetDueHistogramResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDueHistogramResponse.ProtoReflect.Descriptor instead.
 func (*GetDueHistogramResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{77}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *GetDueHistogramResponse) GetFromMs() int64 {
@@ -5617,7 +5700,7 @@ type Attempt struct {
 
 func (x *Attempt) Reset() {
 	*x = Attempt{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5629,7 +5712,7 @@ func (x *Attempt) String() string {
 func (*Attempt) ProtoMessage() {}
 
 func (x *Attempt) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[78]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5642,7 +5725,7 @@ func (x *Attempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attempt.ProtoReflect.Descriptor instead.
 func (*Attempt) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{78}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *Attempt) GetAttempt() uint32 {
@@ -5710,7 +5793,7 @@ type GetTaskAttemptsRequest struct {
 
 func (x *GetTaskAttemptsRequest) Reset() {
 	*x = GetTaskAttemptsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5722,7 +5805,7 @@ func (x *GetTaskAttemptsRequest) String() string {
 func (*GetTaskAttemptsRequest) ProtoMessage() {}
 
 func (x *GetTaskAttemptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[79]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5735,7 +5818,7 @@ func (x *GetTaskAttemptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskAttemptsRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskAttemptsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{79}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *GetTaskAttemptsRequest) GetId() uint64 {
@@ -5754,7 +5837,7 @@ type GetTaskAttemptsResponse struct {
 
 func (x *GetTaskAttemptsResponse) Reset() {
 	*x = GetTaskAttemptsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[80]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5766,7 +5849,7 @@ func (x *GetTaskAttemptsResponse) String() string {
 func (*GetTaskAttemptsResponse) ProtoMessage() {}
 
 func (x *GetTaskAttemptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[80]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5779,7 +5862,7 @@ func (x *GetTaskAttemptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskAttemptsResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskAttemptsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{80}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *GetTaskAttemptsResponse) GetAttempts() []*Attempt {
@@ -5805,7 +5888,7 @@ type CompletedTask struct {
 
 func (x *CompletedTask) Reset() {
 	*x = CompletedTask{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[81]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5817,7 +5900,7 @@ func (x *CompletedTask) String() string {
 func (*CompletedTask) ProtoMessage() {}
 
 func (x *CompletedTask) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[81]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5830,7 +5913,7 @@ func (x *CompletedTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompletedTask.ProtoReflect.Descriptor instead.
 func (*CompletedTask) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{81}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *CompletedTask) GetTask() *Task {
@@ -5896,7 +5979,7 @@ type ListCompletedRequest struct {
 
 func (x *ListCompletedRequest) Reset() {
 	*x = ListCompletedRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[82]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5908,7 +5991,7 @@ func (x *ListCompletedRequest) String() string {
 func (*ListCompletedRequest) ProtoMessage() {}
 
 func (x *ListCompletedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[82]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5921,7 +6004,7 @@ func (x *ListCompletedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCompletedRequest.ProtoReflect.Descriptor instead.
 func (*ListCompletedRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{82}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ListCompletedRequest) GetClient() string {
@@ -5976,7 +6059,7 @@ type ListCompletedResponse struct {
 
 func (x *ListCompletedResponse) Reset() {
 	*x = ListCompletedResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[83]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5988,7 +6071,7 @@ func (x *ListCompletedResponse) String() string {
 func (*ListCompletedResponse) ProtoMessage() {}
 
 func (x *ListCompletedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[83]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6001,7 +6084,7 @@ func (x *ListCompletedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCompletedResponse.ProtoReflect.Descriptor instead.
 func (*ListCompletedResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{83}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ListCompletedResponse) GetTasks() []*CompletedTask {
@@ -6035,7 +6118,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[84]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6047,7 +6130,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[84]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6060,7 +6143,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{84}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *AuditEntry) GetId() uint64 {
@@ -6129,7 +6212,7 @@ type ListAuditLogRequest struct {
 
 func (x *ListAuditLogRequest) Reset() {
 	*x = ListAuditLogRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[85]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6141,7 +6224,7 @@ func (x *ListAuditLogRequest) String() string {
 func (*ListAuditLogRequest) ProtoMessage() {}
 
 func (x *ListAuditLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[85]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6154,7 +6237,7 @@ func (x *ListAuditLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditLogRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditLogRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{85}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ListAuditLogRequest) GetLimit() uint32 {
@@ -6180,7 +6263,7 @@ type ListAuditLogResponse struct {
 
 func (x *ListAuditLogResponse) Reset() {
 	*x = ListAuditLogResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[86]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6192,7 +6275,7 @@ func (x *ListAuditLogResponse) String() string {
 func (*ListAuditLogResponse) ProtoMessage() {}
 
 func (x *ListAuditLogResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[86]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6205,7 +6288,7 @@ func (x *ListAuditLogResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditLogResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditLogResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{86}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ListAuditLogResponse) GetEntries() []*AuditEntry {
@@ -6235,7 +6318,7 @@ type BulkDeadLettersRequest struct {
 
 func (x *BulkDeadLettersRequest) Reset() {
 	*x = BulkDeadLettersRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[87]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6247,7 +6330,7 @@ func (x *BulkDeadLettersRequest) String() string {
 func (*BulkDeadLettersRequest) ProtoMessage() {}
 
 func (x *BulkDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[87]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6260,7 +6343,7 @@ func (x *BulkDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*BulkDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{87}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *BulkDeadLettersRequest) GetAction() BulkAction {
@@ -6340,7 +6423,7 @@ type BulkDeadLettersResponse struct {
 
 func (x *BulkDeadLettersResponse) Reset() {
 	*x = BulkDeadLettersResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[88]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6352,7 +6435,7 @@ func (x *BulkDeadLettersResponse) String() string {
 func (*BulkDeadLettersResponse) ProtoMessage() {}
 
 func (x *BulkDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[88]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6365,7 +6448,7 @@ func (x *BulkDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BulkDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*BulkDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{88}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *BulkDeadLettersResponse) GetMatched() uint64 {
@@ -6419,7 +6502,7 @@ type GetClusterRequest struct {
 
 func (x *GetClusterRequest) Reset() {
 	*x = GetClusterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[89]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6431,7 +6514,7 @@ func (x *GetClusterRequest) String() string {
 func (*GetClusterRequest) ProtoMessage() {}
 
 func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[89]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6444,7 +6527,7 @@ func (x *GetClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterRequest.ProtoReflect.Descriptor instead.
 func (*GetClusterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{89}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{90}
 }
 
 type ClusterNode struct {
@@ -6466,7 +6549,7 @@ type ClusterNode struct {
 
 func (x *ClusterNode) Reset() {
 	*x = ClusterNode{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[90]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6478,7 +6561,7 @@ func (x *ClusterNode) String() string {
 func (*ClusterNode) ProtoMessage() {}
 
 func (x *ClusterNode) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[90]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6491,7 +6574,7 @@ func (x *ClusterNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterNode.ProtoReflect.Descriptor instead.
 func (*ClusterNode) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{90}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ClusterNode) GetId() string {
@@ -6584,7 +6667,7 @@ type ClusterShard struct {
 
 func (x *ClusterShard) Reset() {
 	*x = ClusterShard{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[91]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6596,7 +6679,7 @@ func (x *ClusterShard) String() string {
 func (*ClusterShard) ProtoMessage() {}
 
 func (x *ClusterShard) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[91]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6609,7 +6692,7 @@ func (x *ClusterShard) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterShard.ProtoReflect.Descriptor instead.
 func (*ClusterShard) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{91}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ClusterShard) GetShard() uint32 {
@@ -6660,7 +6743,7 @@ type GetClusterResponse struct {
 
 func (x *GetClusterResponse) Reset() {
 	*x = GetClusterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6672,7 +6755,7 @@ func (x *GetClusterResponse) String() string {
 func (*GetClusterResponse) ProtoMessage() {}
 
 func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[92]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6685,7 +6768,7 @@ func (x *GetClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetClusterResponse.ProtoReflect.Descriptor instead.
 func (*GetClusterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{92}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *GetClusterResponse) GetStandalone() bool {
@@ -6741,7 +6824,7 @@ type ChangeClusterRequest struct {
 
 func (x *ChangeClusterRequest) Reset() {
 	*x = ChangeClusterRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6753,7 +6836,7 @@ func (x *ChangeClusterRequest) String() string {
 func (*ChangeClusterRequest) ProtoMessage() {}
 
 func (x *ChangeClusterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[93]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6766,7 +6849,7 @@ func (x *ChangeClusterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeClusterRequest.ProtoReflect.Descriptor instead.
 func (*ChangeClusterRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{93}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ChangeClusterRequest) GetChange() isChangeClusterRequest_Change {
@@ -6855,7 +6938,7 @@ type ShardMove struct {
 
 func (x *ShardMove) Reset() {
 	*x = ShardMove{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6867,7 +6950,7 @@ func (x *ShardMove) String() string {
 func (*ShardMove) ProtoMessage() {}
 
 func (x *ShardMove) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[94]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6880,7 +6963,7 @@ func (x *ShardMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShardMove.ProtoReflect.Descriptor instead.
 func (*ShardMove) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{94}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ShardMove) GetShard() uint32 {
@@ -6913,7 +6996,7 @@ type ChangeClusterResponse struct {
 
 func (x *ChangeClusterResponse) Reset() {
 	*x = ChangeClusterResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6925,7 +7008,7 @@ func (x *ChangeClusterResponse) String() string {
 func (*ChangeClusterResponse) ProtoMessage() {}
 
 func (x *ChangeClusterResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[95]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6938,7 +7021,7 @@ func (x *ChangeClusterResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangeClusterResponse.ProtoReflect.Descriptor instead.
 func (*ChangeClusterResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{95}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ChangeClusterResponse) GetMapRevision() int64 {
@@ -6946,6 +7029,189 @@ func (x *ChangeClusterResponse) GetMapRevision() int64 {
 		return x.MapRevision
 	}
 	return 0
+}
+
+// GetRoutesRequest asks for the routing view: which node leads each
+// shard (any client may ask). An SDK that routes requests itself sends
+// each one to its shard's leader.
+type GetRoutesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRoutesRequest) Reset() {
+	*x = GetRoutesRequest{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRoutesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRoutesRequest) ProtoMessage() {}
+
+func (x *GetRoutesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRoutesRequest.ProtoReflect.Descriptor instead.
+func (*GetRoutesRequest) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{97}
+}
+
+type RouteNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	TcpAddress    string                 `protobuf:"bytes,2,opt,name=tcp_address,json=tcpAddress,proto3" json:"tcp_address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RouteNode) Reset() {
+	*x = RouteNode{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RouteNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RouteNode) ProtoMessage() {}
+
+func (x *RouteNode) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RouteNode.ProtoReflect.Descriptor instead.
+func (*RouteNode) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{98}
+}
+
+func (x *RouteNode) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RouteNode) GetTcpAddress() string {
+	if x != nil {
+		return x.TcpAddress
+	}
+	return ""
+}
+
+type GetRoutesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Standalone    bool                   `protobuf:"varint,1,opt,name=standalone,proto3" json:"standalone,omitempty"` // one node leads every shard: nothing to route
+	Shards        uint32                 `protobuf:"varint,2,opt,name=shards,proto3" json:"shards,omitempty"`         // the number of shards, fixed for the data
+	Revision      int64                  `protobuf:"varint,3,opt,name=revision,proto3" json:"revision,omitempty"`     // cluster: the etcd revision of the state the view reflects
+	Nodes         []*RouteNode           `protobuf:"bytes,4,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Leaders       []string               `protobuf:"bytes,5,rep,name=leaders,proto3" json:"leaders,omitempty"` // leaders[shard]: the id of the node leading it; "" when unknown
+	Node          string                 `protobuf:"bytes,6,opt,name=node,proto3" json:"node,omitempty"`       // the id of the node that answered
+	Client        string                 `protobuf:"bytes,7,opt,name=client,proto3" json:"client,omitempty"`   // the caller's client id, which the shard of its groups depends on
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetRoutesResponse) Reset() {
+	*x = GetRoutesResponse{}
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[99]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetRoutesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetRoutesResponse) ProtoMessage() {}
+
+func (x *GetRoutesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[99]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetRoutesResponse.ProtoReflect.Descriptor instead.
+func (*GetRoutesResponse) Descriptor() ([]byte, []int) {
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{99}
+}
+
+func (x *GetRoutesResponse) GetStandalone() bool {
+	if x != nil {
+		return x.Standalone
+	}
+	return false
+}
+
+func (x *GetRoutesResponse) GetShards() uint32 {
+	if x != nil {
+		return x.Shards
+	}
+	return 0
+}
+
+func (x *GetRoutesResponse) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
+func (x *GetRoutesResponse) GetNodes() []*RouteNode {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *GetRoutesResponse) GetLeaders() []string {
+	if x != nil {
+		return x.Leaders
+	}
+	return nil
+}
+
+func (x *GetRoutesResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *GetRoutesResponse) GetClient() string {
+	if x != nil {
+		return x.Client
+	}
+	return ""
 }
 
 type ListPoolsRequest struct {
@@ -6956,7 +7222,7 @@ type ListPoolsRequest struct {
 
 func (x *ListPoolsRequest) Reset() {
 	*x = ListPoolsRequest{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6968,7 +7234,7 @@ func (x *ListPoolsRequest) String() string {
 func (*ListPoolsRequest) ProtoMessage() {}
 
 func (x *ListPoolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[96]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6981,7 +7247,7 @@ func (x *ListPoolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoolsRequest.ProtoReflect.Descriptor instead.
 func (*ListPoolsRequest) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{96}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{100}
 }
 
 type PoolInfo struct {
@@ -6998,7 +7264,7 @@ type PoolInfo struct {
 
 func (x *PoolInfo) Reset() {
 	*x = PoolInfo{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7010,7 +7276,7 @@ func (x *PoolInfo) String() string {
 func (*PoolInfo) ProtoMessage() {}
 
 func (x *PoolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[97]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7023,7 +7289,7 @@ func (x *PoolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PoolInfo.ProtoReflect.Descriptor instead.
 func (*PoolInfo) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{97}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *PoolInfo) GetName() string {
@@ -7077,7 +7343,7 @@ type ListPoolsResponse struct {
 
 func (x *ListPoolsResponse) Reset() {
 	*x = ListPoolsResponse{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7089,7 +7355,7 @@ func (x *ListPoolsResponse) String() string {
 func (*ListPoolsResponse) ProtoMessage() {}
 
 func (x *ListPoolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[98]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7102,7 +7368,7 @@ func (x *ListPoolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPoolsResponse.ProtoReflect.Descriptor instead.
 func (*ListPoolsResponse) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{98}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *ListPoolsResponse) GetPools() []*PoolInfo {
@@ -7117,6 +7383,10 @@ type Request struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	RequestId uint64                 `protobuf:"varint,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"` // chosen by the client, echoed in the Response
 	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`  // empty only for login
+	// route: answer NOT_LEADER (with the leader's address) instead of
+	// forwarding a request for a shard another node leads. Without it the
+	// node forwards the request and answers for the leader.
+	Route bool `protobuf:"varint,3,opt,name=route,proto3" json:"route,omitempty"`
 	// Types that are valid to be assigned to Body:
 	//
 	//	*Request_Login
@@ -7157,6 +7427,7 @@ type Request struct {
 	//	*Request_ListPools
 	//	*Request_RegisterTasks
 	//	*Request_ChangeCluster
+	//	*Request_GetRoutes
 	Body          isRequest_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -7164,7 +7435,7 @@ type Request struct {
 
 func (x *Request) Reset() {
 	*x = Request{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[99]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7176,7 +7447,7 @@ func (x *Request) String() string {
 func (*Request) ProtoMessage() {}
 
 func (x *Request) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[99]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7189,7 +7460,7 @@ func (x *Request) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Request.ProtoReflect.Descriptor instead.
 func (*Request) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{99}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *Request) GetRequestId() uint64 {
@@ -7204,6 +7475,13 @@ func (x *Request) GetSessionId() string {
 		return x.SessionId
 	}
 	return ""
+}
+
+func (x *Request) GetRoute() bool {
+	if x != nil {
+		return x.Route
+	}
+	return false
 }
 
 func (x *Request) GetBody() isRequest_Body {
@@ -7555,6 +7833,15 @@ func (x *Request) GetChangeCluster() *ChangeClusterRequest {
 	return nil
 }
 
+func (x *Request) GetGetRoutes() *GetRoutesRequest {
+	if x != nil {
+		if x, ok := x.Body.(*Request_GetRoutes); ok {
+			return x.GetRoutes
+		}
+	}
+	return nil
+}
+
 type isRequest_Body interface {
 	isRequest_Body()
 }
@@ -7711,6 +7998,10 @@ type Request_ChangeCluster struct {
 	ChangeCluster *ChangeClusterRequest `protobuf:"bytes,80,opt,name=change_cluster,json=changeCluster,proto3,oneof"`
 }
 
+type Request_GetRoutes struct {
+	GetRoutes *GetRoutesRequest `protobuf:"bytes,81,opt,name=get_routes,json=getRoutes,proto3,oneof"`
+}
+
 func (*Request_Login) isRequest_Body() {}
 
 func (*Request_RefreshSession) isRequest_Body() {}
@@ -7787,6 +8078,8 @@ func (*Request_RegisterTasks) isRequest_Body() {}
 
 func (*Request_ChangeCluster) isRequest_Body() {}
 
+func (*Request_GetRoutes) isRequest_Body() {}
+
 // Response is one server frame on the raw TCP transport: the answer to the
 // request with the same request_id, or, with request_id 0, a connection
 // error sent just before the server closes the connection (a broken frame,
@@ -7835,6 +8128,7 @@ type Response struct {
 	//	*Response_ListPools
 	//	*Response_RegisterTasks
 	//	*Response_ChangeCluster
+	//	*Response_GetRoutes
 	Body          isResponse_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -7842,7 +8136,7 @@ type Response struct {
 
 func (x *Response) Reset() {
 	*x = Response{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[100]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7854,7 +8148,7 @@ func (x *Response) String() string {
 func (*Response) ProtoMessage() {}
 
 func (x *Response) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[100]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7867,7 +8161,7 @@ func (x *Response) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Response.ProtoReflect.Descriptor instead.
 func (*Response) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{100}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *Response) GetRequestId() uint64 {
@@ -8233,6 +8527,15 @@ func (x *Response) GetChangeCluster() *ChangeClusterResponse {
 	return nil
 }
 
+func (x *Response) GetGetRoutes() *GetRoutesResponse {
+	if x != nil {
+		if x, ok := x.Body.(*Response_GetRoutes); ok {
+			return x.GetRoutes
+		}
+	}
+	return nil
+}
+
 type isResponse_Body interface {
 	isResponse_Body()
 }
@@ -8389,6 +8692,10 @@ type Response_ChangeCluster struct {
 	ChangeCluster *ChangeClusterResponse `protobuf:"bytes,80,opt,name=change_cluster,json=changeCluster,proto3,oneof"`
 }
 
+type Response_GetRoutes struct {
+	GetRoutes *GetRoutesResponse `protobuf:"bytes,81,opt,name=get_routes,json=getRoutes,proto3,oneof"`
+}
+
 func (*Response_Login) isResponse_Body() {}
 
 func (*Response_RefreshSession) isResponse_Body() {}
@@ -8465,6 +8772,8 @@ func (*Response_RegisterTasks) isResponse_Body() {}
 
 func (*Response_ChangeCluster) isResponse_Body() {}
 
+func (*Response_GetRoutes) isResponse_Body() {}
+
 // Delivery is one attempt to deliver a task occurrence. Receivers should
 // deduplicate by (task_id, fire_at_ms): delivery is at least once.
 type Delivery struct {
@@ -8489,7 +8798,7 @@ type Delivery struct {
 
 func (x *Delivery) Reset() {
 	*x = Delivery{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[101]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8501,7 +8810,7 @@ func (x *Delivery) String() string {
 func (*Delivery) ProtoMessage() {}
 
 func (x *Delivery) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[101]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8514,7 +8823,7 @@ func (x *Delivery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delivery.ProtoReflect.Descriptor instead.
 func (*Delivery) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{101}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *Delivery) GetDeliveryId() uint64 {
@@ -8592,7 +8901,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[102]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8604,7 +8913,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[102]
+	mi := &file_api_boomerang_v1_boomerang_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8617,7 +8926,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{102}
+	return file_api_boomerang_v1_boomerang_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *Ack) GetDeliveryId() uint64 {
@@ -8645,11 +8954,18 @@ var File_api_boomerang_v1_boomerang_proto protoreflect.FileDescriptor
 
 const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\n" +
-	" api/boomerang/v1/boomerang.proto\x12\fboomerang.v1\"e\n" +
+	" api/boomerang/v1/boomerang.proto\x12\fboomerang.v1\"\x9d\x01\n" +
 	"\x05Error\x12,\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x14.boomerang.v1.StatusR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
-	"\x05field\x18\x03 \x01(\tR\x05field\"\x8d\x01\n" +
+	"\x05field\x18\x03 \x01(\tR\x05field\x126\n" +
+	"\n" +
+	"not_leader\x18\x04 \x01(\v2\x17.boomerang.v1.NotLeaderR\tnotLeader\"\x88\x01\n" +
+	"\tNotLeader\x12\x14\n" +
+	"\x05shard\x18\x01 \x01(\rR\x05shard\x12\x1b\n" +
+	"\tleader_id\x18\x02 \x01(\tR\bleaderId\x12,\n" +
+	"\x12leader_tcp_address\x18\x03 \x01(\tR\x10leaderTcpAddress\x12\x1a\n" +
+	"\brevision\x18\x04 \x01(\x03R\brevision\"\x8d\x01\n" +
 	"\bCallback\x122\n" +
 	"\bprotocol\x18\x01 \x01(\x0e2\x16.boomerang.v1.ProtocolR\bprotocol\x12\x1a\n" +
 	"\bendpoint\x18\x02 \x01(\tR\bendpoint\x12\x1d\n" +
@@ -9170,6 +9486,21 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x02to\x18\x03 \x01(\tR\x02to\":\n" +
 	"\x15ChangeClusterResponse\x12!\n" +
 	"\fmap_revision\x18\x01 \x01(\x03R\vmapRevision\"\x12\n" +
+	"\x10GetRoutesRequest\"<\n" +
+	"\tRouteNode\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1f\n" +
+	"\vtcp_address\x18\x02 \x01(\tR\n" +
+	"tcpAddress\"\xdc\x01\n" +
+	"\x11GetRoutesResponse\x12\x1e\n" +
+	"\n" +
+	"standalone\x18\x01 \x01(\bR\n" +
+	"standalone\x12\x16\n" +
+	"\x06shards\x18\x02 \x01(\rR\x06shards\x12\x1a\n" +
+	"\brevision\x18\x03 \x01(\x03R\brevision\x12-\n" +
+	"\x05nodes\x18\x04 \x03(\v2\x17.boomerang.v1.RouteNodeR\x05nodes\x12\x18\n" +
+	"\aleaders\x18\x05 \x03(\tR\aleaders\x12\x12\n" +
+	"\x04node\x18\x06 \x01(\tR\x04node\x12\x16\n" +
+	"\x06client\x18\a \x01(\tR\x06client\"\x12\n" +
 	"\x10ListPoolsRequest\"\xb6\x01\n" +
 	"\bPoolInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
@@ -9179,12 +9510,13 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x0emax_per_second\x18\x05 \x01(\x01R\fmaxPerSecond\x12\x1a\n" +
 	"\brejected\x18\x06 \x01(\x04R\brejected\"A\n" +
 	"\x11ListPoolsResponse\x12,\n" +
-	"\x05pools\x18\x01 \x03(\v2\x16.boomerang.v1.PoolInfoR\x05pools\"\xd4\x16\n" +
+	"\x05pools\x18\x01 \x03(\v2\x16.boomerang.v1.PoolInfoR\x05pools\"\xab\x17\n" +
 	"\aRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x02 \x01(\tR\tsessionId\x122\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05route\x18\x03 \x01(\bR\x05route\x122\n" +
 	"\x05login\x18\n" +
 	" \x01(\v2\x1a.boomerang.v1.LoginRequestH\x00R\x05login\x12N\n" +
 	"\x0frefresh_session\x18\v \x01(\v2#.boomerang.v1.RefreshSessionRequestH\x00R\x0erefreshSession\x12N\n" +
@@ -9231,8 +9563,10 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\n" +
 	"list_pools\x18D \x01(\v2\x1e.boomerang.v1.ListPoolsRequestH\x00R\tlistPools\x12K\n" +
 	"\x0eregister_tasks\x182 \x01(\v2\".boomerang.v1.RegisterTasksRequestH\x00R\rregisterTasks\x12K\n" +
-	"\x0echange_cluster\x18P \x01(\v2\".boomerang.v1.ChangeClusterRequestH\x00R\rchangeClusterB\x06\n" +
-	"\x04body\"\x87\x17\n" +
+	"\x0echange_cluster\x18P \x01(\v2\".boomerang.v1.ChangeClusterRequestH\x00R\rchangeCluster\x12?\n" +
+	"\n" +
+	"get_routes\x18Q \x01(\v2\x1e.boomerang.v1.GetRoutesRequestH\x00R\tgetRoutesB\x06\n" +
+	"\x04body\"\xc9\x17\n" +
 	"\bResponse\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12)\n" +
@@ -9283,7 +9617,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\n" +
 	"list_pools\x18D \x01(\v2\x1f.boomerang.v1.ListPoolsResponseH\x00R\tlistPools\x12L\n" +
 	"\x0eregister_tasks\x182 \x01(\v2#.boomerang.v1.RegisterTasksResponseH\x00R\rregisterTasks\x12L\n" +
-	"\x0echange_cluster\x18P \x01(\v2#.boomerang.v1.ChangeClusterResponseH\x00R\rchangeClusterB\x06\n" +
+	"\x0echange_cluster\x18P \x01(\v2#.boomerang.v1.ChangeClusterResponseH\x00R\rchangeCluster\x12@\n" +
+	"\n" +
+	"get_routes\x18Q \x01(\v2\x1f.boomerang.v1.GetRoutesResponseH\x00R\tgetRoutesB\x06\n" +
 	"\x04body\"\xf1\x01\n" +
 	"\bDelivery\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\x04R\n" +
@@ -9301,7 +9637,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\vdelivery_id\x18\x01 \x01(\x04R\n" +
 	"deliveryId\x12\x0e\n" +
 	"\x02ok\x18\x02 \x01(\bR\x02ok\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error*\xe8\x01\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error*\xff\x01\n" +
 	"\x06Status\x12\x16\n" +
 	"\x12STATUS_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tSTATUS_OK\x10\x01\x12\x1a\n" +
@@ -9312,7 +9648,9 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\vSTATUS_BUSY\x10\x06\x12\x15\n" +
 	"\x11STATUS_GROUP_FULL\x10\a\x12\x13\n" +
 	"\x0fSTATUS_CONFLICT\x10\b\x12\x13\n" +
-	"\x0fSTATUS_INTERNAL\x10\t*\x8d\x01\n" +
+	"\x0fSTATUS_INTERNAL\x10\t\x12\x15\n" +
+	"\x11STATUS_NOT_LEADER\x10\n" +
+	"*\x8d\x01\n" +
 	"\fDispatchMode\x12\x1d\n" +
 	"\x19DISPATCH_MODE_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bDISPATCH_MODE_NEXT_ON_ERROR\x10\x01\x12 \n" +
@@ -9355,7 +9693,7 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"BulkAction\x12\x1b\n" +
 	"\x17BULK_ACTION_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12BULK_ACTION_REPLAY\x10\x01\x12\x16\n" +
-	"\x12BULK_ACTION_DELETE\x10\x022\xfc\x19\n" +
+	"\x12BULK_ACTION_DELETE\x10\x022\xca\x1a\n" +
 	"\x10BoomerangService\x12@\n" +
 	"\x05Login\x12\x1a.boomerang.v1.LoginRequest\x1a\x1b.boomerang.v1.LoginResponse\x12[\n" +
 	"\x0eRefreshSession\x12#.boomerang.v1.RefreshSessionRequest\x1a$.boomerang.v1.RefreshSessionResponse\x12[\n" +
@@ -9398,7 +9736,8 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"GetCluster\x12\x1f.boomerang.v1.GetClusterRequest\x1a .boomerang.v1.GetClusterResponse\x12L\n" +
 	"\tListPools\x12\x1e.boomerang.v1.ListPoolsRequest\x1a\x1f.boomerang.v1.ListPoolsResponse\x12X\n" +
 	"\rRegisterTasks\x12\".boomerang.v1.RegisterTasksRequest\x1a#.boomerang.v1.RegisterTasksResponse\x12X\n" +
-	"\rChangeCluster\x12\".boomerang.v1.ChangeClusterRequest\x1a#.boomerang.v1.ChangeClusterResponse2G\n" +
+	"\rChangeCluster\x12\".boomerang.v1.ChangeClusterRequest\x1a#.boomerang.v1.ChangeClusterResponse\x12L\n" +
+	"\tGetRoutes\x12\x1e.boomerang.v1.GetRoutesRequest\x1a\x1f.boomerang.v1.GetRoutesResponse2G\n" +
 	"\x0fCallbackService\x124\n" +
 	"\aDeliver\x12\x16.boomerang.v1.Delivery\x1a\x11.boomerang.v1.AckB>Z<github.com/boomerangd/boomerang/api/boomerang/v1;boomerangv1b\x06proto3"
 
@@ -9415,7 +9754,7 @@ func file_api_boomerang_v1_boomerang_proto_rawDescGZIP() []byte {
 }
 
 var file_api_boomerang_v1_boomerang_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 106)
+var file_api_boomerang_v1_boomerang_proto_msgTypes = make([]protoimpl.MessageInfo, 110)
 var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(Status)(0),                         // 0: boomerang.v1.Status
 	(DispatchMode)(0),                   // 1: boomerang.v1.DispatchMode
@@ -9426,355 +9765,365 @@ var file_api_boomerang_v1_boomerang_proto_goTypes = []any{
 	(TaskOrder)(0),                      // 6: boomerang.v1.TaskOrder
 	(BulkAction)(0),                     // 7: boomerang.v1.BulkAction
 	(*Error)(nil),                       // 8: boomerang.v1.Error
-	(*Callback)(nil),                    // 9: boomerang.v1.Callback
-	(*RetryPolicy)(nil),                 // 10: boomerang.v1.RetryPolicy
-	(*DeadLetterPolicy)(nil),            // 11: boomerang.v1.DeadLetterPolicy
-	(*CallbackRules)(nil),               // 12: boomerang.v1.CallbackRules
-	(*Task)(nil),                        // 13: boomerang.v1.Task
-	(*RateLimit)(nil),                   // 14: boomerang.v1.RateLimit
-	(*DeadLetter)(nil),                  // 15: boomerang.v1.DeadLetter
-	(*Group)(nil),                       // 16: boomerang.v1.Group
-	(*ClientConfig)(nil),                // 17: boomerang.v1.ClientConfig
-	(*LoginRequest)(nil),                // 18: boomerang.v1.LoginRequest
-	(*LoginResponse)(nil),               // 19: boomerang.v1.LoginResponse
-	(*RefreshSessionRequest)(nil),       // 20: boomerang.v1.RefreshSessionRequest
-	(*RefreshSessionResponse)(nil),      // 21: boomerang.v1.RefreshSessionResponse
-	(*RegisterClientRequest)(nil),       // 22: boomerang.v1.RegisterClientRequest
-	(*RegisterClientResponse)(nil),      // 23: boomerang.v1.RegisterClientResponse
-	(*DeregisterClientRequest)(nil),     // 24: boomerang.v1.DeregisterClientRequest
-	(*DeregisterClientResponse)(nil),    // 25: boomerang.v1.DeregisterClientResponse
-	(*ListClientsRequest)(nil),          // 26: boomerang.v1.ListClientsRequest
-	(*ListClientsResponse)(nil),         // 27: boomerang.v1.ListClientsResponse
-	(*GetClientRequest)(nil),            // 28: boomerang.v1.GetClientRequest
-	(*GetClientResponse)(nil),           // 29: boomerang.v1.GetClientResponse
-	(*UpdateClientRequest)(nil),         // 30: boomerang.v1.UpdateClientRequest
-	(*UpdateClientResponse)(nil),        // 31: boomerang.v1.UpdateClientResponse
-	(*ChangePasswordRequest)(nil),       // 32: boomerang.v1.ChangePasswordRequest
-	(*ChangePasswordResponse)(nil),      // 33: boomerang.v1.ChangePasswordResponse
-	(*RotateSigningSecretRequest)(nil),  // 34: boomerang.v1.RotateSigningSecretRequest
-	(*RotateSigningSecretResponse)(nil), // 35: boomerang.v1.RotateSigningSecretResponse
-	(*SessionInfo)(nil),                 // 36: boomerang.v1.SessionInfo
-	(*LogoutRequest)(nil),               // 37: boomerang.v1.LogoutRequest
-	(*LogoutResponse)(nil),              // 38: boomerang.v1.LogoutResponse
-	(*ListSessionsRequest)(nil),         // 39: boomerang.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),        // 40: boomerang.v1.ListSessionsResponse
-	(*RevokeSessionsRequest)(nil),       // 41: boomerang.v1.RevokeSessionsRequest
-	(*RevokeSessionsResponse)(nil),      // 42: boomerang.v1.RevokeSessionsResponse
-	(*RegisterTaskRequest)(nil),         // 43: boomerang.v1.RegisterTaskRequest
-	(*RegisterTaskResponse)(nil),        // 44: boomerang.v1.RegisterTaskResponse
-	(*RegisterTasksRequest)(nil),        // 45: boomerang.v1.RegisterTasksRequest
-	(*RegisterTasksResponse)(nil),       // 46: boomerang.v1.RegisterTasksResponse
-	(*RegisterTaskResult)(nil),          // 47: boomerang.v1.RegisterTaskResult
-	(*UpdateTaskRequest)(nil),           // 48: boomerang.v1.UpdateTaskRequest
-	(*UpdateTaskResponse)(nil),          // 49: boomerang.v1.UpdateTaskResponse
-	(*CancelTaskRequest)(nil),           // 50: boomerang.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),          // 51: boomerang.v1.CancelTaskResponse
-	(*GetTaskRequest)(nil),              // 52: boomerang.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),             // 53: boomerang.v1.GetTaskResponse
-	(*ListTasksRequest)(nil),            // 54: boomerang.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),           // 55: boomerang.v1.ListTasksResponse
-	(*ListDeadLettersRequest)(nil),      // 56: boomerang.v1.ListDeadLettersRequest
-	(*ListDeadLettersResponse)(nil),     // 57: boomerang.v1.ListDeadLettersResponse
-	(*GetDeadLetterRequest)(nil),        // 58: boomerang.v1.GetDeadLetterRequest
-	(*GetDeadLetterResponse)(nil),       // 59: boomerang.v1.GetDeadLetterResponse
-	(*ReplayDeadLetterRequest)(nil),     // 60: boomerang.v1.ReplayDeadLetterRequest
-	(*ReplayDeadLetterResponse)(nil),    // 61: boomerang.v1.ReplayDeadLetterResponse
-	(*DeleteDeadLetterRequest)(nil),     // 62: boomerang.v1.DeleteDeadLetterRequest
-	(*DeleteDeadLetterResponse)(nil),    // 63: boomerang.v1.DeleteDeadLetterResponse
-	(*GetGroupRequest)(nil),             // 64: boomerang.v1.GetGroupRequest
-	(*GetGroupResponse)(nil),            // 65: boomerang.v1.GetGroupResponse
-	(*UnblockGroupRequest)(nil),         // 66: boomerang.v1.UnblockGroupRequest
-	(*UnblockGroupResponse)(nil),        // 67: boomerang.v1.UnblockGroupResponse
-	(*SkipGroupRequest)(nil),            // 68: boomerang.v1.SkipGroupRequest
-	(*SkipGroupResponse)(nil),           // 69: boomerang.v1.SkipGroupResponse
-	(*CancelTasksRequest)(nil),          // 70: boomerang.v1.CancelTasksRequest
-	(*CancelTasksResponse)(nil),         // 71: boomerang.v1.CancelTasksResponse
-	(*PurgeDeadLettersRequest)(nil),     // 72: boomerang.v1.PurgeDeadLettersRequest
-	(*PurgeDeadLettersResponse)(nil),    // 73: boomerang.v1.PurgeDeadLettersResponse
-	(*GetServerInfoRequest)(nil),        // 74: boomerang.v1.GetServerInfoRequest
-	(*GetServerInfoResponse)(nil),       // 75: boomerang.v1.GetServerInfoResponse
-	(*ListGroupsRequest)(nil),           // 76: boomerang.v1.ListGroupsRequest
-	(*GroupSummary)(nil),                // 77: boomerang.v1.GroupSummary
-	(*ListGroupsResponse)(nil),          // 78: boomerang.v1.ListGroupsResponse
-	(*StatsSample)(nil),                 // 79: boomerang.v1.StatsSample
-	(*ProtocolCount)(nil),               // 80: boomerang.v1.ProtocolCount
-	(*Percentiles)(nil),                 // 81: boomerang.v1.Percentiles
-	(*GetStatsRequest)(nil),             // 82: boomerang.v1.GetStatsRequest
-	(*GetStatsResponse)(nil),            // 83: boomerang.v1.GetStatsResponse
-	(*GetDueHistogramRequest)(nil),      // 84: boomerang.v1.GetDueHistogramRequest
-	(*GetDueHistogramResponse)(nil),     // 85: boomerang.v1.GetDueHistogramResponse
-	(*Attempt)(nil),                     // 86: boomerang.v1.Attempt
-	(*GetTaskAttemptsRequest)(nil),      // 87: boomerang.v1.GetTaskAttemptsRequest
-	(*GetTaskAttemptsResponse)(nil),     // 88: boomerang.v1.GetTaskAttemptsResponse
-	(*CompletedTask)(nil),               // 89: boomerang.v1.CompletedTask
-	(*ListCompletedRequest)(nil),        // 90: boomerang.v1.ListCompletedRequest
-	(*ListCompletedResponse)(nil),       // 91: boomerang.v1.ListCompletedResponse
-	(*AuditEntry)(nil),                  // 92: boomerang.v1.AuditEntry
-	(*ListAuditLogRequest)(nil),         // 93: boomerang.v1.ListAuditLogRequest
-	(*ListAuditLogResponse)(nil),        // 94: boomerang.v1.ListAuditLogResponse
-	(*BulkDeadLettersRequest)(nil),      // 95: boomerang.v1.BulkDeadLettersRequest
-	(*BulkDeadLettersResponse)(nil),     // 96: boomerang.v1.BulkDeadLettersResponse
-	(*GetClusterRequest)(nil),           // 97: boomerang.v1.GetClusterRequest
-	(*ClusterNode)(nil),                 // 98: boomerang.v1.ClusterNode
-	(*ClusterShard)(nil),                // 99: boomerang.v1.ClusterShard
-	(*GetClusterResponse)(nil),          // 100: boomerang.v1.GetClusterResponse
-	(*ChangeClusterRequest)(nil),        // 101: boomerang.v1.ChangeClusterRequest
-	(*ShardMove)(nil),                   // 102: boomerang.v1.ShardMove
-	(*ChangeClusterResponse)(nil),       // 103: boomerang.v1.ChangeClusterResponse
-	(*ListPoolsRequest)(nil),            // 104: boomerang.v1.ListPoolsRequest
-	(*PoolInfo)(nil),                    // 105: boomerang.v1.PoolInfo
-	(*ListPoolsResponse)(nil),           // 106: boomerang.v1.ListPoolsResponse
-	(*Request)(nil),                     // 107: boomerang.v1.Request
-	(*Response)(nil),                    // 108: boomerang.v1.Response
-	(*Delivery)(nil),                    // 109: boomerang.v1.Delivery
-	(*Ack)(nil),                         // 110: boomerang.v1.Ack
-	nil,                                 // 111: boomerang.v1.ClientConfig.GroupRateLimitsEntry
-	nil,                                 // 112: boomerang.v1.RegisterClientRequest.GroupRateLimitsEntry
-	nil,                                 // 113: boomerang.v1.UpdateClientRequest.GroupRateLimitsEntry
+	(*NotLeader)(nil),                   // 9: boomerang.v1.NotLeader
+	(*Callback)(nil),                    // 10: boomerang.v1.Callback
+	(*RetryPolicy)(nil),                 // 11: boomerang.v1.RetryPolicy
+	(*DeadLetterPolicy)(nil),            // 12: boomerang.v1.DeadLetterPolicy
+	(*CallbackRules)(nil),               // 13: boomerang.v1.CallbackRules
+	(*Task)(nil),                        // 14: boomerang.v1.Task
+	(*RateLimit)(nil),                   // 15: boomerang.v1.RateLimit
+	(*DeadLetter)(nil),                  // 16: boomerang.v1.DeadLetter
+	(*Group)(nil),                       // 17: boomerang.v1.Group
+	(*ClientConfig)(nil),                // 18: boomerang.v1.ClientConfig
+	(*LoginRequest)(nil),                // 19: boomerang.v1.LoginRequest
+	(*LoginResponse)(nil),               // 20: boomerang.v1.LoginResponse
+	(*RefreshSessionRequest)(nil),       // 21: boomerang.v1.RefreshSessionRequest
+	(*RefreshSessionResponse)(nil),      // 22: boomerang.v1.RefreshSessionResponse
+	(*RegisterClientRequest)(nil),       // 23: boomerang.v1.RegisterClientRequest
+	(*RegisterClientResponse)(nil),      // 24: boomerang.v1.RegisterClientResponse
+	(*DeregisterClientRequest)(nil),     // 25: boomerang.v1.DeregisterClientRequest
+	(*DeregisterClientResponse)(nil),    // 26: boomerang.v1.DeregisterClientResponse
+	(*ListClientsRequest)(nil),          // 27: boomerang.v1.ListClientsRequest
+	(*ListClientsResponse)(nil),         // 28: boomerang.v1.ListClientsResponse
+	(*GetClientRequest)(nil),            // 29: boomerang.v1.GetClientRequest
+	(*GetClientResponse)(nil),           // 30: boomerang.v1.GetClientResponse
+	(*UpdateClientRequest)(nil),         // 31: boomerang.v1.UpdateClientRequest
+	(*UpdateClientResponse)(nil),        // 32: boomerang.v1.UpdateClientResponse
+	(*ChangePasswordRequest)(nil),       // 33: boomerang.v1.ChangePasswordRequest
+	(*ChangePasswordResponse)(nil),      // 34: boomerang.v1.ChangePasswordResponse
+	(*RotateSigningSecretRequest)(nil),  // 35: boomerang.v1.RotateSigningSecretRequest
+	(*RotateSigningSecretResponse)(nil), // 36: boomerang.v1.RotateSigningSecretResponse
+	(*SessionInfo)(nil),                 // 37: boomerang.v1.SessionInfo
+	(*LogoutRequest)(nil),               // 38: boomerang.v1.LogoutRequest
+	(*LogoutResponse)(nil),              // 39: boomerang.v1.LogoutResponse
+	(*ListSessionsRequest)(nil),         // 40: boomerang.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),        // 41: boomerang.v1.ListSessionsResponse
+	(*RevokeSessionsRequest)(nil),       // 42: boomerang.v1.RevokeSessionsRequest
+	(*RevokeSessionsResponse)(nil),      // 43: boomerang.v1.RevokeSessionsResponse
+	(*RegisterTaskRequest)(nil),         // 44: boomerang.v1.RegisterTaskRequest
+	(*RegisterTaskResponse)(nil),        // 45: boomerang.v1.RegisterTaskResponse
+	(*RegisterTasksRequest)(nil),        // 46: boomerang.v1.RegisterTasksRequest
+	(*RegisterTasksResponse)(nil),       // 47: boomerang.v1.RegisterTasksResponse
+	(*RegisterTaskResult)(nil),          // 48: boomerang.v1.RegisterTaskResult
+	(*UpdateTaskRequest)(nil),           // 49: boomerang.v1.UpdateTaskRequest
+	(*UpdateTaskResponse)(nil),          // 50: boomerang.v1.UpdateTaskResponse
+	(*CancelTaskRequest)(nil),           // 51: boomerang.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),          // 52: boomerang.v1.CancelTaskResponse
+	(*GetTaskRequest)(nil),              // 53: boomerang.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),             // 54: boomerang.v1.GetTaskResponse
+	(*ListTasksRequest)(nil),            // 55: boomerang.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),           // 56: boomerang.v1.ListTasksResponse
+	(*ListDeadLettersRequest)(nil),      // 57: boomerang.v1.ListDeadLettersRequest
+	(*ListDeadLettersResponse)(nil),     // 58: boomerang.v1.ListDeadLettersResponse
+	(*GetDeadLetterRequest)(nil),        // 59: boomerang.v1.GetDeadLetterRequest
+	(*GetDeadLetterResponse)(nil),       // 60: boomerang.v1.GetDeadLetterResponse
+	(*ReplayDeadLetterRequest)(nil),     // 61: boomerang.v1.ReplayDeadLetterRequest
+	(*ReplayDeadLetterResponse)(nil),    // 62: boomerang.v1.ReplayDeadLetterResponse
+	(*DeleteDeadLetterRequest)(nil),     // 63: boomerang.v1.DeleteDeadLetterRequest
+	(*DeleteDeadLetterResponse)(nil),    // 64: boomerang.v1.DeleteDeadLetterResponse
+	(*GetGroupRequest)(nil),             // 65: boomerang.v1.GetGroupRequest
+	(*GetGroupResponse)(nil),            // 66: boomerang.v1.GetGroupResponse
+	(*UnblockGroupRequest)(nil),         // 67: boomerang.v1.UnblockGroupRequest
+	(*UnblockGroupResponse)(nil),        // 68: boomerang.v1.UnblockGroupResponse
+	(*SkipGroupRequest)(nil),            // 69: boomerang.v1.SkipGroupRequest
+	(*SkipGroupResponse)(nil),           // 70: boomerang.v1.SkipGroupResponse
+	(*CancelTasksRequest)(nil),          // 71: boomerang.v1.CancelTasksRequest
+	(*CancelTasksResponse)(nil),         // 72: boomerang.v1.CancelTasksResponse
+	(*PurgeDeadLettersRequest)(nil),     // 73: boomerang.v1.PurgeDeadLettersRequest
+	(*PurgeDeadLettersResponse)(nil),    // 74: boomerang.v1.PurgeDeadLettersResponse
+	(*GetServerInfoRequest)(nil),        // 75: boomerang.v1.GetServerInfoRequest
+	(*GetServerInfoResponse)(nil),       // 76: boomerang.v1.GetServerInfoResponse
+	(*ListGroupsRequest)(nil),           // 77: boomerang.v1.ListGroupsRequest
+	(*GroupSummary)(nil),                // 78: boomerang.v1.GroupSummary
+	(*ListGroupsResponse)(nil),          // 79: boomerang.v1.ListGroupsResponse
+	(*StatsSample)(nil),                 // 80: boomerang.v1.StatsSample
+	(*ProtocolCount)(nil),               // 81: boomerang.v1.ProtocolCount
+	(*Percentiles)(nil),                 // 82: boomerang.v1.Percentiles
+	(*GetStatsRequest)(nil),             // 83: boomerang.v1.GetStatsRequest
+	(*GetStatsResponse)(nil),            // 84: boomerang.v1.GetStatsResponse
+	(*GetDueHistogramRequest)(nil),      // 85: boomerang.v1.GetDueHistogramRequest
+	(*GetDueHistogramResponse)(nil),     // 86: boomerang.v1.GetDueHistogramResponse
+	(*Attempt)(nil),                     // 87: boomerang.v1.Attempt
+	(*GetTaskAttemptsRequest)(nil),      // 88: boomerang.v1.GetTaskAttemptsRequest
+	(*GetTaskAttemptsResponse)(nil),     // 89: boomerang.v1.GetTaskAttemptsResponse
+	(*CompletedTask)(nil),               // 90: boomerang.v1.CompletedTask
+	(*ListCompletedRequest)(nil),        // 91: boomerang.v1.ListCompletedRequest
+	(*ListCompletedResponse)(nil),       // 92: boomerang.v1.ListCompletedResponse
+	(*AuditEntry)(nil),                  // 93: boomerang.v1.AuditEntry
+	(*ListAuditLogRequest)(nil),         // 94: boomerang.v1.ListAuditLogRequest
+	(*ListAuditLogResponse)(nil),        // 95: boomerang.v1.ListAuditLogResponse
+	(*BulkDeadLettersRequest)(nil),      // 96: boomerang.v1.BulkDeadLettersRequest
+	(*BulkDeadLettersResponse)(nil),     // 97: boomerang.v1.BulkDeadLettersResponse
+	(*GetClusterRequest)(nil),           // 98: boomerang.v1.GetClusterRequest
+	(*ClusterNode)(nil),                 // 99: boomerang.v1.ClusterNode
+	(*ClusterShard)(nil),                // 100: boomerang.v1.ClusterShard
+	(*GetClusterResponse)(nil),          // 101: boomerang.v1.GetClusterResponse
+	(*ChangeClusterRequest)(nil),        // 102: boomerang.v1.ChangeClusterRequest
+	(*ShardMove)(nil),                   // 103: boomerang.v1.ShardMove
+	(*ChangeClusterResponse)(nil),       // 104: boomerang.v1.ChangeClusterResponse
+	(*GetRoutesRequest)(nil),            // 105: boomerang.v1.GetRoutesRequest
+	(*RouteNode)(nil),                   // 106: boomerang.v1.RouteNode
+	(*GetRoutesResponse)(nil),           // 107: boomerang.v1.GetRoutesResponse
+	(*ListPoolsRequest)(nil),            // 108: boomerang.v1.ListPoolsRequest
+	(*PoolInfo)(nil),                    // 109: boomerang.v1.PoolInfo
+	(*ListPoolsResponse)(nil),           // 110: boomerang.v1.ListPoolsResponse
+	(*Request)(nil),                     // 111: boomerang.v1.Request
+	(*Response)(nil),                    // 112: boomerang.v1.Response
+	(*Delivery)(nil),                    // 113: boomerang.v1.Delivery
+	(*Ack)(nil),                         // 114: boomerang.v1.Ack
+	nil,                                 // 115: boomerang.v1.ClientConfig.GroupRateLimitsEntry
+	nil,                                 // 116: boomerang.v1.RegisterClientRequest.GroupRateLimitsEntry
+	nil,                                 // 117: boomerang.v1.UpdateClientRequest.GroupRateLimitsEntry
 }
 var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	0,   // 0: boomerang.v1.Error.status:type_name -> boomerang.v1.Status
-	2,   // 1: boomerang.v1.Callback.protocol:type_name -> boomerang.v1.Protocol
-	3,   // 2: boomerang.v1.RetryPolicy.backoff:type_name -> boomerang.v1.Backoff
-	1,   // 3: boomerang.v1.Task.mode:type_name -> boomerang.v1.DispatchMode
-	4,   // 4: boomerang.v1.Task.status:type_name -> boomerang.v1.TaskStatus
-	9,   // 5: boomerang.v1.Task.callback:type_name -> boomerang.v1.Callback
-	10,  // 6: boomerang.v1.Task.retry:type_name -> boomerang.v1.RetryPolicy
-	13,  // 7: boomerang.v1.DeadLetter.task:type_name -> boomerang.v1.Task
-	14,  // 8: boomerang.v1.Group.rate_limit:type_name -> boomerang.v1.RateLimit
-	9,   // 9: boomerang.v1.ClientConfig.callback:type_name -> boomerang.v1.Callback
-	10,  // 10: boomerang.v1.ClientConfig.retry:type_name -> boomerang.v1.RetryPolicy
-	11,  // 11: boomerang.v1.ClientConfig.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
-	1,   // 12: boomerang.v1.ClientConfig.default_mode:type_name -> boomerang.v1.DispatchMode
-	5,   // 13: boomerang.v1.ClientConfig.role:type_name -> boomerang.v1.Role
-	12,  // 14: boomerang.v1.ClientConfig.callback_rules:type_name -> boomerang.v1.CallbackRules
-	14,  // 15: boomerang.v1.ClientConfig.group_rate_limit:type_name -> boomerang.v1.RateLimit
-	111, // 16: boomerang.v1.ClientConfig.group_rate_limits:type_name -> boomerang.v1.ClientConfig.GroupRateLimitsEntry
-	5,   // 17: boomerang.v1.LoginResponse.role:type_name -> boomerang.v1.Role
-	9,   // 18: boomerang.v1.RegisterClientRequest.callback:type_name -> boomerang.v1.Callback
-	10,  // 19: boomerang.v1.RegisterClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
-	11,  // 20: boomerang.v1.RegisterClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
-	1,   // 21: boomerang.v1.RegisterClientRequest.default_mode:type_name -> boomerang.v1.DispatchMode
-	5,   // 22: boomerang.v1.RegisterClientRequest.role:type_name -> boomerang.v1.Role
-	12,  // 23: boomerang.v1.RegisterClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
-	14,  // 24: boomerang.v1.RegisterClientRequest.group_rate_limit:type_name -> boomerang.v1.RateLimit
-	112, // 25: boomerang.v1.RegisterClientRequest.group_rate_limits:type_name -> boomerang.v1.RegisterClientRequest.GroupRateLimitsEntry
-	17,  // 26: boomerang.v1.RegisterClientResponse.client:type_name -> boomerang.v1.ClientConfig
-	17,  // 27: boomerang.v1.ListClientsResponse.clients:type_name -> boomerang.v1.ClientConfig
-	17,  // 28: boomerang.v1.GetClientResponse.client:type_name -> boomerang.v1.ClientConfig
-	9,   // 29: boomerang.v1.UpdateClientRequest.callback:type_name -> boomerang.v1.Callback
-	10,  // 30: boomerang.v1.UpdateClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
-	11,  // 31: boomerang.v1.UpdateClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
-	1,   // 32: boomerang.v1.UpdateClientRequest.default_mode:type_name -> boomerang.v1.DispatchMode
-	5,   // 33: boomerang.v1.UpdateClientRequest.role:type_name -> boomerang.v1.Role
-	12,  // 34: boomerang.v1.UpdateClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
-	14,  // 35: boomerang.v1.UpdateClientRequest.group_rate_limit:type_name -> boomerang.v1.RateLimit
-	113, // 36: boomerang.v1.UpdateClientRequest.group_rate_limits:type_name -> boomerang.v1.UpdateClientRequest.GroupRateLimitsEntry
-	17,  // 37: boomerang.v1.UpdateClientResponse.client:type_name -> boomerang.v1.ClientConfig
-	17,  // 38: boomerang.v1.RotateSigningSecretResponse.client:type_name -> boomerang.v1.ClientConfig
-	5,   // 39: boomerang.v1.SessionInfo.role:type_name -> boomerang.v1.Role
-	36,  // 40: boomerang.v1.ListSessionsResponse.sessions:type_name -> boomerang.v1.SessionInfo
-	1,   // 41: boomerang.v1.RegisterTaskRequest.mode:type_name -> boomerang.v1.DispatchMode
-	9,   // 42: boomerang.v1.RegisterTaskRequest.callback:type_name -> boomerang.v1.Callback
-	10,  // 43: boomerang.v1.RegisterTaskRequest.retry:type_name -> boomerang.v1.RetryPolicy
-	13,  // 44: boomerang.v1.RegisterTaskResponse.task:type_name -> boomerang.v1.Task
-	43,  // 45: boomerang.v1.RegisterTasksRequest.tasks:type_name -> boomerang.v1.RegisterTaskRequest
-	47,  // 46: boomerang.v1.RegisterTasksResponse.results:type_name -> boomerang.v1.RegisterTaskResult
-	44,  // 47: boomerang.v1.RegisterTaskResult.registered:type_name -> boomerang.v1.RegisterTaskResponse
-	8,   // 48: boomerang.v1.RegisterTaskResult.error:type_name -> boomerang.v1.Error
-	13,  // 49: boomerang.v1.UpdateTaskResponse.task:type_name -> boomerang.v1.Task
-	13,  // 50: boomerang.v1.GetTaskResponse.task:type_name -> boomerang.v1.Task
-	4,   // 51: boomerang.v1.ListTasksRequest.status:type_name -> boomerang.v1.TaskStatus
-	6,   // 52: boomerang.v1.ListTasksRequest.order:type_name -> boomerang.v1.TaskOrder
-	13,  // 53: boomerang.v1.ListTasksResponse.tasks:type_name -> boomerang.v1.Task
-	15,  // 54: boomerang.v1.ListDeadLettersResponse.dead_letters:type_name -> boomerang.v1.DeadLetter
-	15,  // 55: boomerang.v1.GetDeadLetterResponse.dead_letter:type_name -> boomerang.v1.DeadLetter
-	13,  // 56: boomerang.v1.ReplayDeadLetterResponse.task:type_name -> boomerang.v1.Task
-	16,  // 57: boomerang.v1.GetGroupResponse.group:type_name -> boomerang.v1.Group
-	13,  // 58: boomerang.v1.UnblockGroupResponse.task:type_name -> boomerang.v1.Task
-	16,  // 59: boomerang.v1.GroupSummary.group:type_name -> boomerang.v1.Group
-	15,  // 60: boomerang.v1.GroupSummary.blocking:type_name -> boomerang.v1.DeadLetter
-	77,  // 61: boomerang.v1.ListGroupsResponse.groups:type_name -> boomerang.v1.GroupSummary
-	80,  // 62: boomerang.v1.StatsSample.by_protocol:type_name -> boomerang.v1.ProtocolCount
-	81,  // 63: boomerang.v1.StatsSample.fire_lag:type_name -> boomerang.v1.Percentiles
-	81,  // 64: boomerang.v1.StatsSample.attempt_duration:type_name -> boomerang.v1.Percentiles
-	2,   // 65: boomerang.v1.ProtocolCount.protocol:type_name -> boomerang.v1.Protocol
-	79,  // 66: boomerang.v1.GetStatsResponse.samples:type_name -> boomerang.v1.StatsSample
-	2,   // 67: boomerang.v1.Attempt.protocol:type_name -> boomerang.v1.Protocol
-	86,  // 68: boomerang.v1.GetTaskAttemptsResponse.attempts:type_name -> boomerang.v1.Attempt
-	13,  // 69: boomerang.v1.CompletedTask.task:type_name -> boomerang.v1.Task
-	86,  // 70: boomerang.v1.CompletedTask.attempts:type_name -> boomerang.v1.Attempt
-	89,  // 71: boomerang.v1.ListCompletedResponse.tasks:type_name -> boomerang.v1.CompletedTask
-	0,   // 72: boomerang.v1.AuditEntry.status:type_name -> boomerang.v1.Status
-	92,  // 73: boomerang.v1.ListAuditLogResponse.entries:type_name -> boomerang.v1.AuditEntry
-	7,   // 74: boomerang.v1.BulkDeadLettersRequest.action:type_name -> boomerang.v1.BulkAction
-	98,  // 75: boomerang.v1.GetClusterResponse.nodes:type_name -> boomerang.v1.ClusterNode
-	99,  // 76: boomerang.v1.GetClusterResponse.shards:type_name -> boomerang.v1.ClusterShard
-	102, // 77: boomerang.v1.ChangeClusterRequest.move:type_name -> boomerang.v1.ShardMove
-	105, // 78: boomerang.v1.ListPoolsResponse.pools:type_name -> boomerang.v1.PoolInfo
-	18,  // 79: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
-	20,  // 80: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
-	22,  // 81: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
-	24,  // 82: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
-	26,  // 83: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
-	43,  // 84: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
-	48,  // 85: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
-	50,  // 86: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
-	52,  // 87: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
-	54,  // 88: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
-	56,  // 89: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
-	58,  // 90: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
-	60,  // 91: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
-	62,  // 92: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
-	64,  // 93: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
-	66,  // 94: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
-	68,  // 95: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
-	74,  // 96: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
-	70,  // 97: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
-	72,  // 98: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
-	37,  // 99: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
-	39,  // 100: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
-	41,  // 101: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
-	28,  // 102: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
-	30,  // 103: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
-	32,  // 104: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
-	34,  // 105: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
-	76,  // 106: boomerang.v1.Request.list_groups:type_name -> boomerang.v1.ListGroupsRequest
-	82,  // 107: boomerang.v1.Request.get_stats:type_name -> boomerang.v1.GetStatsRequest
-	84,  // 108: boomerang.v1.Request.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramRequest
-	87,  // 109: boomerang.v1.Request.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsRequest
-	90,  // 110: boomerang.v1.Request.list_completed:type_name -> boomerang.v1.ListCompletedRequest
-	93,  // 111: boomerang.v1.Request.list_audit_log:type_name -> boomerang.v1.ListAuditLogRequest
-	95,  // 112: boomerang.v1.Request.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersRequest
-	97,  // 113: boomerang.v1.Request.get_cluster:type_name -> boomerang.v1.GetClusterRequest
-	104, // 114: boomerang.v1.Request.list_pools:type_name -> boomerang.v1.ListPoolsRequest
-	45,  // 115: boomerang.v1.Request.register_tasks:type_name -> boomerang.v1.RegisterTasksRequest
-	101, // 116: boomerang.v1.Request.change_cluster:type_name -> boomerang.v1.ChangeClusterRequest
-	8,   // 117: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
-	19,  // 118: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
-	21,  // 119: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
-	23,  // 120: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
-	25,  // 121: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
-	27,  // 122: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
-	44,  // 123: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
-	49,  // 124: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
-	51,  // 125: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
-	53,  // 126: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
-	55,  // 127: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
-	57,  // 128: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
-	59,  // 129: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
-	61,  // 130: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
-	63,  // 131: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
-	65,  // 132: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
-	67,  // 133: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
-	69,  // 134: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
-	75,  // 135: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
-	71,  // 136: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
-	73,  // 137: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
-	38,  // 138: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
-	40,  // 139: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
-	42,  // 140: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
-	29,  // 141: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
-	31,  // 142: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
-	33,  // 143: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
-	35,  // 144: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
-	78,  // 145: boomerang.v1.Response.list_groups:type_name -> boomerang.v1.ListGroupsResponse
-	83,  // 146: boomerang.v1.Response.get_stats:type_name -> boomerang.v1.GetStatsResponse
-	85,  // 147: boomerang.v1.Response.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramResponse
-	88,  // 148: boomerang.v1.Response.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsResponse
-	91,  // 149: boomerang.v1.Response.list_completed:type_name -> boomerang.v1.ListCompletedResponse
-	94,  // 150: boomerang.v1.Response.list_audit_log:type_name -> boomerang.v1.ListAuditLogResponse
-	96,  // 151: boomerang.v1.Response.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersResponse
-	100, // 152: boomerang.v1.Response.get_cluster:type_name -> boomerang.v1.GetClusterResponse
-	106, // 153: boomerang.v1.Response.list_pools:type_name -> boomerang.v1.ListPoolsResponse
-	46,  // 154: boomerang.v1.Response.register_tasks:type_name -> boomerang.v1.RegisterTasksResponse
-	103, // 155: boomerang.v1.Response.change_cluster:type_name -> boomerang.v1.ChangeClusterResponse
-	14,  // 156: boomerang.v1.ClientConfig.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
-	14,  // 157: boomerang.v1.RegisterClientRequest.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
-	14,  // 158: boomerang.v1.UpdateClientRequest.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
-	18,  // 159: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
-	20,  // 160: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
-	22,  // 161: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
-	24,  // 162: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
-	26,  // 163: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
-	43,  // 164: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
-	48,  // 165: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
-	50,  // 166: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
-	52,  // 167: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
-	54,  // 168: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
-	56,  // 169: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
-	58,  // 170: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
-	60,  // 171: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
-	62,  // 172: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
-	64,  // 173: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
-	66,  // 174: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
-	68,  // 175: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
-	74,  // 176: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
-	70,  // 177: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
-	72,  // 178: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
-	37,  // 179: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
-	39,  // 180: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
-	41,  // 181: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
-	28,  // 182: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
-	30,  // 183: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
-	32,  // 184: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
-	34,  // 185: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
-	76,  // 186: boomerang.v1.BoomerangService.ListGroups:input_type -> boomerang.v1.ListGroupsRequest
-	82,  // 187: boomerang.v1.BoomerangService.GetStats:input_type -> boomerang.v1.GetStatsRequest
-	84,  // 188: boomerang.v1.BoomerangService.GetDueHistogram:input_type -> boomerang.v1.GetDueHistogramRequest
-	87,  // 189: boomerang.v1.BoomerangService.GetTaskAttempts:input_type -> boomerang.v1.GetTaskAttemptsRequest
-	90,  // 190: boomerang.v1.BoomerangService.ListCompleted:input_type -> boomerang.v1.ListCompletedRequest
-	93,  // 191: boomerang.v1.BoomerangService.ListAuditLog:input_type -> boomerang.v1.ListAuditLogRequest
-	95,  // 192: boomerang.v1.BoomerangService.BulkDeadLetters:input_type -> boomerang.v1.BulkDeadLettersRequest
-	97,  // 193: boomerang.v1.BoomerangService.GetCluster:input_type -> boomerang.v1.GetClusterRequest
-	104, // 194: boomerang.v1.BoomerangService.ListPools:input_type -> boomerang.v1.ListPoolsRequest
-	45,  // 195: boomerang.v1.BoomerangService.RegisterTasks:input_type -> boomerang.v1.RegisterTasksRequest
-	101, // 196: boomerang.v1.BoomerangService.ChangeCluster:input_type -> boomerang.v1.ChangeClusterRequest
-	109, // 197: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
-	19,  // 198: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
-	21,  // 199: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
-	23,  // 200: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
-	25,  // 201: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
-	27,  // 202: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
-	44,  // 203: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
-	49,  // 204: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
-	51,  // 205: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
-	53,  // 206: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
-	55,  // 207: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
-	57,  // 208: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
-	59,  // 209: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
-	61,  // 210: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
-	63,  // 211: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
-	65,  // 212: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
-	67,  // 213: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
-	69,  // 214: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
-	75,  // 215: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
-	71,  // 216: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
-	73,  // 217: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
-	38,  // 218: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
-	40,  // 219: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
-	42,  // 220: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
-	29,  // 221: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
-	31,  // 222: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
-	33,  // 223: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
-	35,  // 224: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
-	78,  // 225: boomerang.v1.BoomerangService.ListGroups:output_type -> boomerang.v1.ListGroupsResponse
-	83,  // 226: boomerang.v1.BoomerangService.GetStats:output_type -> boomerang.v1.GetStatsResponse
-	85,  // 227: boomerang.v1.BoomerangService.GetDueHistogram:output_type -> boomerang.v1.GetDueHistogramResponse
-	88,  // 228: boomerang.v1.BoomerangService.GetTaskAttempts:output_type -> boomerang.v1.GetTaskAttemptsResponse
-	91,  // 229: boomerang.v1.BoomerangService.ListCompleted:output_type -> boomerang.v1.ListCompletedResponse
-	94,  // 230: boomerang.v1.BoomerangService.ListAuditLog:output_type -> boomerang.v1.ListAuditLogResponse
-	96,  // 231: boomerang.v1.BoomerangService.BulkDeadLetters:output_type -> boomerang.v1.BulkDeadLettersResponse
-	100, // 232: boomerang.v1.BoomerangService.GetCluster:output_type -> boomerang.v1.GetClusterResponse
-	106, // 233: boomerang.v1.BoomerangService.ListPools:output_type -> boomerang.v1.ListPoolsResponse
-	46,  // 234: boomerang.v1.BoomerangService.RegisterTasks:output_type -> boomerang.v1.RegisterTasksResponse
-	103, // 235: boomerang.v1.BoomerangService.ChangeCluster:output_type -> boomerang.v1.ChangeClusterResponse
-	110, // 236: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
-	198, // [198:237] is the sub-list for method output_type
-	159, // [159:198] is the sub-list for method input_type
-	159, // [159:159] is the sub-list for extension type_name
-	159, // [159:159] is the sub-list for extension extendee
-	0,   // [0:159] is the sub-list for field type_name
+	9,   // 1: boomerang.v1.Error.not_leader:type_name -> boomerang.v1.NotLeader
+	2,   // 2: boomerang.v1.Callback.protocol:type_name -> boomerang.v1.Protocol
+	3,   // 3: boomerang.v1.RetryPolicy.backoff:type_name -> boomerang.v1.Backoff
+	1,   // 4: boomerang.v1.Task.mode:type_name -> boomerang.v1.DispatchMode
+	4,   // 5: boomerang.v1.Task.status:type_name -> boomerang.v1.TaskStatus
+	10,  // 6: boomerang.v1.Task.callback:type_name -> boomerang.v1.Callback
+	11,  // 7: boomerang.v1.Task.retry:type_name -> boomerang.v1.RetryPolicy
+	14,  // 8: boomerang.v1.DeadLetter.task:type_name -> boomerang.v1.Task
+	15,  // 9: boomerang.v1.Group.rate_limit:type_name -> boomerang.v1.RateLimit
+	10,  // 10: boomerang.v1.ClientConfig.callback:type_name -> boomerang.v1.Callback
+	11,  // 11: boomerang.v1.ClientConfig.retry:type_name -> boomerang.v1.RetryPolicy
+	12,  // 12: boomerang.v1.ClientConfig.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
+	1,   // 13: boomerang.v1.ClientConfig.default_mode:type_name -> boomerang.v1.DispatchMode
+	5,   // 14: boomerang.v1.ClientConfig.role:type_name -> boomerang.v1.Role
+	13,  // 15: boomerang.v1.ClientConfig.callback_rules:type_name -> boomerang.v1.CallbackRules
+	15,  // 16: boomerang.v1.ClientConfig.group_rate_limit:type_name -> boomerang.v1.RateLimit
+	115, // 17: boomerang.v1.ClientConfig.group_rate_limits:type_name -> boomerang.v1.ClientConfig.GroupRateLimitsEntry
+	5,   // 18: boomerang.v1.LoginResponse.role:type_name -> boomerang.v1.Role
+	10,  // 19: boomerang.v1.RegisterClientRequest.callback:type_name -> boomerang.v1.Callback
+	11,  // 20: boomerang.v1.RegisterClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
+	12,  // 21: boomerang.v1.RegisterClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
+	1,   // 22: boomerang.v1.RegisterClientRequest.default_mode:type_name -> boomerang.v1.DispatchMode
+	5,   // 23: boomerang.v1.RegisterClientRequest.role:type_name -> boomerang.v1.Role
+	13,  // 24: boomerang.v1.RegisterClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
+	15,  // 25: boomerang.v1.RegisterClientRequest.group_rate_limit:type_name -> boomerang.v1.RateLimit
+	116, // 26: boomerang.v1.RegisterClientRequest.group_rate_limits:type_name -> boomerang.v1.RegisterClientRequest.GroupRateLimitsEntry
+	18,  // 27: boomerang.v1.RegisterClientResponse.client:type_name -> boomerang.v1.ClientConfig
+	18,  // 28: boomerang.v1.ListClientsResponse.clients:type_name -> boomerang.v1.ClientConfig
+	18,  // 29: boomerang.v1.GetClientResponse.client:type_name -> boomerang.v1.ClientConfig
+	10,  // 30: boomerang.v1.UpdateClientRequest.callback:type_name -> boomerang.v1.Callback
+	11,  // 31: boomerang.v1.UpdateClientRequest.retry:type_name -> boomerang.v1.RetryPolicy
+	12,  // 32: boomerang.v1.UpdateClientRequest.dead_letters:type_name -> boomerang.v1.DeadLetterPolicy
+	1,   // 33: boomerang.v1.UpdateClientRequest.default_mode:type_name -> boomerang.v1.DispatchMode
+	5,   // 34: boomerang.v1.UpdateClientRequest.role:type_name -> boomerang.v1.Role
+	13,  // 35: boomerang.v1.UpdateClientRequest.callback_rules:type_name -> boomerang.v1.CallbackRules
+	15,  // 36: boomerang.v1.UpdateClientRequest.group_rate_limit:type_name -> boomerang.v1.RateLimit
+	117, // 37: boomerang.v1.UpdateClientRequest.group_rate_limits:type_name -> boomerang.v1.UpdateClientRequest.GroupRateLimitsEntry
+	18,  // 38: boomerang.v1.UpdateClientResponse.client:type_name -> boomerang.v1.ClientConfig
+	18,  // 39: boomerang.v1.RotateSigningSecretResponse.client:type_name -> boomerang.v1.ClientConfig
+	5,   // 40: boomerang.v1.SessionInfo.role:type_name -> boomerang.v1.Role
+	37,  // 41: boomerang.v1.ListSessionsResponse.sessions:type_name -> boomerang.v1.SessionInfo
+	1,   // 42: boomerang.v1.RegisterTaskRequest.mode:type_name -> boomerang.v1.DispatchMode
+	10,  // 43: boomerang.v1.RegisterTaskRequest.callback:type_name -> boomerang.v1.Callback
+	11,  // 44: boomerang.v1.RegisterTaskRequest.retry:type_name -> boomerang.v1.RetryPolicy
+	14,  // 45: boomerang.v1.RegisterTaskResponse.task:type_name -> boomerang.v1.Task
+	44,  // 46: boomerang.v1.RegisterTasksRequest.tasks:type_name -> boomerang.v1.RegisterTaskRequest
+	48,  // 47: boomerang.v1.RegisterTasksResponse.results:type_name -> boomerang.v1.RegisterTaskResult
+	45,  // 48: boomerang.v1.RegisterTaskResult.registered:type_name -> boomerang.v1.RegisterTaskResponse
+	8,   // 49: boomerang.v1.RegisterTaskResult.error:type_name -> boomerang.v1.Error
+	14,  // 50: boomerang.v1.UpdateTaskResponse.task:type_name -> boomerang.v1.Task
+	14,  // 51: boomerang.v1.GetTaskResponse.task:type_name -> boomerang.v1.Task
+	4,   // 52: boomerang.v1.ListTasksRequest.status:type_name -> boomerang.v1.TaskStatus
+	6,   // 53: boomerang.v1.ListTasksRequest.order:type_name -> boomerang.v1.TaskOrder
+	14,  // 54: boomerang.v1.ListTasksResponse.tasks:type_name -> boomerang.v1.Task
+	16,  // 55: boomerang.v1.ListDeadLettersResponse.dead_letters:type_name -> boomerang.v1.DeadLetter
+	16,  // 56: boomerang.v1.GetDeadLetterResponse.dead_letter:type_name -> boomerang.v1.DeadLetter
+	14,  // 57: boomerang.v1.ReplayDeadLetterResponse.task:type_name -> boomerang.v1.Task
+	17,  // 58: boomerang.v1.GetGroupResponse.group:type_name -> boomerang.v1.Group
+	14,  // 59: boomerang.v1.UnblockGroupResponse.task:type_name -> boomerang.v1.Task
+	17,  // 60: boomerang.v1.GroupSummary.group:type_name -> boomerang.v1.Group
+	16,  // 61: boomerang.v1.GroupSummary.blocking:type_name -> boomerang.v1.DeadLetter
+	78,  // 62: boomerang.v1.ListGroupsResponse.groups:type_name -> boomerang.v1.GroupSummary
+	81,  // 63: boomerang.v1.StatsSample.by_protocol:type_name -> boomerang.v1.ProtocolCount
+	82,  // 64: boomerang.v1.StatsSample.fire_lag:type_name -> boomerang.v1.Percentiles
+	82,  // 65: boomerang.v1.StatsSample.attempt_duration:type_name -> boomerang.v1.Percentiles
+	2,   // 66: boomerang.v1.ProtocolCount.protocol:type_name -> boomerang.v1.Protocol
+	80,  // 67: boomerang.v1.GetStatsResponse.samples:type_name -> boomerang.v1.StatsSample
+	2,   // 68: boomerang.v1.Attempt.protocol:type_name -> boomerang.v1.Protocol
+	87,  // 69: boomerang.v1.GetTaskAttemptsResponse.attempts:type_name -> boomerang.v1.Attempt
+	14,  // 70: boomerang.v1.CompletedTask.task:type_name -> boomerang.v1.Task
+	87,  // 71: boomerang.v1.CompletedTask.attempts:type_name -> boomerang.v1.Attempt
+	90,  // 72: boomerang.v1.ListCompletedResponse.tasks:type_name -> boomerang.v1.CompletedTask
+	0,   // 73: boomerang.v1.AuditEntry.status:type_name -> boomerang.v1.Status
+	93,  // 74: boomerang.v1.ListAuditLogResponse.entries:type_name -> boomerang.v1.AuditEntry
+	7,   // 75: boomerang.v1.BulkDeadLettersRequest.action:type_name -> boomerang.v1.BulkAction
+	99,  // 76: boomerang.v1.GetClusterResponse.nodes:type_name -> boomerang.v1.ClusterNode
+	100, // 77: boomerang.v1.GetClusterResponse.shards:type_name -> boomerang.v1.ClusterShard
+	103, // 78: boomerang.v1.ChangeClusterRequest.move:type_name -> boomerang.v1.ShardMove
+	106, // 79: boomerang.v1.GetRoutesResponse.nodes:type_name -> boomerang.v1.RouteNode
+	109, // 80: boomerang.v1.ListPoolsResponse.pools:type_name -> boomerang.v1.PoolInfo
+	19,  // 81: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
+	21,  // 82: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
+	23,  // 83: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
+	25,  // 84: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
+	27,  // 85: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
+	44,  // 86: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
+	49,  // 87: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
+	51,  // 88: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
+	53,  // 89: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
+	55,  // 90: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
+	57,  // 91: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
+	59,  // 92: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
+	61,  // 93: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
+	63,  // 94: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
+	65,  // 95: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
+	67,  // 96: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
+	69,  // 97: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
+	75,  // 98: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
+	71,  // 99: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
+	73,  // 100: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
+	38,  // 101: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
+	40,  // 102: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
+	42,  // 103: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
+	29,  // 104: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
+	31,  // 105: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
+	33,  // 106: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
+	35,  // 107: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
+	77,  // 108: boomerang.v1.Request.list_groups:type_name -> boomerang.v1.ListGroupsRequest
+	83,  // 109: boomerang.v1.Request.get_stats:type_name -> boomerang.v1.GetStatsRequest
+	85,  // 110: boomerang.v1.Request.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramRequest
+	88,  // 111: boomerang.v1.Request.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsRequest
+	91,  // 112: boomerang.v1.Request.list_completed:type_name -> boomerang.v1.ListCompletedRequest
+	94,  // 113: boomerang.v1.Request.list_audit_log:type_name -> boomerang.v1.ListAuditLogRequest
+	96,  // 114: boomerang.v1.Request.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersRequest
+	98,  // 115: boomerang.v1.Request.get_cluster:type_name -> boomerang.v1.GetClusterRequest
+	108, // 116: boomerang.v1.Request.list_pools:type_name -> boomerang.v1.ListPoolsRequest
+	46,  // 117: boomerang.v1.Request.register_tasks:type_name -> boomerang.v1.RegisterTasksRequest
+	102, // 118: boomerang.v1.Request.change_cluster:type_name -> boomerang.v1.ChangeClusterRequest
+	105, // 119: boomerang.v1.Request.get_routes:type_name -> boomerang.v1.GetRoutesRequest
+	8,   // 120: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
+	20,  // 121: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
+	22,  // 122: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
+	24,  // 123: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
+	26,  // 124: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
+	28,  // 125: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
+	45,  // 126: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
+	50,  // 127: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
+	52,  // 128: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
+	54,  // 129: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
+	56,  // 130: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
+	58,  // 131: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
+	60,  // 132: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
+	62,  // 133: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
+	64,  // 134: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
+	66,  // 135: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
+	68,  // 136: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
+	70,  // 137: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
+	76,  // 138: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
+	72,  // 139: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
+	74,  // 140: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
+	39,  // 141: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
+	41,  // 142: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
+	43,  // 143: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
+	30,  // 144: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
+	32,  // 145: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
+	34,  // 146: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
+	36,  // 147: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
+	79,  // 148: boomerang.v1.Response.list_groups:type_name -> boomerang.v1.ListGroupsResponse
+	84,  // 149: boomerang.v1.Response.get_stats:type_name -> boomerang.v1.GetStatsResponse
+	86,  // 150: boomerang.v1.Response.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramResponse
+	89,  // 151: boomerang.v1.Response.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsResponse
+	92,  // 152: boomerang.v1.Response.list_completed:type_name -> boomerang.v1.ListCompletedResponse
+	95,  // 153: boomerang.v1.Response.list_audit_log:type_name -> boomerang.v1.ListAuditLogResponse
+	97,  // 154: boomerang.v1.Response.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersResponse
+	101, // 155: boomerang.v1.Response.get_cluster:type_name -> boomerang.v1.GetClusterResponse
+	110, // 156: boomerang.v1.Response.list_pools:type_name -> boomerang.v1.ListPoolsResponse
+	47,  // 157: boomerang.v1.Response.register_tasks:type_name -> boomerang.v1.RegisterTasksResponse
+	104, // 158: boomerang.v1.Response.change_cluster:type_name -> boomerang.v1.ChangeClusterResponse
+	107, // 159: boomerang.v1.Response.get_routes:type_name -> boomerang.v1.GetRoutesResponse
+	15,  // 160: boomerang.v1.ClientConfig.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
+	15,  // 161: boomerang.v1.RegisterClientRequest.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
+	15,  // 162: boomerang.v1.UpdateClientRequest.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
+	19,  // 163: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
+	21,  // 164: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
+	23,  // 165: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
+	25,  // 166: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
+	27,  // 167: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
+	44,  // 168: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
+	49,  // 169: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
+	51,  // 170: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
+	53,  // 171: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
+	55,  // 172: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
+	57,  // 173: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
+	59,  // 174: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
+	61,  // 175: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
+	63,  // 176: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
+	65,  // 177: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
+	67,  // 178: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
+	69,  // 179: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
+	75,  // 180: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
+	71,  // 181: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
+	73,  // 182: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
+	38,  // 183: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
+	40,  // 184: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
+	42,  // 185: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
+	29,  // 186: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
+	31,  // 187: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
+	33,  // 188: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
+	35,  // 189: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
+	77,  // 190: boomerang.v1.BoomerangService.ListGroups:input_type -> boomerang.v1.ListGroupsRequest
+	83,  // 191: boomerang.v1.BoomerangService.GetStats:input_type -> boomerang.v1.GetStatsRequest
+	85,  // 192: boomerang.v1.BoomerangService.GetDueHistogram:input_type -> boomerang.v1.GetDueHistogramRequest
+	88,  // 193: boomerang.v1.BoomerangService.GetTaskAttempts:input_type -> boomerang.v1.GetTaskAttemptsRequest
+	91,  // 194: boomerang.v1.BoomerangService.ListCompleted:input_type -> boomerang.v1.ListCompletedRequest
+	94,  // 195: boomerang.v1.BoomerangService.ListAuditLog:input_type -> boomerang.v1.ListAuditLogRequest
+	96,  // 196: boomerang.v1.BoomerangService.BulkDeadLetters:input_type -> boomerang.v1.BulkDeadLettersRequest
+	98,  // 197: boomerang.v1.BoomerangService.GetCluster:input_type -> boomerang.v1.GetClusterRequest
+	108, // 198: boomerang.v1.BoomerangService.ListPools:input_type -> boomerang.v1.ListPoolsRequest
+	46,  // 199: boomerang.v1.BoomerangService.RegisterTasks:input_type -> boomerang.v1.RegisterTasksRequest
+	102, // 200: boomerang.v1.BoomerangService.ChangeCluster:input_type -> boomerang.v1.ChangeClusterRequest
+	105, // 201: boomerang.v1.BoomerangService.GetRoutes:input_type -> boomerang.v1.GetRoutesRequest
+	113, // 202: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
+	20,  // 203: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
+	22,  // 204: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
+	24,  // 205: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
+	26,  // 206: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
+	28,  // 207: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
+	45,  // 208: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
+	50,  // 209: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
+	52,  // 210: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
+	54,  // 211: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
+	56,  // 212: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
+	58,  // 213: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
+	60,  // 214: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
+	62,  // 215: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
+	64,  // 216: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
+	66,  // 217: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
+	68,  // 218: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
+	70,  // 219: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
+	76,  // 220: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
+	72,  // 221: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
+	74,  // 222: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
+	39,  // 223: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
+	41,  // 224: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
+	43,  // 225: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
+	30,  // 226: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
+	32,  // 227: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
+	34,  // 228: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
+	36,  // 229: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
+	79,  // 230: boomerang.v1.BoomerangService.ListGroups:output_type -> boomerang.v1.ListGroupsResponse
+	84,  // 231: boomerang.v1.BoomerangService.GetStats:output_type -> boomerang.v1.GetStatsResponse
+	86,  // 232: boomerang.v1.BoomerangService.GetDueHistogram:output_type -> boomerang.v1.GetDueHistogramResponse
+	89,  // 233: boomerang.v1.BoomerangService.GetTaskAttempts:output_type -> boomerang.v1.GetTaskAttemptsResponse
+	92,  // 234: boomerang.v1.BoomerangService.ListCompleted:output_type -> boomerang.v1.ListCompletedResponse
+	95,  // 235: boomerang.v1.BoomerangService.ListAuditLog:output_type -> boomerang.v1.ListAuditLogResponse
+	97,  // 236: boomerang.v1.BoomerangService.BulkDeadLetters:output_type -> boomerang.v1.BulkDeadLettersResponse
+	101, // 237: boomerang.v1.BoomerangService.GetCluster:output_type -> boomerang.v1.GetClusterResponse
+	110, // 238: boomerang.v1.BoomerangService.ListPools:output_type -> boomerang.v1.ListPoolsResponse
+	47,  // 239: boomerang.v1.BoomerangService.RegisterTasks:output_type -> boomerang.v1.RegisterTasksResponse
+	104, // 240: boomerang.v1.BoomerangService.ChangeCluster:output_type -> boomerang.v1.ChangeClusterResponse
+	107, // 241: boomerang.v1.BoomerangService.GetRoutes:output_type -> boomerang.v1.GetRoutesResponse
+	114, // 242: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
+	203, // [203:243] is the sub-list for method output_type
+	163, // [163:203] is the sub-list for method input_type
+	163, // [163:163] is the sub-list for extension type_name
+	163, // [163:163] is the sub-list for extension extendee
+	0,   // [0:163] is the sub-list for field type_name
 }
 
 func init() { file_api_boomerang_v1_boomerang_proto_init() }
@@ -9782,28 +10131,28 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 	if File_api_boomerang_v1_boomerang_proto != nil {
 		return
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[22].OneofWrappers = []any{}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[26].OneofWrappers = []any{}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[35].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[23].OneofWrappers = []any{}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[27].OneofWrappers = []any{}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[36].OneofWrappers = []any{
 		(*RegisterTaskRequest_DelayMs)(nil),
 		(*RegisterTaskRequest_FireAtMs)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[39].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[40].OneofWrappers = []any{
 		(*RegisterTaskResult_Registered)(nil),
 		(*RegisterTaskResult_Error)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[40].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[41].OneofWrappers = []any{
 		(*UpdateTaskRequest_DelayMs)(nil),
 		(*UpdateTaskRequest_FireAtMs)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[46].OneofWrappers = []any{}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[93].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[47].OneofWrappers = []any{}
+	file_api_boomerang_v1_boomerang_proto_msgTypes[94].OneofWrappers = []any{
 		(*ChangeClusterRequest_Drain)(nil),
 		(*ChangeClusterRequest_Undrain)(nil),
 		(*ChangeClusterRequest_Remove)(nil),
 		(*ChangeClusterRequest_Move)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[99].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[103].OneofWrappers = []any{
 		(*Request_Login)(nil),
 		(*Request_RefreshSession)(nil),
 		(*Request_RegisterClient)(nil),
@@ -9842,8 +10191,9 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Request_ListPools)(nil),
 		(*Request_RegisterTasks)(nil),
 		(*Request_ChangeCluster)(nil),
+		(*Request_GetRoutes)(nil),
 	}
-	file_api_boomerang_v1_boomerang_proto_msgTypes[100].OneofWrappers = []any{
+	file_api_boomerang_v1_boomerang_proto_msgTypes[104].OneofWrappers = []any{
 		(*Response_Login)(nil),
 		(*Response_RefreshSession)(nil),
 		(*Response_RegisterClient)(nil),
@@ -9882,6 +10232,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 		(*Response_ListPools)(nil),
 		(*Response_RegisterTasks)(nil),
 		(*Response_ChangeCluster)(nil),
+		(*Response_GetRoutes)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -9889,7 +10240,7 @@ func file_api_boomerang_v1_boomerang_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_boomerang_v1_boomerang_proto_rawDesc), len(file_api_boomerang_v1_boomerang_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   106,
+			NumMessages:   110,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -158,6 +158,9 @@ const (
 	// BoomerangServiceChangeClusterProcedure is the fully-qualified name of the BoomerangService's
 	// ChangeCluster RPC.
 	BoomerangServiceChangeClusterProcedure = "/boomerang.v1.BoomerangService/ChangeCluster"
+	// BoomerangServiceGetRoutesProcedure is the fully-qualified name of the BoomerangService's
+	// GetRoutes RPC.
+	BoomerangServiceGetRoutesProcedure = "/boomerang.v1.BoomerangService/GetRoutes"
 	// CallbackServiceDeliverProcedure is the fully-qualified name of the CallbackService's Deliver RPC.
 	CallbackServiceDeliverProcedure = "/boomerang.v1.CallbackService/Deliver"
 )
@@ -202,6 +205,7 @@ type BoomerangServiceClient interface {
 	ListPools(context.Context, *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error)
 	RegisterTasks(context.Context, *connect.Request[v1.RegisterTasksRequest]) (*connect.Response[v1.RegisterTasksResponse], error)
 	ChangeCluster(context.Context, *connect.Request[v1.ChangeClusterRequest]) (*connect.Response[v1.ChangeClusterResponse], error)
+	GetRoutes(context.Context, *connect.Request[v1.GetRoutesRequest]) (*connect.Response[v1.GetRoutesResponse], error)
 }
 
 // NewBoomerangServiceClient constructs a client for the boomerang.v1.BoomerangService service. By
@@ -443,6 +447,12 @@ func NewBoomerangServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(boomerangServiceMethods.ByName("ChangeCluster")),
 			connect.WithClientOptions(opts...),
 		),
+		getRoutes: connect.NewClient[v1.GetRoutesRequest, v1.GetRoutesResponse](
+			httpClient,
+			baseURL+BoomerangServiceGetRoutesProcedure,
+			connect.WithSchema(boomerangServiceMethods.ByName("GetRoutes")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -486,6 +496,7 @@ type boomerangServiceClient struct {
 	listPools           *connect.Client[v1.ListPoolsRequest, v1.ListPoolsResponse]
 	registerTasks       *connect.Client[v1.RegisterTasksRequest, v1.RegisterTasksResponse]
 	changeCluster       *connect.Client[v1.ChangeClusterRequest, v1.ChangeClusterResponse]
+	getRoutes           *connect.Client[v1.GetRoutesRequest, v1.GetRoutesResponse]
 }
 
 // Login calls boomerang.v1.BoomerangService.Login.
@@ -678,6 +689,11 @@ func (c *boomerangServiceClient) ChangeCluster(ctx context.Context, req *connect
 	return c.changeCluster.CallUnary(ctx, req)
 }
 
+// GetRoutes calls boomerang.v1.BoomerangService.GetRoutes.
+func (c *boomerangServiceClient) GetRoutes(ctx context.Context, req *connect.Request[v1.GetRoutesRequest]) (*connect.Response[v1.GetRoutesResponse], error) {
+	return c.getRoutes.CallUnary(ctx, req)
+}
+
 // BoomerangServiceHandler is an implementation of the boomerang.v1.BoomerangService service.
 type BoomerangServiceHandler interface {
 	Login(context.Context, *connect.Request[v1.LoginRequest]) (*connect.Response[v1.LoginResponse], error)
@@ -718,6 +734,7 @@ type BoomerangServiceHandler interface {
 	ListPools(context.Context, *connect.Request[v1.ListPoolsRequest]) (*connect.Response[v1.ListPoolsResponse], error)
 	RegisterTasks(context.Context, *connect.Request[v1.RegisterTasksRequest]) (*connect.Response[v1.RegisterTasksResponse], error)
 	ChangeCluster(context.Context, *connect.Request[v1.ChangeClusterRequest]) (*connect.Response[v1.ChangeClusterResponse], error)
+	GetRoutes(context.Context, *connect.Request[v1.GetRoutesRequest]) (*connect.Response[v1.GetRoutesResponse], error)
 }
 
 // NewBoomerangServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -955,6 +972,12 @@ func NewBoomerangServiceHandler(svc BoomerangServiceHandler, opts ...connect.Han
 		connect.WithSchema(boomerangServiceMethods.ByName("ChangeCluster")),
 		connect.WithHandlerOptions(opts...),
 	)
+	boomerangServiceGetRoutesHandler := connect.NewUnaryHandler(
+		BoomerangServiceGetRoutesProcedure,
+		svc.GetRoutes,
+		connect.WithSchema(boomerangServiceMethods.ByName("GetRoutes")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/boomerang.v1.BoomerangService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case BoomerangServiceLoginProcedure:
@@ -1033,6 +1056,8 @@ func NewBoomerangServiceHandler(svc BoomerangServiceHandler, opts ...connect.Han
 			boomerangServiceRegisterTasksHandler.ServeHTTP(w, r)
 		case BoomerangServiceChangeClusterProcedure:
 			boomerangServiceChangeClusterHandler.ServeHTTP(w, r)
+		case BoomerangServiceGetRoutesProcedure:
+			boomerangServiceGetRoutesHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -1192,6 +1217,10 @@ func (UnimplementedBoomerangServiceHandler) RegisterTasks(context.Context, *conn
 
 func (UnimplementedBoomerangServiceHandler) ChangeCluster(context.Context, *connect.Request[v1.ChangeClusterRequest]) (*connect.Response[v1.ChangeClusterResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.ChangeCluster is not implemented"))
+}
+
+func (UnimplementedBoomerangServiceHandler) GetRoutes(context.Context, *connect.Request[v1.GetRoutesRequest]) (*connect.Response[v1.GetRoutesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("boomerang.v1.BoomerangService.GetRoutes is not implemented"))
 }
 
 // CallbackServiceClient is a client for the boomerang.v1.CallbackService service.

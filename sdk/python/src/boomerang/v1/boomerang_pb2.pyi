@@ -34,6 +34,7 @@ STATUS_GROUP_FULL: Status
 STATUS_INTERNAL: Status
 STATUS_INVALID_REQUEST: Status
 STATUS_NOT_FOUND: Status
+STATUS_NOT_LEADER: Status
 STATUS_OK: Status
 STATUS_SESSION_EXPIRED: Status
 STATUS_UNAUTHORIZED: Status
@@ -381,14 +382,16 @@ class DeregisterClientResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class Error(_message.Message):
-    __slots__ = ["field", "message", "status"]
+    __slots__ = ["field", "message", "not_leader", "status"]
     FIELD_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    NOT_LEADER_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     field: str
     message: str
+    not_leader: NotLeader
     status: Status
-    def __init__(self, status: _Optional[_Union[Status, str]] = ..., message: _Optional[str] = ..., field: _Optional[str] = ...) -> None: ...
+    def __init__(self, status: _Optional[_Union[Status, str]] = ..., message: _Optional[str] = ..., field: _Optional[str] = ..., not_leader: _Optional[_Union[NotLeader, _Mapping]] = ...) -> None: ...
 
 class GetClientRequest(_message.Message):
     __slots__ = ["client_id"]
@@ -473,6 +476,28 @@ class GetGroupResponse(_message.Message):
     GROUP_FIELD_NUMBER: _ClassVar[int]
     group: Group
     def __init__(self, group: _Optional[_Union[Group, _Mapping]] = ...) -> None: ...
+
+class GetRoutesRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class GetRoutesResponse(_message.Message):
+    __slots__ = ["client", "leaders", "node", "nodes", "revision", "shards", "standalone"]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    LEADERS_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    NODE_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    SHARDS_FIELD_NUMBER: _ClassVar[int]
+    STANDALONE_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    leaders: _containers.RepeatedScalarFieldContainer[str]
+    node: str
+    nodes: _containers.RepeatedCompositeFieldContainer[RouteNode]
+    revision: int
+    shards: int
+    standalone: bool
+    def __init__(self, standalone: bool = ..., shards: _Optional[int] = ..., revision: _Optional[int] = ..., nodes: _Optional[_Iterable[_Union[RouteNode, _Mapping]]] = ..., leaders: _Optional[_Iterable[str]] = ..., node: _Optional[str] = ..., client: _Optional[str] = ...) -> None: ...
 
 class GetServerInfoRequest(_message.Message):
     __slots__ = []
@@ -750,6 +775,18 @@ class LogoutResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
+class NotLeader(_message.Message):
+    __slots__ = ["leader_id", "leader_tcp_address", "revision", "shard"]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_TCP_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    REVISION_FIELD_NUMBER: _ClassVar[int]
+    SHARD_FIELD_NUMBER: _ClassVar[int]
+    leader_id: str
+    leader_tcp_address: str
+    revision: int
+    shard: int
+    def __init__(self, shard: _Optional[int] = ..., leader_id: _Optional[str] = ..., leader_tcp_address: _Optional[str] = ..., revision: _Optional[int] = ...) -> None: ...
+
 class Percentiles(_message.Message):
     __slots__ = ["count", "max_ms", "p50_ms", "p90_ms", "p99_ms"]
     COUNT_FIELD_NUMBER: _ClassVar[int]
@@ -956,7 +993,7 @@ class ReplayDeadLetterResponse(_message.Message):
     def __init__(self, task: _Optional[_Union[Task, _Mapping]] = ...) -> None: ...
 
 class Request(_message.Message):
-    __slots__ = ["bulk_dead_letters", "cancel_task", "cancel_tasks", "change_cluster", "change_password", "delete_dead_letter", "deregister_client", "get_client", "get_cluster", "get_dead_letter", "get_due_histogram", "get_group", "get_server_info", "get_stats", "get_task", "get_task_attempts", "list_audit_log", "list_clients", "list_completed", "list_dead_letters", "list_groups", "list_pools", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "register_tasks", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "session_id", "skip_group", "unblock_group", "update_client", "update_task"]
+    __slots__ = ["bulk_dead_letters", "cancel_task", "cancel_tasks", "change_cluster", "change_password", "delete_dead_letter", "deregister_client", "get_client", "get_cluster", "get_dead_letter", "get_due_histogram", "get_group", "get_routes", "get_server_info", "get_stats", "get_task", "get_task_attempts", "list_audit_log", "list_clients", "list_completed", "list_dead_letters", "list_groups", "list_pools", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "register_tasks", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "route", "session_id", "skip_group", "unblock_group", "update_client", "update_task"]
     BULK_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASKS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASK_FIELD_NUMBER: _ClassVar[int]
@@ -969,6 +1006,7 @@ class Request(_message.Message):
     GET_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     GET_DUE_HISTOGRAM_FIELD_NUMBER: _ClassVar[int]
     GET_GROUP_FIELD_NUMBER: _ClassVar[int]
+    GET_ROUTES_FIELD_NUMBER: _ClassVar[int]
     GET_SERVER_INFO_FIELD_NUMBER: _ClassVar[int]
     GET_STATS_FIELD_NUMBER: _ClassVar[int]
     GET_TASK_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
@@ -992,6 +1030,7 @@ class Request(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     REVOKE_SESSIONS_FIELD_NUMBER: _ClassVar[int]
     ROTATE_SIGNING_SECRET_FIELD_NUMBER: _ClassVar[int]
+    ROUTE_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SKIP_GROUP_FIELD_NUMBER: _ClassVar[int]
     UNBLOCK_GROUP_FIELD_NUMBER: _ClassVar[int]
@@ -1009,6 +1048,7 @@ class Request(_message.Message):
     get_dead_letter: GetDeadLetterRequest
     get_due_histogram: GetDueHistogramRequest
     get_group: GetGroupRequest
+    get_routes: GetRoutesRequest
     get_server_info: GetServerInfoRequest
     get_stats: GetStatsRequest
     get_task: GetTaskRequest
@@ -1032,15 +1072,16 @@ class Request(_message.Message):
     request_id: int
     revoke_sessions: RevokeSessionsRequest
     rotate_signing_secret: RotateSigningSecretRequest
+    route: bool
     session_id: str
     skip_group: SkipGroupRequest
     unblock_group: UnblockGroupRequest
     update_client: UpdateClientRequest
     update_task: UpdateTaskRequest
-    def __init__(self, request_id: _Optional[int] = ..., session_id: _Optional[str] = ..., login: _Optional[_Union[LoginRequest, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionRequest, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientRequest, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientRequest, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsRequest, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskRequest, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskRequest, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskRequest, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskRequest, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksRequest, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersRequest, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterRequest, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterRequest, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterRequest, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupRequest, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupRequest, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupRequest, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoRequest, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksRequest, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersRequest, _Mapping]] = ..., logout: _Optional[_Union[LogoutRequest, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsRequest, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsRequest, _Mapping]] = ..., get_client: _Optional[_Union[GetClientRequest, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientRequest, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordRequest, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretRequest, _Mapping]] = ..., list_groups: _Optional[_Union[ListGroupsRequest, _Mapping]] = ..., get_stats: _Optional[_Union[GetStatsRequest, _Mapping]] = ..., get_due_histogram: _Optional[_Union[GetDueHistogramRequest, _Mapping]] = ..., get_task_attempts: _Optional[_Union[GetTaskAttemptsRequest, _Mapping]] = ..., list_completed: _Optional[_Union[ListCompletedRequest, _Mapping]] = ..., list_audit_log: _Optional[_Union[ListAuditLogRequest, _Mapping]] = ..., bulk_dead_letters: _Optional[_Union[BulkDeadLettersRequest, _Mapping]] = ..., get_cluster: _Optional[_Union[GetClusterRequest, _Mapping]] = ..., list_pools: _Optional[_Union[ListPoolsRequest, _Mapping]] = ..., register_tasks: _Optional[_Union[RegisterTasksRequest, _Mapping]] = ..., change_cluster: _Optional[_Union[ChangeClusterRequest, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[int] = ..., session_id: _Optional[str] = ..., route: bool = ..., login: _Optional[_Union[LoginRequest, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionRequest, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientRequest, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientRequest, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsRequest, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskRequest, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskRequest, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskRequest, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskRequest, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksRequest, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersRequest, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterRequest, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterRequest, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterRequest, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupRequest, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupRequest, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupRequest, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoRequest, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksRequest, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersRequest, _Mapping]] = ..., logout: _Optional[_Union[LogoutRequest, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsRequest, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsRequest, _Mapping]] = ..., get_client: _Optional[_Union[GetClientRequest, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientRequest, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordRequest, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretRequest, _Mapping]] = ..., list_groups: _Optional[_Union[ListGroupsRequest, _Mapping]] = ..., get_stats: _Optional[_Union[GetStatsRequest, _Mapping]] = ..., get_due_histogram: _Optional[_Union[GetDueHistogramRequest, _Mapping]] = ..., get_task_attempts: _Optional[_Union[GetTaskAttemptsRequest, _Mapping]] = ..., list_completed: _Optional[_Union[ListCompletedRequest, _Mapping]] = ..., list_audit_log: _Optional[_Union[ListAuditLogRequest, _Mapping]] = ..., bulk_dead_letters: _Optional[_Union[BulkDeadLettersRequest, _Mapping]] = ..., get_cluster: _Optional[_Union[GetClusterRequest, _Mapping]] = ..., list_pools: _Optional[_Union[ListPoolsRequest, _Mapping]] = ..., register_tasks: _Optional[_Union[RegisterTasksRequest, _Mapping]] = ..., change_cluster: _Optional[_Union[ChangeClusterRequest, _Mapping]] = ..., get_routes: _Optional[_Union[GetRoutesRequest, _Mapping]] = ...) -> None: ...
 
 class Response(_message.Message):
-    __slots__ = ["bulk_dead_letters", "cancel_task", "cancel_tasks", "change_cluster", "change_password", "delete_dead_letter", "deregister_client", "error", "get_client", "get_cluster", "get_dead_letter", "get_due_histogram", "get_group", "get_server_info", "get_stats", "get_task", "get_task_attempts", "list_audit_log", "list_clients", "list_completed", "list_dead_letters", "list_groups", "list_pools", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "register_tasks", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "skip_group", "unblock_group", "update_client", "update_task"]
+    __slots__ = ["bulk_dead_letters", "cancel_task", "cancel_tasks", "change_cluster", "change_password", "delete_dead_letter", "deregister_client", "error", "get_client", "get_cluster", "get_dead_letter", "get_due_histogram", "get_group", "get_routes", "get_server_info", "get_stats", "get_task", "get_task_attempts", "list_audit_log", "list_clients", "list_completed", "list_dead_letters", "list_groups", "list_pools", "list_sessions", "list_tasks", "login", "logout", "purge_dead_letters", "refresh_session", "register_client", "register_task", "register_tasks", "replay_dead_letter", "request_id", "revoke_sessions", "rotate_signing_secret", "skip_group", "unblock_group", "update_client", "update_task"]
     BULK_DEAD_LETTERS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASKS_FIELD_NUMBER: _ClassVar[int]
     CANCEL_TASK_FIELD_NUMBER: _ClassVar[int]
@@ -1054,6 +1095,7 @@ class Response(_message.Message):
     GET_DEAD_LETTER_FIELD_NUMBER: _ClassVar[int]
     GET_DUE_HISTOGRAM_FIELD_NUMBER: _ClassVar[int]
     GET_GROUP_FIELD_NUMBER: _ClassVar[int]
+    GET_ROUTES_FIELD_NUMBER: _ClassVar[int]
     GET_SERVER_INFO_FIELD_NUMBER: _ClassVar[int]
     GET_STATS_FIELD_NUMBER: _ClassVar[int]
     GET_TASK_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
@@ -1094,6 +1136,7 @@ class Response(_message.Message):
     get_dead_letter: GetDeadLetterResponse
     get_due_histogram: GetDueHistogramResponse
     get_group: GetGroupResponse
+    get_routes: GetRoutesResponse
     get_server_info: GetServerInfoResponse
     get_stats: GetStatsResponse
     get_task: GetTaskResponse
@@ -1121,7 +1164,7 @@ class Response(_message.Message):
     unblock_group: UnblockGroupResponse
     update_client: UpdateClientResponse
     update_task: UpdateTaskResponse
-    def __init__(self, request_id: _Optional[int] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., login: _Optional[_Union[LoginResponse, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionResponse, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientResponse, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientResponse, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsResponse, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskResponse, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskResponse, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskResponse, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskResponse, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksResponse, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersResponse, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterResponse, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterResponse, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterResponse, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupResponse, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupResponse, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupResponse, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoResponse, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksResponse, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersResponse, _Mapping]] = ..., logout: _Optional[_Union[LogoutResponse, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsResponse, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsResponse, _Mapping]] = ..., get_client: _Optional[_Union[GetClientResponse, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientResponse, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordResponse, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretResponse, _Mapping]] = ..., list_groups: _Optional[_Union[ListGroupsResponse, _Mapping]] = ..., get_stats: _Optional[_Union[GetStatsResponse, _Mapping]] = ..., get_due_histogram: _Optional[_Union[GetDueHistogramResponse, _Mapping]] = ..., get_task_attempts: _Optional[_Union[GetTaskAttemptsResponse, _Mapping]] = ..., list_completed: _Optional[_Union[ListCompletedResponse, _Mapping]] = ..., list_audit_log: _Optional[_Union[ListAuditLogResponse, _Mapping]] = ..., bulk_dead_letters: _Optional[_Union[BulkDeadLettersResponse, _Mapping]] = ..., get_cluster: _Optional[_Union[GetClusterResponse, _Mapping]] = ..., list_pools: _Optional[_Union[ListPoolsResponse, _Mapping]] = ..., register_tasks: _Optional[_Union[RegisterTasksResponse, _Mapping]] = ..., change_cluster: _Optional[_Union[ChangeClusterResponse, _Mapping]] = ...) -> None: ...
+    def __init__(self, request_id: _Optional[int] = ..., error: _Optional[_Union[Error, _Mapping]] = ..., login: _Optional[_Union[LoginResponse, _Mapping]] = ..., refresh_session: _Optional[_Union[RefreshSessionResponse, _Mapping]] = ..., register_client: _Optional[_Union[RegisterClientResponse, _Mapping]] = ..., deregister_client: _Optional[_Union[DeregisterClientResponse, _Mapping]] = ..., list_clients: _Optional[_Union[ListClientsResponse, _Mapping]] = ..., register_task: _Optional[_Union[RegisterTaskResponse, _Mapping]] = ..., update_task: _Optional[_Union[UpdateTaskResponse, _Mapping]] = ..., cancel_task: _Optional[_Union[CancelTaskResponse, _Mapping]] = ..., get_task: _Optional[_Union[GetTaskResponse, _Mapping]] = ..., list_tasks: _Optional[_Union[ListTasksResponse, _Mapping]] = ..., list_dead_letters: _Optional[_Union[ListDeadLettersResponse, _Mapping]] = ..., get_dead_letter: _Optional[_Union[GetDeadLetterResponse, _Mapping]] = ..., replay_dead_letter: _Optional[_Union[ReplayDeadLetterResponse, _Mapping]] = ..., delete_dead_letter: _Optional[_Union[DeleteDeadLetterResponse, _Mapping]] = ..., get_group: _Optional[_Union[GetGroupResponse, _Mapping]] = ..., unblock_group: _Optional[_Union[UnblockGroupResponse, _Mapping]] = ..., skip_group: _Optional[_Union[SkipGroupResponse, _Mapping]] = ..., get_server_info: _Optional[_Union[GetServerInfoResponse, _Mapping]] = ..., cancel_tasks: _Optional[_Union[CancelTasksResponse, _Mapping]] = ..., purge_dead_letters: _Optional[_Union[PurgeDeadLettersResponse, _Mapping]] = ..., logout: _Optional[_Union[LogoutResponse, _Mapping]] = ..., list_sessions: _Optional[_Union[ListSessionsResponse, _Mapping]] = ..., revoke_sessions: _Optional[_Union[RevokeSessionsResponse, _Mapping]] = ..., get_client: _Optional[_Union[GetClientResponse, _Mapping]] = ..., update_client: _Optional[_Union[UpdateClientResponse, _Mapping]] = ..., change_password: _Optional[_Union[ChangePasswordResponse, _Mapping]] = ..., rotate_signing_secret: _Optional[_Union[RotateSigningSecretResponse, _Mapping]] = ..., list_groups: _Optional[_Union[ListGroupsResponse, _Mapping]] = ..., get_stats: _Optional[_Union[GetStatsResponse, _Mapping]] = ..., get_due_histogram: _Optional[_Union[GetDueHistogramResponse, _Mapping]] = ..., get_task_attempts: _Optional[_Union[GetTaskAttemptsResponse, _Mapping]] = ..., list_completed: _Optional[_Union[ListCompletedResponse, _Mapping]] = ..., list_audit_log: _Optional[_Union[ListAuditLogResponse, _Mapping]] = ..., bulk_dead_letters: _Optional[_Union[BulkDeadLettersResponse, _Mapping]] = ..., get_cluster: _Optional[_Union[GetClusterResponse, _Mapping]] = ..., list_pools: _Optional[_Union[ListPoolsResponse, _Mapping]] = ..., register_tasks: _Optional[_Union[RegisterTasksResponse, _Mapping]] = ..., change_cluster: _Optional[_Union[ChangeClusterResponse, _Mapping]] = ..., get_routes: _Optional[_Union[GetRoutesResponse, _Mapping]] = ...) -> None: ...
 
 class RetryPolicy(_message.Message):
     __slots__ = ["backoff", "initial_interval_ms", "jitter", "max_attempts", "max_interval_ms", "multiplier"]
@@ -1170,6 +1213,14 @@ class RotateSigningSecretResponse(_message.Message):
     client: ClientConfig
     signing_secret: bytes
     def __init__(self, client: _Optional[_Union[ClientConfig, _Mapping]] = ..., signing_secret: _Optional[bytes] = ...) -> None: ...
+
+class RouteNode(_message.Message):
+    __slots__ = ["id", "tcp_address"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    TCP_ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    tcp_address: str
+    def __init__(self, id: _Optional[str] = ..., tcp_address: _Optional[str] = ...) -> None: ...
 
 class SessionInfo(_message.Message):
     __slots__ = ["client", "created_ms", "current", "expires_ms", "handle", "role", "source"]
