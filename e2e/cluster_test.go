@@ -28,10 +28,7 @@ import (
 // the new leaders.
 func TestClusterFailover(t *testing.T) {
 	etcd := startEtcd(t)
-	var nodes []*server
-	for id := range 3 {
-		nodes = append(nodes, startNode(t, etcd, id+1))
-	}
+	nodes := startNodes(t, etcd, 3)
 	admin := nodes[0].admin(t)
 	awaitSettled(t, admin, 3)
 	rec := startReceiver(t, false)
@@ -124,6 +121,16 @@ func startEtcd(t *testing.T) string {
 		t.Fatal("boomerang etcd did not report its address")
 		return ""
 	}
+}
+
+// startNodes starts nodes 1 to n of a cluster on etcd.
+func startNodes(t *testing.T, etcd string, n int) []*server {
+	t.Helper()
+	var nodes []*server
+	for id := range n {
+		nodes = append(nodes, startNode(t, etcd, id+1))
+	}
+	return nodes
 }
 
 // startNode runs a cluster node with its replication address on a free

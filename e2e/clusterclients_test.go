@@ -20,10 +20,7 @@ import (
 // every shard, see every task.
 func TestClusterClients(t *testing.T) {
 	etcd := startEtcd(t)
-	var nodes []*server
-	for id := range 4 {
-		nodes = append(nodes, startNode(t, etcd, id+1))
-	}
+	nodes := startNodes(t, etcd, 4)
 	awaitSettled(t, nodes[0].admin(t), 3)
 	ctx := testContext(t)
 

@@ -26,10 +26,7 @@ import (
 // Client's calls for that shard go on succeeding.
 func TestClusterRouting(t *testing.T) {
 	etcd := startEtcd(t)
-	var nodes []*server
-	for id := range 3 {
-		nodes = append(nodes, startNode(t, etcd, id+1))
-	}
+	nodes := startNodes(t, etcd, 3)
 	admin := nodes[0].admin(t)
 	awaitSettled(t, admin, 3)
 	ctx := testContext(t)
