@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -41,6 +42,9 @@ type fnode struct {
 	srv     *server        // nil when not started
 	admin   *client.Client // through the fixed TCP address, so it outlives restarts
 	stopped bool           // SIGSTOP sent, no SIGCONT yet
+
+	logMu sync.Mutex
+	log   []string // the last lines it logged, across restarts
 }
 
 // addNode makes a node, not started yet.
@@ -59,25 +63,56 @@ func (c *fcluster) start(nd *fnode) {
 		"--dead-timeout", "5s"}
 	nd.srv = startServer(c.t, nd.dataDir, args...)
 	nd.stopped = false
-	if *clusterLogs != "" {
-		c.keepLog(nd)
-	}
+	c.keepLog(nd)
 }
 
-// keepLog appends the node's log to a file in -cluster.logs.
+// keepLog keeps the node's log lines in memory, for a failed scenario's
+// report (shardLines), and appends them to a file in -cluster.logs.
 func (c *fcluster) keepLog(nd *fnode) {
-	name := strings.NewReplacer("/", "-").Replace(c.t.Name()) + "-node" + strconv.Itoa(nd.id) + ".log"
-	f, err := os.OpenFile(filepath.Join(*clusterLogs, name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		c.t.Fatal(err)
+	var f *os.File
+	if *clusterLogs != "" {
+		name := strings.NewReplacer("/", "-").Replace(c.t.Name()) + "-node" + strconv.Itoa(nd.id) + ".log"
+		var err error
+		if f, err = os.OpenFile(filepath.Join(*clusterLogs, name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err != nil {
+			c.t.Fatal(err)
+		}
 	}
 	lines := nd.srv.lines
 	go func() {
-		defer f.Close()
+		if f != nil {
+			defer f.Close()
+		}
 		for kv := range lines {
-			fmt.Fprintln(f, kv["_line"])
+			nd.logMu.Lock()
+			nd.log = append(nd.log, kv["_line"])
+			if len(nd.log) > maxKeptLines {
+				nd.log = nd.log[len(nd.log)-maxKeptLines/2:]
+			}
+			nd.logMu.Unlock()
+			if f != nil {
+				fmt.Fprintln(f, kv["_line"])
+			}
 		}
 	}()
+}
+
+// maxKeptLines bounds the log lines a node keeps in memory.
+const maxKeptLines = 20000
+
+// shardLines returns every node's kept log lines about one shard, at
+// most limit of them.
+func (c *fcluster) shardLines(shard uint16, limit int) []string {
+	var out []string
+	for _, nd := range c.nodes {
+		nd.logMu.Lock()
+		for _, l := range nd.log {
+			if mark := " shard=" + strconv.Itoa(int(shard)); (strings.Contains(l, mark+" ") || strings.HasSuffix(l, mark)) && len(out) < limit {
+				out = append(out, "node "+strconv.Itoa(nd.id)+": "+l)
+			}
+		}
+		nd.logMu.Unlock()
+	}
+	return out
 }
 
 // kill sends SIGKILL to a running node and waits until it is gone.

@@ -5,11 +5,13 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/boomerangd/boomerang/internal/history"
+	"github.com/boomerangd/boomerang/internal/store"
 )
 
 // The cluster failure suite: real boomerang processes and boomerang etcd
@@ -88,6 +90,8 @@ func (s *scenario) finish() {
 	s.t.Logf("%d registrations acknowledged, %d deliveries, fire lateness %s", acked, delivered, lateness(s.hist.Deliveries()))
 	if p := s.hist.Pending(); len(p) > 0 {
 		s.t.Logf("%d acknowledged tasks still undelivered after %v, e.g. %+v", len(p), 3*waitLimit, p[0])
+		shard := store.ShardOf(p[0].ID)
+		s.t.Logf("what the nodes logged about shard %d:\n%s", shard, strings.Join(s.c.shardLines(shard, 200), "\n"))
 	}
 	v := s.hist.Check()
 	for i, x := range v {
