@@ -144,7 +144,10 @@ func (e *Engine) load(id string, ent *clientEntry, gen uint64) {
 	ent.mu.Unlock()
 	for _, a := range waiting {
 		if info == nil {
-			a.reject(fmt.Errorf("delivery: reading client %q: %w", id, err))
+			// Not an attempt: nothing reached the endpoint, and a node
+			// whose copy of the clients is catching up must not use up
+			// the task's retries.
+			a.reject(&refusal{fmt.Sprintf("delivery: reading client %q: %v", id, err)})
 			continue
 		}
 		e.dispatch(a, info)

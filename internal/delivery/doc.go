@@ -107,8 +107,10 @@
 // them (IsPermanent): HTTP 3xx and 4xx other than 408, 425 and 429; gRPC
 // Unimplemented, InvalidArgument, Unauthenticated and PermissionDenied;
 // an unknown client; no usable callback. A 429 or 503 with Retry-After
-// waits at least that long (capped at the max interval). ErrPoolFull and
-// ErrClosed say nothing about the endpoint: they are local refusals
+// waits at least that long (capped at the max interval). ErrPoolFull,
+// ErrClosed and a client that cannot be read now (a node whose copy of
+// the clients is catching up) say nothing about the endpoint: they are
+// local refusals
 // (scheduler.ErrNotAttempted), which the scheduler tries again after its
 // RefusalDelay without counting an attempt or advancing the backoff.
 //

@@ -71,7 +71,8 @@ var _ delivery.ClientDetails = clientSource{}
 // Client reads a client for a delivery. Only a client that does not
 // exist is store.ErrNotFound, which dead-letters the task; a node whose
 // copy of the clients is catching up (a new leader of the shard that has
-// just joined) answers an error the delivery retries.
+// just joined) answers an error the delivery retries later without
+// counting an attempt.
 func (c clientSource) Client(id string) (*storepb.Client, error) {
 	ci, err := c.a.Client(id)
 	if errors.Is(err, auth.ErrNotFound) {
