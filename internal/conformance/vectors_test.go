@@ -110,6 +110,7 @@ func TestVectors(t *testing.T) {
 		"frames.json":    framesFile(t),
 		"webhooks.json":  webhooksFile(t),
 		"fences.json":    fencesFile(t),
+		"shards.json":    shardsFile(t),
 	}
 	for name, content := range files {
 		want, err := json.MarshalIndent(content, "", "  ")
@@ -137,4 +138,5 @@ func TestVectors(t *testing.T) {
 	t.Run("frames", checkFrames)
 	t.Run("webhooks", checkWebhooks)
 	t.Run("fences", checkFences)
+	t.Run("shards", checkShards)
 }
