@@ -90,6 +90,11 @@ export async function dial(address: string, options: ClientOptions = {}): Promis
  * in the background with exponential backoff; calls made meanwhile wait
  * for the new connection. Close it when done: until then it keeps the
  * process alive.
+ *
+ * Against a cluster it sends each request to its shard's leader over a
+ * connection of its own to that node, with the same session, and follows
+ * the nodes' NOT_LEADER answers (see the Router); routing: false turns
+ * that off.
  */
 export class Client extends BoomerangApi {
   readonly address: string;
