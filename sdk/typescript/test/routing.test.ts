@@ -3,9 +3,10 @@
 // and leader changes from its caller, as docs/cluster.md ("Routing") says.
 
 import assert from "node:assert/strict";
+import type { Socket } from "node:net";
 import { test, type TestContext } from "node:test";
 import { create } from "@bufbuild/protobuf";
-import { BusyError, ConnectionLostError, GetRoutesResponseSchema, Status, TaskSchema, dial, type Client, type ClientOptions } from "../src/index.js";
+import { BusyError, ConnectionLostError, GroupFullError, GetRoutesResponseSchema, Status, TaskSchema, dial, type Client, type ClientOptions, type Request } from "../src/index.js";
 import { shardOfGroup } from "../src/shard.js";
 import { FakeNode, answer, refusal } from "./fake-node.js";
 import { waitLimitMs } from "./harness.js";
@@ -86,6 +87,20 @@ test("a batch is split by leader, each part in order, the results in the batch's
   }
 });
 
+test("a batch's part refused as a whole fails its own tasks only", async (t) => {
+  const { two, c } = await twoNodes(t, byParity);
+  two.onRequest = (socket, req) => {
+    answer(socket, refusal(req, Status.GROUP_FULL, "too many waiting"));
+    return true;
+  };
+  const groups = Array.from({ length: 20 }, (_, i) => String.fromCharCode(97 + i));
+  const results = await c.scheduleBatch(groups.map((group) => ({ payload: group, schedule: { group } })));
+  results.forEach((r, i) => {
+    const onTwo = byParity(shardOfGroup(shards, "tester", groups[i]!)) === "2";
+    assert.ok(onTwo ? r.error instanceof GroupFullError : r.task?.group === groups[i], `result ${i}: ${String(r.error)}`);
+  });
+});
+
 test("a node that cannot be reached leaves the request to the node dialed", async (t) => {
   const { one, two, c } = await twoNodes(t, () => "2");
   await two.close();
@@ -105,6 +120,25 @@ test("a lost connection: a read is sent again, a registration without idempotenc
   const got = await c.getTask({ id });
   assert.equal(got.task?.id, id);
   await assert.rejects(c.schedule("x", { group: "g" }), ConnectionLostError);
+});
+
+test("after 32 attempts the request goes through the node dialed, unrouted, to be forwarded", async (t) => {
+  const { one, two, c } = await twoNodes(t, () => "2");
+  const three = await FakeNode.start(t);
+  three.sessions.add(c.session!.id);
+  // Nodes 2 and 3 each name the other as the leader, for ever.
+  const bounce = (other: () => FakeNode, otherId: string) => (socket: Socket, req: Request) => {
+    const notLeader = { shard: 0, leaderId: otherId, leaderTcpAddress: other().address, revision: 1n };
+    answer(socket, { requestId: req.requestId, error: { status: Status.NOT_LEADER, message: "not here", notLeader } });
+    return true;
+  };
+  two.onRequest = bounce(() => three, "3");
+  three.onRequest = bounce(() => two, "2");
+  await c.schedule("x", { group: "g" });
+  assert.equal(two.received.length + three.received.length, 31);
+  assert.ok([...two.received, ...three.received].every((r) => r.route));
+  assert.equal(one.tasks.size, 1);
+  assert.equal(one.received.at(-1)?.route, false);
 });
 
 test("with routing off the view is never fetched, nor a request marked routed", async (t) => {
