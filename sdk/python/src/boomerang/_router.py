@@ -154,7 +154,7 @@ class Router:
         routed.request.route = not last
         answer: Future[pb.Response] = Future()
         answer.add_done_callback(partial(self._answered, routed, last))
-        self._send(HOME if last else address, routed.request, answer)
+        self._send(HOME if last else address, routed.request, answer, again=routed.attempts > 1)
 
     def _answered(self, routed: _Routed, last: bool, answer: Future[pb.Response]) -> None:
         """Settles routed with an attempt's answer, or starts the next."""
@@ -193,7 +193,8 @@ class Router:
 
     def _again(self, routed: _Routed, home: bool) -> None:
         view = self._view
-        self._attempt(routed, HOME if home or view is None else view.target(routed.request, self._spread))
+        assert view is not None
+        self._attempt(routed, HOME if home else view.target(routed.request, self._spread))
 
     def _learn(self, hint: pb.NotLeader) -> str:
         """Keeps a NOT_LEADER hint until the next view, asks for that view
@@ -218,7 +219,7 @@ class Router:
         def answered(answer: Future[pb.Response]) -> None:
             if isinstance(answer.exception(), _NotSent):
                 self.refresh_soon()
-                self._send(HOME, request, inner)
+                self._send(HOME, request, inner, again=True)
             else:
                 copy_outcome(answer, inner)
 
@@ -226,10 +227,12 @@ class Router:
         answer.add_done_callback(answered)
         self._send(address, request, answer)
 
-    def _send(self, address: str, request: pb.Request, answer: Future[pb.Response]) -> None:
-        """Sends request, under a new id, over the connection to address,
-        or the client's own for HOME."""
-        request.request_id = self._client._next_id()
+    def _send(self, address: str, request: pb.Request, answer: Future[pb.Response], again: bool = False) -> None:
+        """Sends request over the connection to address, or the client's
+        own for HOME; again, under a new id (its first id stays until then,
+        so that a call given up on is taken back from the backlog)."""
+        if again:
+            request.request_id = self._client._next_id()
         frame = encode_frame(request)
         if address == HOME:
             self._client._dispatch(request.request_id, frame, answer)
@@ -258,7 +261,11 @@ class Router:
         is kept. It takes no request slot: the requests waiting for the
         view may hold them all."""
         session = self._client.session
-        request = pb.Request(session_id=session.id if session else "", get_routes=pb.GetRoutesRequest())
+        request = pb.Request(
+            request_id=self._client._next_id(),
+            session_id=session.id if session else "",
+            get_routes=pb.GetRoutesRequest(),
+        )
         done: Future[None] = Future()
         answer: Future[pb.Response] = Future()
         answer.add_done_callback(partial(self._fetched, done))

@@ -94,6 +94,8 @@ class View:
         ungrouped task without keys may go to any node: spread picks the
         leader of one shard after another."""
         op = request.WhichOneof("body")
+        if self.standalone:
+            return HOME
         if op == "register_task":
             t = request.register_task
             shard = shard_of_task(self.shards, self.client, t.group, t.idempotency_key, t.replace_key)

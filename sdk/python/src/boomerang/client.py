@@ -127,9 +127,11 @@ def dial(
 class Client(Api):
     """A connection to a Boomerang server over raw TCP, made by dial.
 
-    Calls share its one connection and are pipelined on it: each request
-    carries its own id, the server answers in any order, and requests made
-    while another thread writes leave together in one write.
+    Calls share its one connection (in a cluster, one per node it routes
+    requests to: each goes to its shard's leader; see README.md) and are
+    pipelined on it: each request carries its own id, the server answers
+    in any order, and requests made while another thread writes leave
+    together in one write.
 
     The client refreshes its session before it expires and logs in again
     when the server refuses it. When the connection breaks, the requests in
@@ -153,7 +155,8 @@ class Client(Api):
         routing: bool = True,
         logger: logging.Logger | None = None,
     ) -> None:
-        """Use dial, which also connects."""
+        """Use dial, which also connects. routing=False sends every request
+        to the node dialed instead of its shard's leader in a cluster."""
         self.address = address
         _split_address(address)  # a bad address fails here, not at the first dial
         self._credentials = Credentials(*credentials) if credentials is not None else None
