@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -478,5 +479,65 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		case <-deadline:
 			t.Fatalf("timed out waiting for %s", what)
 		}
+	}
+}
+
+// The page iterators send every page with the caller's whole query (a
+// search, due order) and the previous page's cursor, its due time
+// included.
+func TestPagesKeepTheQuery(t *testing.T) {
+	f := startFake(t)
+	c := dialFake(t, f)
+	var mu sync.Mutex
+	var lists []*boomerangv1.ListTasksRequest
+	var dls []*boomerangv1.ListDeadLettersRequest
+	f.onRequest = func(nc net.Conn, req *boomerangv1.Request) bool {
+		resp := &boomerangv1.Response{RequestId: req.GetRequestId()}
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case req.GetListTasks() != nil:
+			lists = append(lists, req.GetListTasks())
+			page := &boomerangv1.ListTasksResponse{Tasks: []*boomerangv1.Task{{Id: uint64(len(lists))}}}
+			if len(lists) == 1 {
+				page.NextPageToken, page.NextPageDueMs = 1, 5000
+			}
+			resp.Body = &boomerangv1.Response_ListTasks{ListTasks: page}
+		case req.GetListDeadLetters() != nil:
+			dls = append(dls, req.GetListDeadLetters())
+			page := &boomerangv1.ListDeadLettersResponse{DeadLetters: []*boomerangv1.DeadLetter{{Id: uint64(len(dls))}}}
+			if len(dls) == 1 {
+				page.NextPageToken = 1
+			}
+			resp.Body = &boomerangv1.Response_ListDeadLetters{ListDeadLetters: page}
+		default:
+			return false
+		}
+		w := &connWriter{bw: bufio.NewWriter(nc)}
+		w.write(resp)
+		return true
+	}
+	ctx := testContext(t)
+	for _, err := range c.Tasks(ctx, &boomerangv1.ListTasksRequest{PayloadContains: []byte("x"), Order: boomerangv1.TaskOrder_TASK_ORDER_DUE, PageSize: 1}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, err := range c.DeadLetters(ctx, &boomerangv1.ListDeadLettersRequest{ErrorContains: "refused", Group: "g", PageSize: 1}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lists) != 2 || len(dls) != 2 {
+		t.Fatalf("%d task pages and %d dead letter pages, want 2 of each", len(lists), len(dls))
+	}
+	if l := lists[1]; string(l.GetPayloadContains()) != "x" || l.GetOrder() != boomerangv1.TaskOrder_TASK_ORDER_DUE ||
+		l.GetPageToken() != 1 || l.GetPageDueMs() != 5000 {
+		t.Errorf("second task page asked %v", l)
+	}
+	if d := dls[1]; d.GetErrorContains() != "refused" || d.GetGroup() != "g" || d.GetPageToken() != 1 {
+		t.Errorf("second dead letter page asked %v", d)
 	}
 }

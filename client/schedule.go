@@ -5,6 +5,8 @@ import (
 	"iter"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
 )
 
@@ -125,10 +127,14 @@ func (c *Client) Cancel(ctx context.Context, id uint64) error {
 }
 
 // Tasks yields every task q selects, page after page, starting at
-// q.PageToken. It stops at the first error, which it yields.
+// q.PageToken (and q.PageDueMs in due order). It stops at the first
+// error, which it yields.
 func (c *Client) Tasks(ctx context.Context, q *boomerangv1.ListTasksRequest) iter.Seq2[*boomerangv1.Task, error] {
 	return func(yield func(*boomerangv1.Task, error) bool) {
-		page := cloneListTasks(q)
+		page := &boomerangv1.ListTasksRequest{}
+		if q != nil {
+			page = proto.CloneOf(q)
+		}
 		for {
 			resp, err := c.ListTasks(ctx, page)
 			if err != nil {
@@ -143,7 +149,7 @@ func (c *Client) Tasks(ctx context.Context, q *boomerangv1.ListTasksRequest) ite
 			if resp.GetNextPageToken() == 0 {
 				return
 			}
-			page.PageToken = resp.GetNextPageToken()
+			page.PageToken, page.PageDueMs = resp.GetNextPageToken(), resp.GetNextPageDueMs()
 		}
 	}
 }
@@ -152,7 +158,10 @@ func (c *Client) Tasks(ctx context.Context, q *boomerangv1.ListTasksRequest) ite
 // stops at the first error, which it yields.
 func (c *Client) DeadLetters(ctx context.Context, q *boomerangv1.ListDeadLettersRequest) iter.Seq2[*boomerangv1.DeadLetter, error] {
 	return func(yield func(*boomerangv1.DeadLetter, error) bool) {
-		page := &boomerangv1.ListDeadLettersRequest{Client: q.GetClient(), PageToken: q.GetPageToken(), PageSize: q.GetPageSize()}
+		page := &boomerangv1.ListDeadLettersRequest{}
+		if q != nil {
+			page = proto.CloneOf(q)
+		}
 		for {
 			resp, err := c.ListDeadLetters(ctx, page)
 			if err != nil {
@@ -170,19 +179,4 @@ func (c *Client) DeadLetters(ctx context.Context, q *boomerangv1.ListDeadLetters
 			page.PageToken = resp.GetNextPageToken()
 		}
 	}
-}
-
-func cloneListTasks(q *boomerangv1.ListTasksRequest) *boomerangv1.ListTasksRequest {
-	if q == nil {
-		return &boomerangv1.ListTasksRequest{}
-	}
-	c := &boomerangv1.ListTasksRequest{
-		Client: q.Client, Group: q.Group, DueFromMs: q.DueFromMs, DueToMs: q.DueToMs,
-		Status: q.Status, PageToken: q.PageToken, PageSize: q.PageSize,
-	}
-	if q.Recurring != nil {
-		r := *q.Recurring
-		c.Recurring = &r
-	}
-	return c
 }

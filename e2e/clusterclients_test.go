@@ -3,6 +3,7 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ func TestClusterClients(t *testing.T) {
 	schedule(t, before, "registered through node 2, logged in through node 3")
 
 	checkBatchAndLists(t, nodes)
+	checkDeadLetterSearch(t, nodes)
 
 	nodes[1].kill()
 	schedule(t, before, "a session issued before the kill")
@@ -96,24 +98,21 @@ func checkBatchAndLists(t *testing.T, nodes []*server) {
 	}
 	for _, node := range nodes {
 		c := login(t, node, "admin", adminPassword)
-		var last uint64
-		count := 0
-		for task, err := range c.Tasks(testContext(t), &boomerangv1.ListTasksRequest{Client: "admin", PageSize: 7}) {
-			if err != nil {
-				t.Fatal(err)
+		for _, q := range []*boomerangv1.ListTasksRequest{
+			{Client: "admin", PageSize: 7},
+			{Client: "admin", PageSize: 7, PayloadContains: []byte("atc")},
+			{Client: "admin", PageSize: 7, Order: boomerangv1.TaskOrder_TASK_ORDER_DUE},
+		} {
+			if count := countListed(t, c, q); count != n {
+				t.Fatalf("listing through %s (%v): %d tasks, want %d", node.tcp, q, count, n)
 			}
-			if task.GetId() <= last {
-				t.Fatalf("listing through %s: task %d after %d", node.tcp, task.GetId(), last)
-			}
-			last = task.GetId()
-			count++
 		}
 		groups, err := c.ListGroups(testContext(t), &boomerangv1.ListGroupsRequest{Client: "admin"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if count != n || len(groups.GetGroups()) != n {
-			t.Fatalf("listing through %s: %d tasks and %d groups, want %d of each", node.tcp, count, len(groups.GetGroups()), n)
+		if len(groups.GetGroups()) != n {
+			t.Fatalf("listing through %s: %d groups, want %d", node.tcp, len(groups.GetGroups()), n)
 		}
 	}
 	_, err = admin.DeregisterClient(testContext(t), &boomerangv1.DeregisterClientRequest{ClientId: "c1"})
@@ -121,6 +120,76 @@ func checkBatchAndLists(t *testing.T, nodes []*server) {
 	if !errors.As(err, &ce) || ce.Status != boomerangv1.Status_STATUS_CONFLICT {
 		t.Fatalf("deregistering a client with tasks: %v, want CONFLICT", err)
 	}
+}
+
+// checkDeadLetterSearch makes dead letters in many groups, so on shards
+// every node leads, and searches them through every node.
+func checkDeadLetterSearch(t *testing.T, nodes []*server) {
+	t.Helper()
+	ctx := testContext(t)
+	admin := login(t, nodes[0], "admin", adminPassword)
+	if _, err := admin.RegisterClient(ctx, &boomerangv1.RegisterClientRequest{
+		ClientId: "dead", Password: "client-secret-1",
+		Callback: &boomerangv1.Callback{Protocol: boomerangv1.Protocol_PROTOCOL_TCP, Endpoint: "127.0.0.1:1"},
+		Retry:    &boomerangv1.RetryPolicy{MaxAttempts: 1},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	dead := login(t, nodes[0], "dead", "client-secret-1")
+	const n = 30
+	req := &boomerangv1.RegisterTasksRequest{}
+	for i := range n {
+		req.Tasks = append(req.Tasks, &boomerangv1.RegisterTaskRequest{Payload: []byte("doomed"), Group: fmt.Sprintf("dead-%d", i)})
+	}
+	if _, err := dead.RegisterTasks(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every task dead-lettered", func() bool {
+		count := 0
+		for _, err := range dead.DeadLetters(ctx, &boomerangv1.ListDeadLettersRequest{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			count++
+		}
+		return count == n
+	})
+	for _, node := range nodes {
+		c := login(t, node, "admin", adminPassword)
+		count := 0
+		for _, err := range c.DeadLetters(ctx, &boomerangv1.ListDeadLettersRequest{Client: "dead", PayloadContains: []byte("oom"), PageSize: 7}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			count++
+		}
+		if count != n {
+			t.Fatalf("searching dead letters through %s: %d, want %d", node.tcp, count, n)
+		}
+	}
+}
+
+// countListed counts the tasks q lists, page by page, checking that
+// they come in q's order (id, or due time then id) without repeats.
+func countListed(t *testing.T, c *client.Client, q *boomerangv1.ListTasksRequest) int {
+	t.Helper()
+	var last [2]uint64
+	count := 0
+	for task, err := range c.Tasks(testContext(t), q) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := [2]uint64{0, task.GetId()}
+		if q.GetOrder() == boomerangv1.TaskOrder_TASK_ORDER_DUE {
+			key[0] = uint64(task.GetFireAtMs())
+		}
+		if count > 0 && slices.Compare(key[:], last[:]) <= 0 {
+			t.Fatalf("listing %v: task %d after %d", q, task.GetId(), last[1])
+		}
+		last = key
+		count++
+	}
+	return count
 }
 
 // schedule registers a task far in the future as c's client, again

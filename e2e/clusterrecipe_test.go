@@ -88,7 +88,8 @@ func TestClusterRecipe(t *testing.T) {
 // checkRecipeOutput checks what the recipe's commands print.
 func checkRecipeOutput(t *testing.T, args []string, out string) {
 	t.Helper()
-	want := map[string]string{"status": "3 of 3 nodes live, 64 shards, 64 led by their preferred leader", "list": `"hello, cluster"`}
+	want := map[string]string{"status": "3 of 3 nodes live, 64 shards, 64 led by their preferred leader", "list": `"hello, cluster"`,
+		"shards": "\nsystem "}
 	if w, ok := want[args[len(args)-1]]; ok && !strings.Contains(out, w) {
 		t.Fatalf("boomtool %v printed:\n%s\nwant it to say %s", args, out, w)
 	}

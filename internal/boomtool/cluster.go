@@ -26,11 +26,13 @@ func (a *app) clusterCommand() *cobra.Command {
 		&cobra.Command{Use: "shards", Short: "List the shards: replicas, leader, preferred leader", Args: exactArgs(0, ""), RunE: a.showCluster(a.writeClusterShards)},
 		&cobra.Command{
 			Use: "move SHARD FROM TO", Short: "Move a shard's replica from one node to another (FROM -: move only its leadership to TO)",
-			Example: "  boomtool cluster move 12 1 4\n  boomtool cluster move 12 - 2", Args: exactArgs(3, "SHARD FROM TO"),
+			Long: "Move a shard's replica from one node to another, or with FROM - only its leadership to TO.\n" +
+				"SHARD system is the system group (clients and sessions): only its leadership moves.",
+			Example: "  boomtool cluster move 12 1 4\n  boomtool cluster move 12 - 2\n  boomtool cluster move system - 3", Args: exactArgs(3, "SHARD FROM TO"),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				shard, err := strconv.ParseUint(args[0], 10, 16)
+				shard, err := parseShard(args[0])
 				if err != nil {
-					return usagef("SHARD must be a shard number, got %q", args[0])
+					return err
 				}
 				from := strings.TrimPrefix(args[1], "-")
 				return a.changeCluster(cmd, &boomerangv1.ChangeClusterRequest{Change: &boomerangv1.ChangeClusterRequest_Move{
@@ -105,9 +107,15 @@ func (a *app) writeClusterStatus(r *boomerangv1.GetClusterResponse) error {
 	}
 	fmt.Fprintf(a.env.Stdout, "Cluster %q: %d of %d nodes live, %d shards, %d led by their preferred leader, %d without a known leader; shard map revision %d.\n",
 		r.GetName(), live, len(r.GetNodes()), len(r.GetShards()), settled, led[""], r.GetMapRevision())
+	if sys := r.GetSystem(); sys != nil {
+		fmt.Fprintf(a.env.Stdout, "System group (clients and sessions): led by %s, voters %s.\n",
+			dashIfEmpty(sys.GetLeader()), dashIfEmpty(strings.Join(sys.GetReplicas(), ",")))
+	}
 	return a.writeClusterNodes(r)
 }
 
+// writeClusterNodes lists the nodes with the task shards' replicas each
+// holds and leads (the system group not counted).
 func (a *app) writeClusterNodes(r *boomerangv1.GetClusterResponse) error {
 	led, held := map[string]int{}, map[string]int{}
 	for _, s := range r.GetShards() {
@@ -125,11 +133,33 @@ func (a *app) writeClusterNodes(r *boomerangv1.GetClusterResponse) error {
 }
 
 func (a *app) writeClusterShards(r *boomerangv1.GetClusterResponse) error {
-	t := newTable(a.env.Stdout, "SHARD", "LEADER", "PREFERRED", "REPLICAS")
+	t := newTable(a.env.Stdout, "SHARD", "LEADER", "PREFERRED", "REPLICAS", "LEARNERS")
+	row := func(name string, s *boomerangv1.ClusterShard) {
+		t.row(name, dashIfEmpty(s.GetLeader()), dashIfEmpty(s.GetPreferredLeader()), dashIfEmpty(strings.Join(s.GetReplicas(), ",")),
+			dashIfEmpty(strings.Join(s.GetLearners(), ",")))
+	}
 	for _, s := range r.GetShards() {
-		t.row(strconv.FormatUint(uint64(s.GetShard()), 10), dashIfEmpty(s.GetLeader()), dashIfEmpty(s.GetPreferredLeader()), strings.Join(s.GetReplicas(), ","))
+		row(strconv.FormatUint(uint64(s.GetShard()), 10), s)
+	}
+	if sys := r.GetSystem(); sys != nil {
+		row("system", sys)
 	}
 	return t.flush()
+}
+
+// systemShard is the system group's shard number (store.SystemShard).
+const systemShard = 0xFFFF
+
+// parseShard reads a shard number, or system for the system group.
+func parseShard(s string) (uint64, error) {
+	if s == "system" {
+		return systemShard, nil
+	}
+	shard, err := strconv.ParseUint(s, 10, 16)
+	if err != nil {
+		return 0, usagef("SHARD must be a shard number or system, got %q", s)
+	}
+	return shard, nil
 }
 
 func yesNo(b bool) string {

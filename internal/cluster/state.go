@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/boomerangd/boomerang/internal/store"
 )
 
 // Keys under the cluster's prefix.
@@ -137,15 +139,23 @@ func Move(ctx context.Context, cli *clientv3.Client, cluster string, shard uint1
 	if st.Map == nil {
 		return 0, ErrNoMap
 	}
-	if int(shard) >= len(st.Map.Shards) {
+	system := shard == store.SystemShard
+	if int(shard) >= len(st.Map.Shards) && !system {
 		return 0, fmt.Errorf("cluster: no shard %d", shard)
 	}
 	if _, ok := st.Nodes[to]; !ok {
 		return 0, fmt.Errorf("cluster: node %d is not a live member", to)
 	}
 	m := st.Map.clone()
-	p := &m.Shards[shard]
+	p := &m.System
+	if !system {
+		p = &m.Shards[shard]
+	}
 	switch {
+	case system && from != 0:
+		// Its replicas follow the members (a voter on the first nodes, a
+		// learner on every other): the controller places them.
+		return 0, errors.New("cluster: the system group's replicas follow the members; only its leadership moves (FROM -)")
 	case from == 0 && !p.Contains(to):
 		return 0, fmt.Errorf("cluster: node %d holds no replica of shard %d", to, shard)
 	case from != 0 && !p.Contains(from):

@@ -11,6 +11,7 @@ import (
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
 	"github.com/boomerangd/boomerang/internal/auth"
 	"github.com/boomerangd/boomerang/internal/cluster"
+	"github.com/boomerangd/boomerang/internal/store"
 )
 
 // errStandalone: a cluster operation on a standalone node.
@@ -113,18 +114,29 @@ func (s *Server) clusterView() *boomerangv1.GetClusterResponse {
 		resp.Nodes = append(resp.Nodes, node)
 	}
 	for shard := range uint16(s.st.Shards()) {
-		cs := &boomerangv1.ClusterShard{Shard: uint32(shard), Partition: uint32(s.sched.PartitionOf(shard))}
-		if leader, ok := st.Leader(shard); ok {
-			cs.Leader = strconv.FormatUint(leader.ID, 10)
-		}
-		p := st.Map.Of(shard)
-		for _, id := range p.Replicas {
-			cs.Replicas = append(cs.Replicas, strconv.FormatUint(id, 10))
-		}
-		if p.Leader != 0 {
-			cs.PreferredLeader = strconv.FormatUint(p.Leader, 10)
-		}
+		cs := clusterShard(st, shard)
+		cs.Partition = uint32(s.sched.PartitionOf(shard))
 		resp.Shards = append(resp.Shards, cs)
 	}
+	resp.System = clusterShard(st, store.SystemShard)
 	return resp
+}
+
+// clusterShard is shard's placement and the leader the nodes report.
+func clusterShard(st *cluster.State, shard uint16) *boomerangv1.ClusterShard {
+	cs := &boomerangv1.ClusterShard{Shard: uint32(shard)}
+	if leader, ok := st.Leader(shard); ok {
+		cs.Leader = strconv.FormatUint(leader.ID, 10)
+	}
+	p := st.Map.Of(shard)
+	for _, id := range p.Replicas {
+		cs.Replicas = append(cs.Replicas, strconv.FormatUint(id, 10))
+	}
+	for _, id := range p.Learners {
+		cs.Learners = append(cs.Learners, strconv.FormatUint(id, 10))
+	}
+	if p.Leader != 0 {
+		cs.PreferredLeader = strconv.FormatUint(p.Leader, 10)
+	}
+	return cs
 }

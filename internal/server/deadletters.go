@@ -11,11 +11,11 @@ import (
 
 // ListDeadLetters lists dead letters in id order, a page at a time, cut
 // short like ListTasks.
-// In a cluster a list in id order is read from every shard's leader
-// (fanout.go), a search from the shards this node hosts.
+// In a cluster a list or a search is read from every shard's leader
+// (fanout.go).
 func (s *Service) ListDeadLetters(ctx context.Context, p auth.Principal, req *boomerangv1.ListDeadLettersRequest) (*boomerangv1.ListDeadLettersResponse, error) {
 	f := forwarderOf(ctx)
-	if f == nil || req.Group != "" || req.FailedBeforeMs != 0 || req.ErrorContains != "" || len(req.PayloadContains) > 0 {
+	if f == nil {
 		return s.listDeadLettersHere(ctx, p, req)
 	}
 	limit, err := pageSize(req.PageSize)

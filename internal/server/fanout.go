@@ -11,18 +11,20 @@ import (
 	"github.com/boomerangd/boomerang/internal/auth"
 	"github.com/boomerangd/boomerang/internal/cluster"
 	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
 // Listings in a cluster. A node's store holds the shards it hosts, which
 // in a cluster of more nodes than replicas are not all of them, and a
 // follower's copy may lag its leader's. So a listing (tasks, dead
-// letters, groups) is read from every shard's leader: the node asked
+// letters, groups, searches) is read from every shard's leader: the node asked
 // sends the same request, forwarded, to every other node that leads
 // shards, answers it itself too, and keeps from each answer the items of
 // the shards that node leads (this node reads the shards whose leader it
-// does not know). Pages in id order merge by id: each answer covers the
-// ids up to its last one when it has more, so the merged page ends at the
-// lowest such id, and the next page starts after it.
+// does not know). Pages merge in their order (id, or due time then id):
+// each answer covers the items up to its next page token when it has
+// more, so the merged page ends at the lowest such token, and the next
+// page starts after it.
 
 // readers returns the nodes that read the shards, this node included
 // (its id: self), and which node reads a shard.
@@ -68,53 +70,76 @@ func gather[Req, Resp any](ctx context.Context, f *forwarder, p auth.Principal, 
 	return out, first
 }
 
-// mergePages merges pages in id order, each node's items kept for the
-// shards it reads, into one page of at most limit items and its next
-// page token (0: no more).
-func mergePages[T any](pages map[uint64][]T, nexts map[uint64]uint64, limit int, readerOf func(uint16) uint64,
-	shardOf func(T) uint16, id func(T) uint64) ([]T, uint64) {
-	cut := uint64(math.MaxUint64)
+// pageKey is where an item sorts in a listing: by id, or in due order
+// by its wake time, then id. A next page token is one too; id 0 means no
+// more.
+type pageKey struct {
+	due int64
+	id  uint64
+}
+
+func (k pageKey) compare(o pageKey) int {
+	return cmp.Or(cmp.Compare(k.due, o.due), cmp.Compare(k.id, o.id))
+}
+
+// mergePages merges pages, each node's items kept for the shards it
+// reads, into one page of at most limit items in key order, and its next
+// page token.
+func mergePages[T any](pages map[uint64][]T, nexts map[uint64]pageKey, limit int, readerOf func(uint16) uint64,
+	shardOf func(T) uint16, key func(T) pageKey) ([]T, pageKey) {
+	end := pageKey{math.MaxInt64, math.MaxUint64}
+	cut := end
 	for _, next := range nexts {
-		if next != 0 {
-			cut = min(cut, next)
+		if next.id != 0 && next.compare(cut) < 0 {
+			cut = next
 		}
 	}
 	var out []T
 	for node, items := range pages {
 		for _, it := range items {
-			if readerOf(shardOf(it)) == node && id(it) <= cut {
+			if readerOf(shardOf(it)) == node && key(it).compare(cut) <= 0 {
 				out = append(out, it)
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b T) int { return cmp.Compare(id(a), id(b)) })
+	slices.SortFunc(out, func(a, b T) int { return key(a).compare(key(b)) })
 	switch {
 	case len(out) > limit:
 		out = out[:limit]
-		return out, id(out[limit-1])
-	case cut != math.MaxUint64:
+		return out, key(out[limit-1])
+	case cut != end:
 		return out, cut
 	}
-	return out, 0
+	return out, pageKey{}
 }
 
-// listTasksEverywhere is ListTasks in id order read from every shard's
-// leader.
+// listTasksEverywhere is ListTasks read from every shard's leader: a
+// list or search in id order, or in due order.
 func (s *Service) listTasksEverywhere(ctx context.Context, f *forwarder, p auth.Principal, req *boomerangv1.ListTasksRequest, limit int) (*boomerangv1.ListTasksResponse, error) {
 	nodes, self, readerOf := f.readers(s.sched.Shards())
 	answers, err := gather(ctx, f, p, req, nodes, self, func() (*boomerangv1.ListTasksResponse, error) { return s.listTasksHere(ctx, p, req) })
 	if err != nil {
 		return nil, err
 	}
-	pages, nexts := map[uint64][]*boomerangv1.Task{}, map[uint64]uint64{}
+	byDue := req.Order == boomerangv1.TaskOrder_TASK_ORDER_DUE
+	key := func(t *boomerangv1.Task) pageKey { return pageKey{id: t.GetId()} }
+	if byDue {
+		key = func(t *boomerangv1.Task) pageKey { return pageKey{wireWake(t), t.GetId()} }
+	}
+	pages, nexts := map[uint64][]*boomerangv1.Task{}, map[uint64]pageKey{}
 	for id, a := range answers {
-		pages[id], nexts[id] = a.GetTasks(), a.GetNextPageToken()
+		pages[id], nexts[id] = a.GetTasks(), pageKey{a.GetNextPageDueMs(), a.GetNextPageToken()}
 	}
-	tasks, next := mergePages(pages, nexts, limit, readerOf, func(t *boomerangv1.Task) uint16 { return store.ShardOf(t.GetId()) }, (*boomerangv1.Task).GetId)
+	tasks, next := mergePages(pages, nexts, limit, readerOf, func(t *boomerangv1.Task) uint16 { return store.ShardOf(t.GetId()) }, key)
 	if n := fit(tasks, s.listBudget); n < len(tasks) {
-		tasks, next = tasks[:n], tasks[n-1].GetId()
+		tasks, next = tasks[:n], key(tasks[n-1])
 	}
-	return &boomerangv1.ListTasksResponse{Tasks: tasks, NextPageToken: next}, nil
+	return &boomerangv1.ListTasksResponse{Tasks: tasks, NextPageToken: next.id, NextPageDueMs: next.due}, nil
+}
+
+// wireWake is a listed task's place in due order, store.WakeMs.
+func wireWake(t *boomerangv1.Task) int64 {
+	return store.WakeMs(&storepb.Task{Group: t.GetGroup(), Mode: storepb.DispatchMode(t.GetMode()), DueMs: t.GetFireAtMs(), NextAttemptMs: t.GetNextAttemptMs()})
 }
 
 // listDeadLettersEverywhere is ListDeadLetters in id order read from
@@ -125,15 +150,16 @@ func (s *Service) listDeadLettersEverywhere(ctx context.Context, f *forwarder, p
 	if err != nil {
 		return nil, err
 	}
-	pages, nexts := map[uint64][]*boomerangv1.DeadLetter{}, map[uint64]uint64{}
+	pages, nexts := map[uint64][]*boomerangv1.DeadLetter{}, map[uint64]pageKey{}
 	for id, a := range answers {
-		pages[id], nexts[id] = a.GetDeadLetters(), a.GetNextPageToken()
+		pages[id], nexts[id] = a.GetDeadLetters(), pageKey{id: a.GetNextPageToken()}
 	}
-	dls, next := mergePages(pages, nexts, limit, readerOf, func(d *boomerangv1.DeadLetter) uint16 { return store.ShardOf(d.GetId()) }, (*boomerangv1.DeadLetter).GetId)
+	key := func(d *boomerangv1.DeadLetter) pageKey { return pageKey{id: d.GetId()} }
+	dls, next := mergePages(pages, nexts, limit, readerOf, func(d *boomerangv1.DeadLetter) uint16 { return store.ShardOf(d.GetId()) }, key)
 	if n := fit(dls, s.listBudget); n < len(dls) {
-		dls, next = dls[:n], dls[n-1].GetId()
+		dls, next = dls[:n], key(dls[n-1])
 	}
-	return &boomerangv1.ListDeadLettersResponse{DeadLetters: dls, NextPageToken: next}, nil
+	return &boomerangv1.ListDeadLettersResponse{DeadLetters: dls, NextPageToken: next.id}, nil
 }
 
 // listGroupsEverywhere is ListGroups read from every shard's leader, in

@@ -245,12 +245,11 @@ func (s *Service) markBlocked(ctx context.Context, p auth.Principal, tasks []*bo
 // ListTasks lists tasks in id order, a page at a time. A page is also cut
 // short to keep the response under the frame limit.
 //
-// In a cluster it is read from every shard's leader (fanout.go); one
-// shard's list from its leader; a payload search or a list in due order
-// from the shards this node hosts.
+// In a cluster it is read from every shard's leader (fanout.go), one
+// shard's list from its leader.
 func (s *Service) ListTasks(ctx context.Context, p auth.Principal, req *boomerangv1.ListTasksRequest) (*boomerangv1.ListTasksResponse, error) {
 	f := forwarderOf(ctx)
-	if f == nil || len(req.PayloadContains) > 0 || req.Order == boomerangv1.TaskOrder_TASK_ORDER_DUE {
+	if f == nil {
 		return s.listTasksHere(ctx, p, req)
 	}
 	if req.Shard != nil {

@@ -6661,6 +6661,7 @@ type ClusterShard struct {
 	Replicas        []string               `protobuf:"bytes,3,rep,name=replicas,proto3" json:"replicas,omitempty"`
 	Partition       uint32                 `protobuf:"varint,4,opt,name=partition,proto3" json:"partition,omitempty"`                                   // the leader's partition loop that runs it
 	PreferredLeader string                 `protobuf:"bytes,5,opt,name=preferred_leader,json=preferredLeader,proto3" json:"preferred_leader,omitempty"` // cluster: the shard map's choice
+	Learners        []string               `protobuf:"bytes,6,rep,name=learners,proto3" json:"learners,omitempty"`                                      // cluster: replicas that do not vote (yet): catching up, or the system group's copy on every other node
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -6730,13 +6731,23 @@ func (x *ClusterShard) GetPreferredLeader() string {
 	return ""
 }
 
+func (x *ClusterShard) GetLearners() []string {
+	if x != nil {
+		return x.Learners
+	}
+	return nil
+}
+
 type GetClusterResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Standalone    bool                   `protobuf:"varint,1,opt,name=standalone,proto3" json:"standalone,omitempty"`
-	Nodes         []*ClusterNode         `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
-	Shards        []*ClusterShard        `protobuf:"bytes,3,rep,name=shards,proto3" json:"shards,omitempty"`
-	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`                                   // cluster: its name
-	MapRevision   int64                  `protobuf:"varint,5,opt,name=map_revision,json=mapRevision,proto3" json:"map_revision,omitempty"` // cluster: the etcd revision of the shard map
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Standalone  bool                   `protobuf:"varint,1,opt,name=standalone,proto3" json:"standalone,omitempty"`
+	Nodes       []*ClusterNode         `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Shards      []*ClusterShard        `protobuf:"bytes,3,rep,name=shards,proto3" json:"shards,omitempty"`
+	Name        string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`                                   // cluster: its name
+	MapRevision int64                  `protobuf:"varint,5,opt,name=map_revision,json=mapRevision,proto3" json:"map_revision,omitempty"` // cluster: the etcd revision of the shard map
+	// cluster: the system group (clients and sessions, shard 65535), which
+	// is not in shards: a voter on the first nodes, a learner on the others.
+	System        *ClusterShard `protobuf:"bytes,6,opt,name=system,proto3" json:"system,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6804,6 +6815,13 @@ func (x *GetClusterResponse) GetMapRevision() int64 {
 		return x.MapRevision
 	}
 	return 0
+}
+
+func (x *GetClusterResponse) GetSystem() *ClusterShard {
+	if x != nil {
+		return x.System
+	}
+	return nil
 }
 
 // ChangeClusterRequest changes a cluster's placement (admin only). The
@@ -9459,13 +9477,14 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x04zone\x18\t \x01(\tR\x04zone\x12\x12\n" +
 	"\x04mark\x18\n" +
 	" \x01(\tR\x04mark\x12\x12\n" +
-	"\x04live\x18\v \x01(\bR\x04live\"\xa1\x01\n" +
+	"\x04live\x18\v \x01(\bR\x04live\"\xbd\x01\n" +
 	"\fClusterShard\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\rR\x05shard\x12\x16\n" +
 	"\x06leader\x18\x02 \x01(\tR\x06leader\x12\x1a\n" +
 	"\breplicas\x18\x03 \x03(\tR\breplicas\x12\x1c\n" +
 	"\tpartition\x18\x04 \x01(\rR\tpartition\x12)\n" +
-	"\x10preferred_leader\x18\x05 \x01(\tR\x0fpreferredLeader\"\xd0\x01\n" +
+	"\x10preferred_leader\x18\x05 \x01(\tR\x0fpreferredLeader\x12\x1a\n" +
+	"\blearners\x18\x06 \x03(\tR\blearners\"\x84\x02\n" +
 	"\x12GetClusterResponse\x12\x1e\n" +
 	"\n" +
 	"standalone\x18\x01 \x01(\bR\n" +
@@ -9473,7 +9492,8 @@ const file_api_boomerang_v1_boomerang_proto_rawDesc = "" +
 	"\x05nodes\x18\x02 \x03(\v2\x19.boomerang.v1.ClusterNodeR\x05nodes\x122\n" +
 	"\x06shards\x18\x03 \x03(\v2\x1a.boomerang.v1.ClusterShardR\x06shards\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12!\n" +
-	"\fmap_revision\x18\x05 \x01(\x03R\vmapRevision\"\x9d\x01\n" +
+	"\fmap_revision\x18\x05 \x01(\x03R\vmapRevision\x122\n" +
+	"\x06system\x18\x06 \x01(\v2\x1a.boomerang.v1.ClusterShardR\x06system\"\x9d\x01\n" +
 	"\x14ChangeClusterRequest\x12\x16\n" +
 	"\x05drain\x18\x01 \x01(\tH\x00R\x05drain\x12\x1a\n" +
 	"\aundrain\x18\x02 \x01(\tH\x00R\aundrain\x12\x18\n" +
@@ -9954,176 +9974,177 @@ var file_api_boomerang_v1_boomerang_proto_depIdxs = []int32{
 	7,   // 75: boomerang.v1.BulkDeadLettersRequest.action:type_name -> boomerang.v1.BulkAction
 	99,  // 76: boomerang.v1.GetClusterResponse.nodes:type_name -> boomerang.v1.ClusterNode
 	100, // 77: boomerang.v1.GetClusterResponse.shards:type_name -> boomerang.v1.ClusterShard
-	103, // 78: boomerang.v1.ChangeClusterRequest.move:type_name -> boomerang.v1.ShardMove
-	106, // 79: boomerang.v1.GetRoutesResponse.nodes:type_name -> boomerang.v1.RouteNode
-	109, // 80: boomerang.v1.ListPoolsResponse.pools:type_name -> boomerang.v1.PoolInfo
-	19,  // 81: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
-	21,  // 82: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
-	23,  // 83: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
-	25,  // 84: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
-	27,  // 85: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
-	44,  // 86: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
-	49,  // 87: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
-	51,  // 88: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
-	53,  // 89: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
-	55,  // 90: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
-	57,  // 91: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
-	59,  // 92: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
-	61,  // 93: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
-	63,  // 94: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
-	65,  // 95: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
-	67,  // 96: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
-	69,  // 97: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
-	75,  // 98: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
-	71,  // 99: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
-	73,  // 100: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
-	38,  // 101: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
-	40,  // 102: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
-	42,  // 103: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
-	29,  // 104: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
-	31,  // 105: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
-	33,  // 106: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
-	35,  // 107: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
-	77,  // 108: boomerang.v1.Request.list_groups:type_name -> boomerang.v1.ListGroupsRequest
-	83,  // 109: boomerang.v1.Request.get_stats:type_name -> boomerang.v1.GetStatsRequest
-	85,  // 110: boomerang.v1.Request.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramRequest
-	88,  // 111: boomerang.v1.Request.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsRequest
-	91,  // 112: boomerang.v1.Request.list_completed:type_name -> boomerang.v1.ListCompletedRequest
-	94,  // 113: boomerang.v1.Request.list_audit_log:type_name -> boomerang.v1.ListAuditLogRequest
-	96,  // 114: boomerang.v1.Request.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersRequest
-	98,  // 115: boomerang.v1.Request.get_cluster:type_name -> boomerang.v1.GetClusterRequest
-	108, // 116: boomerang.v1.Request.list_pools:type_name -> boomerang.v1.ListPoolsRequest
-	46,  // 117: boomerang.v1.Request.register_tasks:type_name -> boomerang.v1.RegisterTasksRequest
-	102, // 118: boomerang.v1.Request.change_cluster:type_name -> boomerang.v1.ChangeClusterRequest
-	105, // 119: boomerang.v1.Request.get_routes:type_name -> boomerang.v1.GetRoutesRequest
-	8,   // 120: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
-	20,  // 121: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
-	22,  // 122: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
-	24,  // 123: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
-	26,  // 124: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
-	28,  // 125: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
-	45,  // 126: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
-	50,  // 127: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
-	52,  // 128: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
-	54,  // 129: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
-	56,  // 130: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
-	58,  // 131: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
-	60,  // 132: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
-	62,  // 133: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
-	64,  // 134: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
-	66,  // 135: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
-	68,  // 136: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
-	70,  // 137: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
-	76,  // 138: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
-	72,  // 139: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
-	74,  // 140: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
-	39,  // 141: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
-	41,  // 142: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
-	43,  // 143: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
-	30,  // 144: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
-	32,  // 145: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
-	34,  // 146: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
-	36,  // 147: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
-	79,  // 148: boomerang.v1.Response.list_groups:type_name -> boomerang.v1.ListGroupsResponse
-	84,  // 149: boomerang.v1.Response.get_stats:type_name -> boomerang.v1.GetStatsResponse
-	86,  // 150: boomerang.v1.Response.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramResponse
-	89,  // 151: boomerang.v1.Response.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsResponse
-	92,  // 152: boomerang.v1.Response.list_completed:type_name -> boomerang.v1.ListCompletedResponse
-	95,  // 153: boomerang.v1.Response.list_audit_log:type_name -> boomerang.v1.ListAuditLogResponse
-	97,  // 154: boomerang.v1.Response.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersResponse
-	101, // 155: boomerang.v1.Response.get_cluster:type_name -> boomerang.v1.GetClusterResponse
-	110, // 156: boomerang.v1.Response.list_pools:type_name -> boomerang.v1.ListPoolsResponse
-	47,  // 157: boomerang.v1.Response.register_tasks:type_name -> boomerang.v1.RegisterTasksResponse
-	104, // 158: boomerang.v1.Response.change_cluster:type_name -> boomerang.v1.ChangeClusterResponse
-	107, // 159: boomerang.v1.Response.get_routes:type_name -> boomerang.v1.GetRoutesResponse
-	15,  // 160: boomerang.v1.ClientConfig.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
-	15,  // 161: boomerang.v1.RegisterClientRequest.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
-	15,  // 162: boomerang.v1.UpdateClientRequest.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
-	19,  // 163: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
-	21,  // 164: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
-	23,  // 165: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
-	25,  // 166: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
-	27,  // 167: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
-	44,  // 168: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
-	49,  // 169: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
-	51,  // 170: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
-	53,  // 171: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
-	55,  // 172: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
-	57,  // 173: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
-	59,  // 174: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
-	61,  // 175: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
-	63,  // 176: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
-	65,  // 177: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
-	67,  // 178: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
-	69,  // 179: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
-	75,  // 180: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
-	71,  // 181: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
-	73,  // 182: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
-	38,  // 183: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
-	40,  // 184: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
-	42,  // 185: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
-	29,  // 186: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
-	31,  // 187: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
-	33,  // 188: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
-	35,  // 189: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
-	77,  // 190: boomerang.v1.BoomerangService.ListGroups:input_type -> boomerang.v1.ListGroupsRequest
-	83,  // 191: boomerang.v1.BoomerangService.GetStats:input_type -> boomerang.v1.GetStatsRequest
-	85,  // 192: boomerang.v1.BoomerangService.GetDueHistogram:input_type -> boomerang.v1.GetDueHistogramRequest
-	88,  // 193: boomerang.v1.BoomerangService.GetTaskAttempts:input_type -> boomerang.v1.GetTaskAttemptsRequest
-	91,  // 194: boomerang.v1.BoomerangService.ListCompleted:input_type -> boomerang.v1.ListCompletedRequest
-	94,  // 195: boomerang.v1.BoomerangService.ListAuditLog:input_type -> boomerang.v1.ListAuditLogRequest
-	96,  // 196: boomerang.v1.BoomerangService.BulkDeadLetters:input_type -> boomerang.v1.BulkDeadLettersRequest
-	98,  // 197: boomerang.v1.BoomerangService.GetCluster:input_type -> boomerang.v1.GetClusterRequest
-	108, // 198: boomerang.v1.BoomerangService.ListPools:input_type -> boomerang.v1.ListPoolsRequest
-	46,  // 199: boomerang.v1.BoomerangService.RegisterTasks:input_type -> boomerang.v1.RegisterTasksRequest
-	102, // 200: boomerang.v1.BoomerangService.ChangeCluster:input_type -> boomerang.v1.ChangeClusterRequest
-	105, // 201: boomerang.v1.BoomerangService.GetRoutes:input_type -> boomerang.v1.GetRoutesRequest
-	113, // 202: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
-	20,  // 203: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
-	22,  // 204: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
-	24,  // 205: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
-	26,  // 206: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
-	28,  // 207: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
-	45,  // 208: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
-	50,  // 209: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
-	52,  // 210: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
-	54,  // 211: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
-	56,  // 212: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
-	58,  // 213: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
-	60,  // 214: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
-	62,  // 215: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
-	64,  // 216: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
-	66,  // 217: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
-	68,  // 218: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
-	70,  // 219: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
-	76,  // 220: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
-	72,  // 221: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
-	74,  // 222: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
-	39,  // 223: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
-	41,  // 224: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
-	43,  // 225: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
-	30,  // 226: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
-	32,  // 227: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
-	34,  // 228: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
-	36,  // 229: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
-	79,  // 230: boomerang.v1.BoomerangService.ListGroups:output_type -> boomerang.v1.ListGroupsResponse
-	84,  // 231: boomerang.v1.BoomerangService.GetStats:output_type -> boomerang.v1.GetStatsResponse
-	86,  // 232: boomerang.v1.BoomerangService.GetDueHistogram:output_type -> boomerang.v1.GetDueHistogramResponse
-	89,  // 233: boomerang.v1.BoomerangService.GetTaskAttempts:output_type -> boomerang.v1.GetTaskAttemptsResponse
-	92,  // 234: boomerang.v1.BoomerangService.ListCompleted:output_type -> boomerang.v1.ListCompletedResponse
-	95,  // 235: boomerang.v1.BoomerangService.ListAuditLog:output_type -> boomerang.v1.ListAuditLogResponse
-	97,  // 236: boomerang.v1.BoomerangService.BulkDeadLetters:output_type -> boomerang.v1.BulkDeadLettersResponse
-	101, // 237: boomerang.v1.BoomerangService.GetCluster:output_type -> boomerang.v1.GetClusterResponse
-	110, // 238: boomerang.v1.BoomerangService.ListPools:output_type -> boomerang.v1.ListPoolsResponse
-	47,  // 239: boomerang.v1.BoomerangService.RegisterTasks:output_type -> boomerang.v1.RegisterTasksResponse
-	104, // 240: boomerang.v1.BoomerangService.ChangeCluster:output_type -> boomerang.v1.ChangeClusterResponse
-	107, // 241: boomerang.v1.BoomerangService.GetRoutes:output_type -> boomerang.v1.GetRoutesResponse
-	114, // 242: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
-	203, // [203:243] is the sub-list for method output_type
-	163, // [163:203] is the sub-list for method input_type
-	163, // [163:163] is the sub-list for extension type_name
-	163, // [163:163] is the sub-list for extension extendee
-	0,   // [0:163] is the sub-list for field type_name
+	100, // 78: boomerang.v1.GetClusterResponse.system:type_name -> boomerang.v1.ClusterShard
+	103, // 79: boomerang.v1.ChangeClusterRequest.move:type_name -> boomerang.v1.ShardMove
+	106, // 80: boomerang.v1.GetRoutesResponse.nodes:type_name -> boomerang.v1.RouteNode
+	109, // 81: boomerang.v1.ListPoolsResponse.pools:type_name -> boomerang.v1.PoolInfo
+	19,  // 82: boomerang.v1.Request.login:type_name -> boomerang.v1.LoginRequest
+	21,  // 83: boomerang.v1.Request.refresh_session:type_name -> boomerang.v1.RefreshSessionRequest
+	23,  // 84: boomerang.v1.Request.register_client:type_name -> boomerang.v1.RegisterClientRequest
+	25,  // 85: boomerang.v1.Request.deregister_client:type_name -> boomerang.v1.DeregisterClientRequest
+	27,  // 86: boomerang.v1.Request.list_clients:type_name -> boomerang.v1.ListClientsRequest
+	44,  // 87: boomerang.v1.Request.register_task:type_name -> boomerang.v1.RegisterTaskRequest
+	49,  // 88: boomerang.v1.Request.update_task:type_name -> boomerang.v1.UpdateTaskRequest
+	51,  // 89: boomerang.v1.Request.cancel_task:type_name -> boomerang.v1.CancelTaskRequest
+	53,  // 90: boomerang.v1.Request.get_task:type_name -> boomerang.v1.GetTaskRequest
+	55,  // 91: boomerang.v1.Request.list_tasks:type_name -> boomerang.v1.ListTasksRequest
+	57,  // 92: boomerang.v1.Request.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersRequest
+	59,  // 93: boomerang.v1.Request.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterRequest
+	61,  // 94: boomerang.v1.Request.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterRequest
+	63,  // 95: boomerang.v1.Request.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterRequest
+	65,  // 96: boomerang.v1.Request.get_group:type_name -> boomerang.v1.GetGroupRequest
+	67,  // 97: boomerang.v1.Request.unblock_group:type_name -> boomerang.v1.UnblockGroupRequest
+	69,  // 98: boomerang.v1.Request.skip_group:type_name -> boomerang.v1.SkipGroupRequest
+	75,  // 99: boomerang.v1.Request.get_server_info:type_name -> boomerang.v1.GetServerInfoRequest
+	71,  // 100: boomerang.v1.Request.cancel_tasks:type_name -> boomerang.v1.CancelTasksRequest
+	73,  // 101: boomerang.v1.Request.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersRequest
+	38,  // 102: boomerang.v1.Request.logout:type_name -> boomerang.v1.LogoutRequest
+	40,  // 103: boomerang.v1.Request.list_sessions:type_name -> boomerang.v1.ListSessionsRequest
+	42,  // 104: boomerang.v1.Request.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsRequest
+	29,  // 105: boomerang.v1.Request.get_client:type_name -> boomerang.v1.GetClientRequest
+	31,  // 106: boomerang.v1.Request.update_client:type_name -> boomerang.v1.UpdateClientRequest
+	33,  // 107: boomerang.v1.Request.change_password:type_name -> boomerang.v1.ChangePasswordRequest
+	35,  // 108: boomerang.v1.Request.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretRequest
+	77,  // 109: boomerang.v1.Request.list_groups:type_name -> boomerang.v1.ListGroupsRequest
+	83,  // 110: boomerang.v1.Request.get_stats:type_name -> boomerang.v1.GetStatsRequest
+	85,  // 111: boomerang.v1.Request.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramRequest
+	88,  // 112: boomerang.v1.Request.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsRequest
+	91,  // 113: boomerang.v1.Request.list_completed:type_name -> boomerang.v1.ListCompletedRequest
+	94,  // 114: boomerang.v1.Request.list_audit_log:type_name -> boomerang.v1.ListAuditLogRequest
+	96,  // 115: boomerang.v1.Request.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersRequest
+	98,  // 116: boomerang.v1.Request.get_cluster:type_name -> boomerang.v1.GetClusterRequest
+	108, // 117: boomerang.v1.Request.list_pools:type_name -> boomerang.v1.ListPoolsRequest
+	46,  // 118: boomerang.v1.Request.register_tasks:type_name -> boomerang.v1.RegisterTasksRequest
+	102, // 119: boomerang.v1.Request.change_cluster:type_name -> boomerang.v1.ChangeClusterRequest
+	105, // 120: boomerang.v1.Request.get_routes:type_name -> boomerang.v1.GetRoutesRequest
+	8,   // 121: boomerang.v1.Response.error:type_name -> boomerang.v1.Error
+	20,  // 122: boomerang.v1.Response.login:type_name -> boomerang.v1.LoginResponse
+	22,  // 123: boomerang.v1.Response.refresh_session:type_name -> boomerang.v1.RefreshSessionResponse
+	24,  // 124: boomerang.v1.Response.register_client:type_name -> boomerang.v1.RegisterClientResponse
+	26,  // 125: boomerang.v1.Response.deregister_client:type_name -> boomerang.v1.DeregisterClientResponse
+	28,  // 126: boomerang.v1.Response.list_clients:type_name -> boomerang.v1.ListClientsResponse
+	45,  // 127: boomerang.v1.Response.register_task:type_name -> boomerang.v1.RegisterTaskResponse
+	50,  // 128: boomerang.v1.Response.update_task:type_name -> boomerang.v1.UpdateTaskResponse
+	52,  // 129: boomerang.v1.Response.cancel_task:type_name -> boomerang.v1.CancelTaskResponse
+	54,  // 130: boomerang.v1.Response.get_task:type_name -> boomerang.v1.GetTaskResponse
+	56,  // 131: boomerang.v1.Response.list_tasks:type_name -> boomerang.v1.ListTasksResponse
+	58,  // 132: boomerang.v1.Response.list_dead_letters:type_name -> boomerang.v1.ListDeadLettersResponse
+	60,  // 133: boomerang.v1.Response.get_dead_letter:type_name -> boomerang.v1.GetDeadLetterResponse
+	62,  // 134: boomerang.v1.Response.replay_dead_letter:type_name -> boomerang.v1.ReplayDeadLetterResponse
+	64,  // 135: boomerang.v1.Response.delete_dead_letter:type_name -> boomerang.v1.DeleteDeadLetterResponse
+	66,  // 136: boomerang.v1.Response.get_group:type_name -> boomerang.v1.GetGroupResponse
+	68,  // 137: boomerang.v1.Response.unblock_group:type_name -> boomerang.v1.UnblockGroupResponse
+	70,  // 138: boomerang.v1.Response.skip_group:type_name -> boomerang.v1.SkipGroupResponse
+	76,  // 139: boomerang.v1.Response.get_server_info:type_name -> boomerang.v1.GetServerInfoResponse
+	72,  // 140: boomerang.v1.Response.cancel_tasks:type_name -> boomerang.v1.CancelTasksResponse
+	74,  // 141: boomerang.v1.Response.purge_dead_letters:type_name -> boomerang.v1.PurgeDeadLettersResponse
+	39,  // 142: boomerang.v1.Response.logout:type_name -> boomerang.v1.LogoutResponse
+	41,  // 143: boomerang.v1.Response.list_sessions:type_name -> boomerang.v1.ListSessionsResponse
+	43,  // 144: boomerang.v1.Response.revoke_sessions:type_name -> boomerang.v1.RevokeSessionsResponse
+	30,  // 145: boomerang.v1.Response.get_client:type_name -> boomerang.v1.GetClientResponse
+	32,  // 146: boomerang.v1.Response.update_client:type_name -> boomerang.v1.UpdateClientResponse
+	34,  // 147: boomerang.v1.Response.change_password:type_name -> boomerang.v1.ChangePasswordResponse
+	36,  // 148: boomerang.v1.Response.rotate_signing_secret:type_name -> boomerang.v1.RotateSigningSecretResponse
+	79,  // 149: boomerang.v1.Response.list_groups:type_name -> boomerang.v1.ListGroupsResponse
+	84,  // 150: boomerang.v1.Response.get_stats:type_name -> boomerang.v1.GetStatsResponse
+	86,  // 151: boomerang.v1.Response.get_due_histogram:type_name -> boomerang.v1.GetDueHistogramResponse
+	89,  // 152: boomerang.v1.Response.get_task_attempts:type_name -> boomerang.v1.GetTaskAttemptsResponse
+	92,  // 153: boomerang.v1.Response.list_completed:type_name -> boomerang.v1.ListCompletedResponse
+	95,  // 154: boomerang.v1.Response.list_audit_log:type_name -> boomerang.v1.ListAuditLogResponse
+	97,  // 155: boomerang.v1.Response.bulk_dead_letters:type_name -> boomerang.v1.BulkDeadLettersResponse
+	101, // 156: boomerang.v1.Response.get_cluster:type_name -> boomerang.v1.GetClusterResponse
+	110, // 157: boomerang.v1.Response.list_pools:type_name -> boomerang.v1.ListPoolsResponse
+	47,  // 158: boomerang.v1.Response.register_tasks:type_name -> boomerang.v1.RegisterTasksResponse
+	104, // 159: boomerang.v1.Response.change_cluster:type_name -> boomerang.v1.ChangeClusterResponse
+	107, // 160: boomerang.v1.Response.get_routes:type_name -> boomerang.v1.GetRoutesResponse
+	15,  // 161: boomerang.v1.ClientConfig.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
+	15,  // 162: boomerang.v1.RegisterClientRequest.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
+	15,  // 163: boomerang.v1.UpdateClientRequest.GroupRateLimitsEntry.value:type_name -> boomerang.v1.RateLimit
+	19,  // 164: boomerang.v1.BoomerangService.Login:input_type -> boomerang.v1.LoginRequest
+	21,  // 165: boomerang.v1.BoomerangService.RefreshSession:input_type -> boomerang.v1.RefreshSessionRequest
+	23,  // 166: boomerang.v1.BoomerangService.RegisterClient:input_type -> boomerang.v1.RegisterClientRequest
+	25,  // 167: boomerang.v1.BoomerangService.DeregisterClient:input_type -> boomerang.v1.DeregisterClientRequest
+	27,  // 168: boomerang.v1.BoomerangService.ListClients:input_type -> boomerang.v1.ListClientsRequest
+	44,  // 169: boomerang.v1.BoomerangService.RegisterTask:input_type -> boomerang.v1.RegisterTaskRequest
+	49,  // 170: boomerang.v1.BoomerangService.UpdateTask:input_type -> boomerang.v1.UpdateTaskRequest
+	51,  // 171: boomerang.v1.BoomerangService.CancelTask:input_type -> boomerang.v1.CancelTaskRequest
+	53,  // 172: boomerang.v1.BoomerangService.GetTask:input_type -> boomerang.v1.GetTaskRequest
+	55,  // 173: boomerang.v1.BoomerangService.ListTasks:input_type -> boomerang.v1.ListTasksRequest
+	57,  // 174: boomerang.v1.BoomerangService.ListDeadLetters:input_type -> boomerang.v1.ListDeadLettersRequest
+	59,  // 175: boomerang.v1.BoomerangService.GetDeadLetter:input_type -> boomerang.v1.GetDeadLetterRequest
+	61,  // 176: boomerang.v1.BoomerangService.ReplayDeadLetter:input_type -> boomerang.v1.ReplayDeadLetterRequest
+	63,  // 177: boomerang.v1.BoomerangService.DeleteDeadLetter:input_type -> boomerang.v1.DeleteDeadLetterRequest
+	65,  // 178: boomerang.v1.BoomerangService.GetGroup:input_type -> boomerang.v1.GetGroupRequest
+	67,  // 179: boomerang.v1.BoomerangService.UnblockGroup:input_type -> boomerang.v1.UnblockGroupRequest
+	69,  // 180: boomerang.v1.BoomerangService.SkipGroup:input_type -> boomerang.v1.SkipGroupRequest
+	75,  // 181: boomerang.v1.BoomerangService.GetServerInfo:input_type -> boomerang.v1.GetServerInfoRequest
+	71,  // 182: boomerang.v1.BoomerangService.CancelTasks:input_type -> boomerang.v1.CancelTasksRequest
+	73,  // 183: boomerang.v1.BoomerangService.PurgeDeadLetters:input_type -> boomerang.v1.PurgeDeadLettersRequest
+	38,  // 184: boomerang.v1.BoomerangService.Logout:input_type -> boomerang.v1.LogoutRequest
+	40,  // 185: boomerang.v1.BoomerangService.ListSessions:input_type -> boomerang.v1.ListSessionsRequest
+	42,  // 186: boomerang.v1.BoomerangService.RevokeSessions:input_type -> boomerang.v1.RevokeSessionsRequest
+	29,  // 187: boomerang.v1.BoomerangService.GetClient:input_type -> boomerang.v1.GetClientRequest
+	31,  // 188: boomerang.v1.BoomerangService.UpdateClient:input_type -> boomerang.v1.UpdateClientRequest
+	33,  // 189: boomerang.v1.BoomerangService.ChangePassword:input_type -> boomerang.v1.ChangePasswordRequest
+	35,  // 190: boomerang.v1.BoomerangService.RotateSigningSecret:input_type -> boomerang.v1.RotateSigningSecretRequest
+	77,  // 191: boomerang.v1.BoomerangService.ListGroups:input_type -> boomerang.v1.ListGroupsRequest
+	83,  // 192: boomerang.v1.BoomerangService.GetStats:input_type -> boomerang.v1.GetStatsRequest
+	85,  // 193: boomerang.v1.BoomerangService.GetDueHistogram:input_type -> boomerang.v1.GetDueHistogramRequest
+	88,  // 194: boomerang.v1.BoomerangService.GetTaskAttempts:input_type -> boomerang.v1.GetTaskAttemptsRequest
+	91,  // 195: boomerang.v1.BoomerangService.ListCompleted:input_type -> boomerang.v1.ListCompletedRequest
+	94,  // 196: boomerang.v1.BoomerangService.ListAuditLog:input_type -> boomerang.v1.ListAuditLogRequest
+	96,  // 197: boomerang.v1.BoomerangService.BulkDeadLetters:input_type -> boomerang.v1.BulkDeadLettersRequest
+	98,  // 198: boomerang.v1.BoomerangService.GetCluster:input_type -> boomerang.v1.GetClusterRequest
+	108, // 199: boomerang.v1.BoomerangService.ListPools:input_type -> boomerang.v1.ListPoolsRequest
+	46,  // 200: boomerang.v1.BoomerangService.RegisterTasks:input_type -> boomerang.v1.RegisterTasksRequest
+	102, // 201: boomerang.v1.BoomerangService.ChangeCluster:input_type -> boomerang.v1.ChangeClusterRequest
+	105, // 202: boomerang.v1.BoomerangService.GetRoutes:input_type -> boomerang.v1.GetRoutesRequest
+	113, // 203: boomerang.v1.CallbackService.Deliver:input_type -> boomerang.v1.Delivery
+	20,  // 204: boomerang.v1.BoomerangService.Login:output_type -> boomerang.v1.LoginResponse
+	22,  // 205: boomerang.v1.BoomerangService.RefreshSession:output_type -> boomerang.v1.RefreshSessionResponse
+	24,  // 206: boomerang.v1.BoomerangService.RegisterClient:output_type -> boomerang.v1.RegisterClientResponse
+	26,  // 207: boomerang.v1.BoomerangService.DeregisterClient:output_type -> boomerang.v1.DeregisterClientResponse
+	28,  // 208: boomerang.v1.BoomerangService.ListClients:output_type -> boomerang.v1.ListClientsResponse
+	45,  // 209: boomerang.v1.BoomerangService.RegisterTask:output_type -> boomerang.v1.RegisterTaskResponse
+	50,  // 210: boomerang.v1.BoomerangService.UpdateTask:output_type -> boomerang.v1.UpdateTaskResponse
+	52,  // 211: boomerang.v1.BoomerangService.CancelTask:output_type -> boomerang.v1.CancelTaskResponse
+	54,  // 212: boomerang.v1.BoomerangService.GetTask:output_type -> boomerang.v1.GetTaskResponse
+	56,  // 213: boomerang.v1.BoomerangService.ListTasks:output_type -> boomerang.v1.ListTasksResponse
+	58,  // 214: boomerang.v1.BoomerangService.ListDeadLetters:output_type -> boomerang.v1.ListDeadLettersResponse
+	60,  // 215: boomerang.v1.BoomerangService.GetDeadLetter:output_type -> boomerang.v1.GetDeadLetterResponse
+	62,  // 216: boomerang.v1.BoomerangService.ReplayDeadLetter:output_type -> boomerang.v1.ReplayDeadLetterResponse
+	64,  // 217: boomerang.v1.BoomerangService.DeleteDeadLetter:output_type -> boomerang.v1.DeleteDeadLetterResponse
+	66,  // 218: boomerang.v1.BoomerangService.GetGroup:output_type -> boomerang.v1.GetGroupResponse
+	68,  // 219: boomerang.v1.BoomerangService.UnblockGroup:output_type -> boomerang.v1.UnblockGroupResponse
+	70,  // 220: boomerang.v1.BoomerangService.SkipGroup:output_type -> boomerang.v1.SkipGroupResponse
+	76,  // 221: boomerang.v1.BoomerangService.GetServerInfo:output_type -> boomerang.v1.GetServerInfoResponse
+	72,  // 222: boomerang.v1.BoomerangService.CancelTasks:output_type -> boomerang.v1.CancelTasksResponse
+	74,  // 223: boomerang.v1.BoomerangService.PurgeDeadLetters:output_type -> boomerang.v1.PurgeDeadLettersResponse
+	39,  // 224: boomerang.v1.BoomerangService.Logout:output_type -> boomerang.v1.LogoutResponse
+	41,  // 225: boomerang.v1.BoomerangService.ListSessions:output_type -> boomerang.v1.ListSessionsResponse
+	43,  // 226: boomerang.v1.BoomerangService.RevokeSessions:output_type -> boomerang.v1.RevokeSessionsResponse
+	30,  // 227: boomerang.v1.BoomerangService.GetClient:output_type -> boomerang.v1.GetClientResponse
+	32,  // 228: boomerang.v1.BoomerangService.UpdateClient:output_type -> boomerang.v1.UpdateClientResponse
+	34,  // 229: boomerang.v1.BoomerangService.ChangePassword:output_type -> boomerang.v1.ChangePasswordResponse
+	36,  // 230: boomerang.v1.BoomerangService.RotateSigningSecret:output_type -> boomerang.v1.RotateSigningSecretResponse
+	79,  // 231: boomerang.v1.BoomerangService.ListGroups:output_type -> boomerang.v1.ListGroupsResponse
+	84,  // 232: boomerang.v1.BoomerangService.GetStats:output_type -> boomerang.v1.GetStatsResponse
+	86,  // 233: boomerang.v1.BoomerangService.GetDueHistogram:output_type -> boomerang.v1.GetDueHistogramResponse
+	89,  // 234: boomerang.v1.BoomerangService.GetTaskAttempts:output_type -> boomerang.v1.GetTaskAttemptsResponse
+	92,  // 235: boomerang.v1.BoomerangService.ListCompleted:output_type -> boomerang.v1.ListCompletedResponse
+	95,  // 236: boomerang.v1.BoomerangService.ListAuditLog:output_type -> boomerang.v1.ListAuditLogResponse
+	97,  // 237: boomerang.v1.BoomerangService.BulkDeadLetters:output_type -> boomerang.v1.BulkDeadLettersResponse
+	101, // 238: boomerang.v1.BoomerangService.GetCluster:output_type -> boomerang.v1.GetClusterResponse
+	110, // 239: boomerang.v1.BoomerangService.ListPools:output_type -> boomerang.v1.ListPoolsResponse
+	47,  // 240: boomerang.v1.BoomerangService.RegisterTasks:output_type -> boomerang.v1.RegisterTasksResponse
+	104, // 241: boomerang.v1.BoomerangService.ChangeCluster:output_type -> boomerang.v1.ChangeClusterResponse
+	107, // 242: boomerang.v1.BoomerangService.GetRoutes:output_type -> boomerang.v1.GetRoutesResponse
+	114, // 243: boomerang.v1.CallbackService.Deliver:output_type -> boomerang.v1.Ack
+	204, // [204:244] is the sub-list for method output_type
+	164, // [164:204] is the sub-list for method input_type
+	164, // [164:164] is the sub-list for extension type_name
+	164, // [164:164] is the sub-list for extension extendee
+	0,   // [0:164] is the sub-list for field type_name
 }
 
 func init() { file_api_boomerang_v1_boomerang_proto_init() }

@@ -45,6 +45,13 @@ export function ClusterPage() {
         </Text>
       )}
       <Title order={3}>Shards</Title>
+      {c?.system && (
+        <Text size="sm" aria-label="System group">
+          System group (clients and sessions): leader {c.system.leader || "unknown"} · voters{" "}
+          {c.system.replicas.join(", ")}
+          {c.system.learners.length > 0 && ` · learners ${c.system.learners.join(", ")}`}
+        </Text>
+      )}
       <SimpleGrid cols={{ base: 2, sm: 4, md: 8 }} spacing="xs">
         {c?.shards.map((s) => (
           <Card key={s.shard} withBorder padding={6}>
@@ -55,7 +62,8 @@ export function ClusterPage() {
             </Text>
             <Text size="xs">leader {s.leader}</Text>
             <Text size="xs" c="dimmed">
-              replicas {s.replicas.join(", ")} · partition {s.partition}
+              replicas {s.replicas.join(", ")}
+              {s.learners.length > 0 && ` · learners ${s.learners.join(", ")}`} · partition {s.partition}
             </Text>
           </Card>
         ))}

@@ -284,18 +284,20 @@ class ClusterNode(_message.Message):
     def __init__(self, id: _Optional[str] = ..., tcp_address: _Optional[str] = ..., http_address: _Optional[str] = ..., healthy: bool = ..., health: _Optional[str] = ..., started_ms: _Optional[int] = ..., version: _Optional[str] = ..., raft_address: _Optional[str] = ..., zone: _Optional[str] = ..., mark: _Optional[str] = ..., live: bool = ...) -> None: ...
 
 class ClusterShard(_message.Message):
-    __slots__ = ["leader", "partition", "preferred_leader", "replicas", "shard"]
+    __slots__ = ["leader", "learners", "partition", "preferred_leader", "replicas", "shard"]
     LEADER_FIELD_NUMBER: _ClassVar[int]
+    LEARNERS_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     PREFERRED_LEADER_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
     SHARD_FIELD_NUMBER: _ClassVar[int]
     leader: str
+    learners: _containers.RepeatedScalarFieldContainer[str]
     partition: int
     preferred_leader: str
     replicas: _containers.RepeatedScalarFieldContainer[str]
     shard: int
-    def __init__(self, shard: _Optional[int] = ..., leader: _Optional[str] = ..., replicas: _Optional[_Iterable[str]] = ..., partition: _Optional[int] = ..., preferred_leader: _Optional[str] = ...) -> None: ...
+    def __init__(self, shard: _Optional[int] = ..., leader: _Optional[str] = ..., replicas: _Optional[_Iterable[str]] = ..., partition: _Optional[int] = ..., preferred_leader: _Optional[str] = ..., learners: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class CompletedTask(_message.Message):
     __slots__ = ["attempts", "dead_letter_id", "delivered", "error", "finished_ms", "seq", "task"]
@@ -410,18 +412,20 @@ class GetClusterRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class GetClusterResponse(_message.Message):
-    __slots__ = ["map_revision", "name", "nodes", "shards", "standalone"]
+    __slots__ = ["map_revision", "name", "nodes", "shards", "standalone", "system"]
     MAP_REVISION_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
     SHARDS_FIELD_NUMBER: _ClassVar[int]
     STANDALONE_FIELD_NUMBER: _ClassVar[int]
+    SYSTEM_FIELD_NUMBER: _ClassVar[int]
     map_revision: int
     name: str
     nodes: _containers.RepeatedCompositeFieldContainer[ClusterNode]
     shards: _containers.RepeatedCompositeFieldContainer[ClusterShard]
     standalone: bool
-    def __init__(self, standalone: bool = ..., nodes: _Optional[_Iterable[_Union[ClusterNode, _Mapping]]] = ..., shards: _Optional[_Iterable[_Union[ClusterShard, _Mapping]]] = ..., name: _Optional[str] = ..., map_revision: _Optional[int] = ...) -> None: ...
+    system: ClusterShard
+    def __init__(self, standalone: bool = ..., nodes: _Optional[_Iterable[_Union[ClusterNode, _Mapping]]] = ..., shards: _Optional[_Iterable[_Union[ClusterShard, _Mapping]]] = ..., name: _Optional[str] = ..., map_revision: _Optional[int] = ..., system: _Optional[_Union[ClusterShard, _Mapping]] = ...) -> None: ...
 
 class GetDeadLetterRequest(_message.Message):
     __slots__ = ["id"]
