@@ -142,6 +142,15 @@ class RoutingTest(unittest.TestCase):
         self.assertEqual(routes[-1:], [False], "only the last attempt goes without route")
         self.assertNotIn(False, routes[:-1])
 
+    def test_close_ends_requests_waiting_for_a_leader(self) -> None:
+        one, _, client = self.two_nodes(lambda _: "1")
+        one.hook = lambda r: refuse(r, pb.STATUS_NOT_LEADER, "no leader") if r.route else None
+        future = client.submit("register_task", pb.RegisterTaskRequest(payload=b"x", group="g"))
+        one.wait("a routed attempt", lambda: any(r.route for r in one.received))
+        client.close()
+        with self.assertRaises(boomerang.ClientClosedError):
+            future.result(WAIT_LIMIT)
+
     def test_routing_off(self) -> None:
         node = FakeNode(self)
         node.routes = pb.GetRoutesResponse(shards=SHARDS, node="1", leaders=["2"] * SHARDS)

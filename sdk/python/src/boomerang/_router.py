@@ -4,9 +4,10 @@ that node when first needed, with the client's session (sessions are
 valid on every node).
 
 Nothing here blocks a reader thread: an attempt's answer decides the next
-attempt in a callback, dials run on threads of their own, and the pauses
-between attempts are timers. Only the first fetch of the routing view
-waits, on the thread of the first request that needs it."""
+attempt in a callback, which leaves the sending to one thread of the
+router's (Later), also for the pauses between attempts; dials run on
+threads of their own. Only the first fetch of the routing view waits, on
+the thread of the first request that needs it."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf.message import Message
 
 from ._connection import Connection, resolve
+from ._later import Later
 from ._routes import HOME, View, repeatable, routable
 from .errors import BoomerangError, ClientClosedError, ConnectionLostError, ProtocolError, error_from_wire
 from .frames import encode_frame
@@ -86,6 +88,7 @@ class Router:
         self._fetching = False  # a background refresh runs
         self._peers: dict[str, _Peer] = {}
         self._closed = False
+        self._later = Later("boomerang-route", client._log)  # sends again, after a pause or at once
 
     def send(self, request: pb.Request, inner: Future[pb.Response], target: str | None = None) -> None:
         """Sends request to its shard's leader; inner settles with the
@@ -143,6 +146,7 @@ class Router:
         for peer in peers:
             if peer.conn is not None:
                 peer.conn.fail(ClientClosedError())
+        self._later.close()
 
     # ---- Attempts ----
 
@@ -171,7 +175,7 @@ class Router:
             assert response is not None
             address = self._learn(response.error.not_leader)
             if address != HOME:
-                self._attempt(routed, address)
+                self._later.run(0, partial(self._attempt, routed, address))
                 return
         elif isinstance(err, _NotSent) or (isinstance(err, ConnectionLostError) and repeatable(routed.request)):
             # The node cannot be reached, or went: the node dialed can,
@@ -186,9 +190,7 @@ class Router:
             copy_outcome(answer, routed.inner)
             return
         self.refresh_soon()
-        timer = threading.Timer(routed.wait, self._again, (routed, home))
-        timer.daemon = True
-        timer.start()
+        self._later.run(routed.wait, partial(self._again, routed, home))
         routed.wait = min(2 * routed.wait, _MAX_BACKOFF)
 
     def _again(self, routed: _Routed, home: bool) -> None:
@@ -219,7 +221,7 @@ class Router:
         def answered(answer: Future[pb.Response]) -> None:
             if isinstance(answer.exception(), _NotSent):
                 self.refresh_soon()
-                self._send(HOME, request, inner, again=True)
+                self._later.run(0, partial(self._send, HOME, request, inner, True))
             else:
                 copy_outcome(answer, inner)
 
@@ -254,7 +256,7 @@ class Router:
             if done.exception() is not None:
                 self._client._log.debug("boomerang: refreshing the routing view failed: %s", done.exception())
 
-        self._fetch().add_done_callback(fetched)
+        self._later.run(0, lambda: self._fetch().add_done_callback(fetched))
 
     def _fetch(self) -> Future[None]:
         """Asks the client's node for the view; the future settles once it

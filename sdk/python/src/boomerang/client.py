@@ -6,8 +6,8 @@ pipelining from one thread (or for asyncio, through asyncio.wrap_future).
 Each Client runs a reader thread per connection (one per node it routes
 to in a cluster), one thread for session work (refreshes and logins
 after a refusal), and a thread while it reconnects or dials a node; all
-are daemon threads. Futures settle on the reader thread,
-so a done-callback must not make blocking calls on the same client: the
+are daemon threads. Futures settle on the reader thread, so a
+done-callback must not make blocking calls on the same client: the
 reader would wait for itself.
 """
 
