@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import Message
 
-from ._connection import Connection, resolve
+from ._connection import resolve
 from ._later import Later
+from ._peers import NotSent, Peers
 from ._routes import HOME, View, repeatable, routable
-from .errors import BoomerangError, ClientClosedError, ConnectionLostError, ProtocolError, error_from_wire
+from .errors import BoomerangError, ConnectionLostError, ProtocolError, error_from_wire
 from .frames import encode_frame
 from .v1 import boomerang_pb2 as pb
 
@@ -44,12 +45,6 @@ _BACKOFF = 0.02
 _MAX_BACKOFF = 0.5
 _FETCH_RETRY = 1.0
 
-Waiting = list[tuple[int, bytes, "Future[pb.Response]"]]
-
-
-class _NotSent(Exception):
-    """The node could not be reached: the request never left."""
-
 
 class _Routed:
     """One request on its way to its shard's leader, across attempts."""
@@ -64,17 +59,6 @@ class _Routed:
         self.wait = _BACKOFF
 
 
-class _Peer:
-    """The connection to another node; while it is dialed, what waits for
-    it."""
-
-    __slots__ = ("conn", "waiting")
-
-    def __init__(self) -> None:
-        self.conn: Connection | None = None
-        self.waiting: Waiting | None = None
-
-
 class Router:
     """Sends a client's requests to their shards' leaders."""
 
@@ -86,7 +70,7 @@ class Router:
         self._lock = threading.Lock()
         self._view: View | None = None
         self._fetching = False  # a background refresh runs
-        self._peers: dict[str, _Peer] = {}
+        self._peers = Peers(client)
         self._closed = False
         self._later = Later("boomerang-route", client._log)  # sends again, after a pause or at once
 
@@ -142,10 +126,7 @@ class Router:
         """Closes the connections to the other nodes."""
         with self._lock:
             self._closed = True
-            peers, self._peers = list(self._peers.values()), {}
-        for peer in peers:
-            if peer.conn is not None:
-                peer.conn.fail(ClientClosedError())
+        self._peers.close()
         self._later.close()
 
     # ---- Attempts ----
@@ -177,7 +158,7 @@ class Router:
             if address != HOME:
                 self._later.run(0, partial(self._attempt, routed, address))
                 return
-        elif isinstance(err, _NotSent) or (isinstance(err, ConnectionLostError) and repeatable(routed.request)):
+        elif isinstance(err, NotSent) or (isinstance(err, ConnectionLostError) and repeatable(routed.request)):
             # The node cannot be reached, or went: the node dialed can,
             # though it may still name the other one for a while.
             home = True
@@ -219,7 +200,7 @@ class Router:
             return
 
         def answered(answer: Future[pb.Response]) -> None:
-            if isinstance(answer.exception(), _NotSent):
+            if isinstance(answer.exception(), NotSent):
                 self.refresh_soon()
                 self._later.run(0, partial(self._send, HOME, request, inner, True))
             else:
@@ -239,7 +220,7 @@ class Router:
         if address == HOME:
             self._client._dispatch(request.request_id, frame, answer)
         else:
-            self._to_peer(address, request.request_id, frame, answer)
+            self._peers.send(address, request.request_id, frame, answer)
 
     # ---- The routing view ----
 
@@ -293,66 +274,6 @@ class Router:
             resolve(done, error=err)
             return
         resolve(done)
-
-    # ---- Connections to the other nodes ----
-
-    def _to_peer(self, address: str, request_id: int, frame: bytes, answer: Future[pb.Response]) -> None:
-        """Sends a frame over the connection to the node at address,
-        dialing it if there is none; answer fails with _NotSent if the
-        node cannot be reached."""
-        with self._lock:
-            if self._closed:
-                resolve(answer, error=ClientClosedError())
-                return
-            peer = self._peers.setdefault(address, _Peer())
-            conn = peer.conn
-            if conn is None:
-                if peer.waiting is None:
-                    peer.waiting = []
-                    threading.Thread(
-                        target=self._dial, args=(address, peer), name="boomerang-dial", daemon=True
-                    ).start()
-                peer.waiting.append((request_id, frame, answer))
-                return
-        if conn.send(request_id, frame, answer):
-            return
-        with self._lock:  # it failed meanwhile: dial again
-            if peer.conn is conn:
-                peer.conn = None
-        self._to_peer(address, request_id, frame, answer)
-
-    def _dial(self, address: str, peer: _Peer) -> None:
-        conn: Connection | None = None
-        failure: BaseException = ClientClosedError()
-        try:
-            sock = self._client._dial(self._client._dial_timeout, address)
-            conn = Connection(sock, self._client._max_response_bytes, partial(self._peer_lost, address, peer))
-        except OSError as err:
-            failure = _NotSent(err)
-        with self._lock:
-            waiting, peer.waiting = peer.waiting or [], None
-            if conn is not None and self._closed:
-                conn, closing = None, conn
-            else:
-                closing = None
-                peer.conn = conn
-        if closing is not None:
-            closing.fail(ClientClosedError())
-        if conn is None:
-            for _, _, answer in waiting:
-                resolve(answer, error=failure)
-            return
-        for request_id, frame, answer in waiting:
-            self._to_peer(address, request_id, frame, answer)
-
-    def _peer_lost(self, address: str, peer: _Peer, conn: Connection, cause: BaseException, failed: int) -> None:
-        with self._lock:
-            if peer.conn is conn:
-                peer.conn = None
-        if failed:
-            self._client._log.warning(
-                "boomerang: connection to node %s lost (%s); %d requests failed", address, cause, failed
-            )
 
 
 def copy_outcome(source: Future[Any], target: Future[Any]) -> None:
