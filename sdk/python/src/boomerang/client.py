@@ -5,10 +5,10 @@ block the calling thread, and submit() starts a call without waiting, for
 pipelining from one thread (or for asyncio, through asyncio.wrap_future).
 Each Client runs a reader thread per connection (one per node it routes
 to in a cluster), one thread for session work (refreshes and logins
-after a refusal), and a thread while it reconnects or dials a node; all
-are daemon threads. Futures settle on the reader thread, so a
-done-callback must not make blocking calls on the same client: the
-reader would wait for itself.
+after a refusal), a thread while it reconnects or dials a node, and in a
+cluster one that sends routed requests again; all are daemon threads.
+Futures settle on the reader thread, so a done-callback must not make
+blocking calls on the same client: the reader would wait for itself.
 """
 
 from __future__ import annotations
