@@ -145,7 +145,9 @@ class RoutingTest(unittest.TestCase):
     def test_close_ends_requests_waiting_for_a_leader(self) -> None:
         one, _, client = self.two_nodes(lambda _: "1")
         one.hook = lambda r: refuse(r, pb.STATUS_NOT_LEADER, "no leader") if r.route else None
-        future = client.submit("register_task", pb.RegisterTaskRequest(payload=b"x", group="g"))
+        # A read: whether in flight or waiting to be sent again at close, it
+        # is not sent again, and fails with ClientClosedError.
+        future = client.submit("get_task", pb.GetTaskRequest(id=1 << 48 | 1))
         one.wait("a routed attempt", lambda: any(r.route for r in one.received))
         client.close()
         with self.assertRaises(boomerang.ClientClosedError):
