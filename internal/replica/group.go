@@ -30,6 +30,7 @@ type group struct {
 	lease       atomic.Int64   // Unix ns (node clock) until which it holds the lease
 	snapSent    map[uint64]int // followers sent a snapshot: ticks since
 	leaseFloor  time.Time      // confirmations asked before it extend no lease
+	held        [][]byte       // proposals raft dropped while it led: see proposeHeld
 }
 
 // initialIndex is where a new group's log starts: an initial snapshot

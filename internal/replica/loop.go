@@ -2,6 +2,7 @@ package replica
 
 import (
 	"maps"
+	"slices"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
@@ -79,12 +80,21 @@ func (n *Node) step(props []proposal, msgs []Envelope, tick bool) {
 		}
 	}
 	for _, p := range props {
-		// A proposal on a node that does not lead is dropped: the state
-		// machine finds out when its leadership ends.
 		if g := n.groups[p.shard]; g != nil {
-			_ = g.rn.Propose(p.data)
+			if len(g.held) == 0 {
+				n.holding = append(n.holding, g)
+			}
+			g.held = append(g.held, p.data)
 		}
 	}
+	holding := n.holding[:0]
+	for _, g := range n.holding {
+		if n.groups[g.shard] == g && n.proposeHeld(g) {
+			holding = append(holding, g)
+		}
+	}
+	clear(n.holding[len(holding):])
+	n.holding = holding
 	if tick {
 		for _, g := range n.groups {
 			g.rn.Tick()
@@ -93,6 +103,26 @@ func (n *Node) step(props []proposal, msgs []Envelope, tick bool) {
 		n.renewLeases()
 		n.syncDue = true
 	}
+}
+
+// proposeHeld hands g's proposals to raft in order, and reports whether
+// some are still held. A proposal on a node that does not lead is
+// dropped: the state machine finds out when its leadership ends. But
+// raft also drops proposals on a leader while it hands its leadership
+// over; if the hand-over fails, the node goes on leading, and a dropped
+// proposal would leave the state machine waiting for it for good. So a
+// leader holds its proposals until the hand-over ends, then proposes
+// them, in order and before any later ones; if it no longer leads by
+// then, leadership drops them.
+func (n *Node) proposeHeld(g *group) bool {
+	for i, data := range g.held {
+		if err := g.rn.Propose(data); err != nil && g.leader {
+			g.held = slices.Delete(g.held, 0, i)
+			return true
+		}
+	}
+	g.held = nil
+	return false
 }
 
 // groupReady is one group's Ready of this turn.
@@ -282,7 +312,7 @@ func (n *Node) leadership(g *group, leader bool) {
 		g.leaderSince = n.turn
 		n.cfg.Logger.Debug("leading", "shard", g.shard, "term", g.term)
 	case !leader && g.leader:
-		g.leader = false
+		g.leader, g.held = false, nil
 		g.lease.Store(0)
 		n.failConfs(g.shard)
 		if g.reported {

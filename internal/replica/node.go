@@ -164,6 +164,7 @@ type Node struct {
 	turn    time.Time    // when the loop's current turn began
 	syncDue bool         // a tick passed: sync if that lets a log be truncated
 	batch   *store.Batch // the log batch, reused (logBatch)
+	holding []*group     // groups with proposals held (proposeHeld)
 
 	hosted   atomic.Pointer[map[uint16]*group] // groups, for other goroutines
 	ctl      []func()                          // work for the loop (under mu)

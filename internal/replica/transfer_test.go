@@ -1,0 +1,65 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"go.etcd.io/raft/v3"
+
+	"github.com/boomerangd/boomerang/internal/testwait"
+)
+
+// Proposals made while a leader hands its leadership to a peer that
+// cannot take it are committed once the hand-over fails: raft drops
+// them meanwhile, and a leader that went on leading without them would
+// leave its state machine waiting for them for good.
+func TestProposalsWhileATransferFails(t *testing.T) {
+	nw := &localNet{LocalNetwork: NewLocalNetwork(1)}
+	defer nw.close()
+	c := startCluster(t, nw, shards[:1])
+	defer c.stop()
+	const sh = 0
+	c.commit("before", 5)
+	l := c.leader(sh)
+	to := c.rs[0]
+	if to == l {
+		to = c.rs[1]
+	}
+	nw.isolate(to.id, true) // it never hears of the transfer
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- l.node.TransferLeadership(ctx, sh, to.id) }()
+	testwait.For(t, waitLimit, "the transfer under way", func() bool {
+		var transferee uint64
+		_ = l.node.do(context.Background(), func() error {
+			transferee = l.node.groups[sh].rn.Status().LeadTransferee
+			return nil
+		})
+		return transferee != raft.None
+	})
+	var want []string
+	for i := range 5 {
+		d := fmt.Sprintf("during-%d", i)
+		want = append(want, d)
+		if err := l.node.Propose(sh, []byte(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel() // raft gives the transfer up an election timeout later
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("transfer to an isolated node: %v", err)
+	}
+	l.rec.await(t, "the proposals made during the transfer", func() bool {
+		applied := l.rec.applied[sh] // await holds the recorder's lock
+		return !slices.ContainsFunc(want, func(d string) bool { return !slices.Contains(applied, d) })
+	})
+	if got := l.rec.entries(sh); !isSubset(want, got) {
+		t.Fatalf("applied %v", got)
+	}
+	nw.isolate(to.id, false)
+}
