@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -143,12 +142,7 @@ func startNode(t *testing.T, etcd string, id int) *server {
 // startNodeIn is startNode on dataDir ("" = a new temp dir).
 func startNodeIn(t *testing.T, etcd string, id int, dataDir string) *server {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close() // the node listens on it next
+	addr := freeAddr(t)
 	s := startServer(t, dataDir, "--etcd", etcd, "--cluster", "e2e", "--node-id", strconv.Itoa(id), "--cluster-addr", addr,
 		"--dead-timeout", "5s")
 	s.awaitLog(t, "clients caught up", func(kv map[string]string) bool { return kv["msg"] == "clients and sessions caught up with the cluster" })

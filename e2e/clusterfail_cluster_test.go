@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -298,13 +300,51 @@ func (e *fetcd) kill() {
 	e.cmd = nil
 }
 
-// freeAddr returns a loopback address free right now.
+// freeAddr returns a loopback address free right now, for a process
+// to listen on next, and again at the same address after a restart. Its
+// port is below the kernel's ephemeral range, which outgoing
+// connections and listeners on port 0 take their ports from: a port
+// picked there could be taken by one of those, of this test or of any
+// other process, before the node listens on it.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln := listenLoopback(t)
-	a := ln.Addr().String()
-	ln.Close() // the process listens on it next
-	return a
+	low := ephemeralLow()
+	for range 1000 {
+		port := portFloor + nextPort.Add(1)%(low-portFloor)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken
+		}
+		a := ln.Addr().String()
+		ln.Close() // the process listens on it next
+		return a
+	}
+	t.Fatal("no free loopback port below the ephemeral range")
+	return ""
+}
+
+// portFloor is the lowest port freeAddr hands out.
+const portFloor = 10000
+
+// nextPort walks the ports freeAddr tries, from a random start so that
+// test processes running at once try different ones.
+var nextPort = func() *atomic.Int64 {
+	var n atomic.Int64
+	n.Store(rand.Int64N(1 << 20))
+	return &n
+}()
+
+// ephemeralLow is the first port of the kernel's ephemeral range.
+func ephemeralLow() int64 {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var low, high int64
+	if _, err := fmt.Sscan(string(data), &low, &high); err != nil || low <= portFloor+1000 {
+		return 32768
+	}
+	return low
 }
 
 // settle waits until every shard has replicas replicas on live, unmarked

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,11 +104,6 @@ func (p freePorts) free(fixed string) string {
 	if a, ok := p.of[fixed]; ok {
 		return a
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	p.of[fixed] = ln.Addr().String()
-	_ = ln.Close() // the node listens on it next
+	p.of[fixed] = freeAddr(p.t)
 	return p.of[fixed]
 }
