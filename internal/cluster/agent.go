@@ -51,6 +51,11 @@ func (m *Member) reconcile(ctx context.Context, sm *ShardMap) error {
 func (m *Member) reconcileShard(ctx context.Context, rev int64, shard uint16, p Placement, hosted map[uint16]replica.ShardStatus) error {
 	me := m.cfg.Node.ID
 	s, ok := hosted[shard]
+	if _, seen := m.unplaced[shard]; ok && !p.holds(me) && !seen {
+		m.unplaced[shard] = time.Now()
+	} else if !ok || p.holds(me) {
+		delete(m.unplaced, shard)
+	}
 	switch {
 	case !ok && p.holds(me):
 		var voters []uint64
@@ -61,7 +66,7 @@ func (m *Member) reconcileShard(ctx context.Context, rev int64, shard uint16, p 
 	case !ok:
 	case s.Leader == me:
 		return m.lead(ctx, rev, shard, p, s)
-	case drops(p, s, me):
+	case drops(p, s, me, time.Since(m.unplaced[shard])):
 		m.log.Info("dropping a replica no longer placed here", "shard", shard)
 		return m.cfg.Local.Unhost(ctx, shard)
 	}
@@ -69,13 +74,29 @@ func (m *Member) reconcileShard(ctx context.Context, rev int64, shard uint16, p 
 }
 
 // drops reports whether node me, which hosts s and does not lead it,
-// may delete its copy: p no longer places it here and it does not vote.
-// That includes a copy that never received its group's configuration (it
-// was placed here, hosted, then placed elsewhere before its leader added
-// it): it holds nothing, and left alone it would stay forever.
-func drops(p Placement, s replica.ShardStatus, me uint64) bool {
-	return !p.holds(me) && !slices.Contains(s.Voters, me)
+// may delete its copy, which p has not placed here for unplacedFor: it
+// does not vote, and either its group does not count it (it was removed,
+// or placed elsewhere before its leader added it: it holds nothing, and
+// left alone it would stay forever) or it is a learner not placed here
+// for learnerGrace.
+func drops(p Placement, s replica.ShardStatus, me uint64, unplacedFor time.Duration) bool {
+	switch {
+	case p.holds(me), slices.Contains(s.Voters, me):
+		return false
+	case slices.Contains(s.Learners, me):
+		return unplacedFor >= learnerGrace
+	}
+	return true
 }
+
+// learnerGrace is how long a learner's copy that the map no longer
+// places here is kept. Its leader removes it from the group meanwhile,
+// so that placed here again later it joins afresh. Deleted while its
+// leader still counts it, then placed back at once, it would come back
+// empty under the progress its leader remembers, which raft cannot take
+// (the node stops: "tocommit is out of range"). A learner its leader
+// removed may never hear of it: past the grace it goes anyway.
+const learnerGrace = 10 * time.Second
 
 func member(s replica.ShardStatus, id uint64) bool {
 	return slices.Contains(s.Voters, id) || slices.Contains(s.Learners, id)

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"testing"
+	"time"
 
 	"github.com/boomerangd/boomerang/internal/replica"
 )
@@ -90,8 +91,9 @@ func TestNextStepLearners(t *testing.T) {
 	}
 }
 
-// A copy not placed here goes once it does not vote, whether it is a
-// learner or never received its group's configuration at all.
+// A copy not placed here goes once it does not vote and its group does
+// not count it, or never received its group's configuration at all; a
+// learner's copy after a grace, in which its leader removes it.
 func TestDropsCopiesNotPlaced(t *testing.T) {
 	const me = 3
 	here := Placement{Replicas: []uint64{1, 2, 3}}
@@ -100,16 +102,19 @@ func TestDropsCopiesNotPlaced(t *testing.T) {
 		name   string
 		p      Placement
 		status replica.ShardStatus
+		after  time.Duration
 		drop   bool
 	}{
-		{"placed here, not configured yet", here, replica.ShardStatus{}, false},
-		{"placed here, voting", here, replica.ShardStatus{Voters: []uint64{1, 2, 3}}, false},
-		{"placed elsewhere, still voting", elsewhere, replica.ShardStatus{Voters: []uint64{1, 2, 3, 4}}, false},
-		{"placed elsewhere, demoted", elsewhere, replica.ShardStatus{Voters: []uint64{1, 2, 4}, Learners: []uint64{3}}, true},
-		{"placed elsewhere, removed", elsewhere, replica.ShardStatus{Voters: []uint64{1, 2, 4}}, true},
-		{"placed elsewhere before it was ever added", elsewhere, replica.ShardStatus{}, true},
+		{"placed here, not configured yet", here, replica.ShardStatus{}, 0, false},
+		{"placed here, voting", here, replica.ShardStatus{Voters: []uint64{1, 2, 3}}, 0, false},
+		{"placed here, a learner", here, replica.ShardStatus{Voters: []uint64{1, 2}, Learners: []uint64{3}}, time.Hour, false},
+		{"placed elsewhere, still voting", elsewhere, replica.ShardStatus{Voters: []uint64{1, 2, 3, 4}}, time.Hour, false},
+		{"placed elsewhere, demoted just now", elsewhere, replica.ShardStatus{Voters: []uint64{1, 2, 4}, Learners: []uint64{3}}, time.Second, false},
+		{"placed elsewhere, demoted long ago", elsewhere, replica.ShardStatus{Voters: []uint64{1, 2, 4}, Learners: []uint64{3}}, learnerGrace, true},
+		{"placed elsewhere, removed", elsewhere, replica.ShardStatus{Voters: []uint64{1, 2, 4}}, 0, true},
+		{"placed elsewhere before it was ever added", elsewhere, replica.ShardStatus{}, 0, true},
 	} {
-		if got := drops(tc.p, tc.status, me); got != tc.drop {
+		if got := drops(tc.p, tc.status, me, tc.after); got != tc.drop {
 			t.Errorf("%s: drops = %v, want %v", tc.name, got, tc.drop)
 		}
 	}

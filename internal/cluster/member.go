@@ -33,6 +33,8 @@ type Member struct {
 	wg         sync.WaitGroup
 
 	stopOnce sync.Once
+
+	unplaced map[uint16]time.Time // the agent's: copies hosted here and not placed here, since when
 }
 
 // New checks cfg and returns a member.
@@ -43,7 +45,7 @@ func New(cfg Config) (*Member, error) {
 	}
 	return &Member{
 		cfg: cfg, log: cfg.Logger, prefix: Prefix(cfg.Cluster),
-		changed: make(chan struct{}, 1),
+		changed: make(chan struct{}, 1), unplaced: make(map[uint16]time.Time),
 	}, nil
 }
 
