@@ -195,6 +195,13 @@ func (cols Columns) withDefaults() Columns {
 	return cols
 }
 
+// refillAt is how few rows of a group this node must have QUEUED before
+// a finished row has the group polled again: half the depth, so that a
+// poll tops the group up by several rows at once (one index probe, one
+// lock, one release of the lot) rather than row by row, while the
+// group's queue in Boomerang never runs dry.
+func (c *Config) refillAt() int { return c.GroupDepth / 2 }
+
 func (c *Config) validate() error {
 	switch {
 	case !sourceName.MatchString(c.Name):

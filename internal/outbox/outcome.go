@@ -105,7 +105,7 @@ func (s *Source) markOutcomes(ctx context.Context, batch []outcome) error {
 	s.metrics.add(countDone, done)
 	s.metrics.add(countError, failed)
 	if s.primary.Load() {
-		s.freed.add(freed)
+		s.freed.add(s.loads.finish(freed, s.cfg.refillAt()))
 	}
 	return nil
 }
