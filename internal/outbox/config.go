@@ -196,11 +196,12 @@ func (cols Columns) withDefaults() Columns {
 }
 
 // refillAt is how few rows of a group this node must have QUEUED before
-// a finished row has the group polled again: half the depth, so that a
-// poll tops the group up by several rows at once (one index probe, one
-// lock, one release of the lot) rather than row by row, while the
-// group's queue in Boomerang never runs dry.
-func (c *Config) refillAt() int { return c.GroupDepth / 2 }
+// a finished row has the group polled again: a quarter of the depth (at
+// least one row, below a depth of one), so that a poll tops the group up
+// by several rows at once (one index probe, one lock, one release of the
+// lot) rather than row by row, while the group's queue in Boomerang does
+// not run dry during the poll.
+func (c *Config) refillAt() int { return max(c.GroupDepth/4, min(c.GroupDepth-1, 1)) }
 
 func (c *Config) validate() error {
 	switch {

@@ -267,10 +267,10 @@ func TestRowsRegisteredAhead(t *testing.T) {
 }
 
 // TestGroupRefilledInBatches runs one group with no full polls after the
-// first: each refill comes from finished rows, and waits until half the
-// group's depth has finished, so that one poll queues several rows of the
-// group (one transaction: they share their queued_at) instead of one row
-// per finished row.
+// first: each refill comes from finished rows, and waits until at most a
+// quarter of the group's depth is left QUEUED, so that one poll queues
+// several rows of the group (one transaction: they share their
+// queued_at) instead of one row per finished row.
 func TestGroupRefilledInBatches(t *testing.T) {
 	rcv := startReceiver(t)
 	cfg := sourceConfig(rcv)
