@@ -72,9 +72,14 @@ class Server:
 
 
 def start_server(
-    case: unittest.TestCase, data_dir: str | None = None, tcp_port: int = 0, args: tuple[str, ...] = ()
+    case: unittest.TestCase,
+    data_dir: str | None = None,
+    tcp_port: int = 0,
+    args: tuple[str, ...] = (),
+    await_log: str = "",
 ) -> Server:
-    """Starts boomerang and stops it when the test ends."""
+    """Starts boomerang and stops it when the test ends; with await_log,
+    returns once it also logged that message (msg="...")."""
     if data_dir is None:
         data_dir = tempfile.mkdtemp(prefix="boomerang-data-")
         case.addCleanup(shutil.rmtree, data_dir, True)
@@ -104,6 +109,7 @@ def start_server(
     found: list[tuple[str, str]] = []
     seen: list[str] = []
     ready = threading.Event()
+    awaited = [not await_log]
 
     def read_log() -> None:
         # Reads the log to the end, so the server never blocks on a full pipe.
@@ -114,13 +120,17 @@ def start_server(
             m = re.search(r" msg=listening tcp=(\S+) http=(\S+)", line)
             if m and not found:
                 found.append((m[1], m[2]))
+            if await_log and f'msg="{await_log}"' in line:
+                awaited[0] = True
+            if found and awaited[0]:
                 ready.set()
         proc.stderr.close()
         ready.set()
 
     threading.Thread(target=read_log, daemon=True).start()
-    if not ready.wait(WAIT_LIMIT) or not found:
-        raise AssertionError("boomerang did not report its addresses:\n" + "\n".join(seen))
+    if not ready.wait(WAIT_LIMIT) or not found or not awaited[0]:
+        waited = f" and {await_log!r}" if await_log else ""
+        raise AssertionError(f"boomerang did not report its addresses{waited}:\n" + "\n".join(seen))
     return Server(proc, data_dir, *found[0])
 
 

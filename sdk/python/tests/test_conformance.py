@@ -13,6 +13,7 @@ from google.protobuf.message import Message
 
 import boomerang
 from boomerang import pb
+from boomerang._shard import shard_of_id, shard_of_task
 
 from .harness import REPO_ROOT
 
@@ -212,6 +213,21 @@ class FencesTest(unittest.TestCase):
                 got = [fence.admit(step["key"], int(step["term"])) for step in s["steps"]]
                 self.assertEqual(got, [step["admitted"] for step in s["steps"]])
                 self.assertEqual(fence.stale, s["stale"])
+
+
+class ShardsTest(unittest.TestCase):
+    def test_tasks(self) -> None:
+        for v in load("shards.json")["tasks"]:
+            with self.subTest(v["name"]):
+                got = shard_of_task(
+                    v["shards"], v["client"], v.get("group", ""), v.get("idempotency_key", ""), v.get("replace_key", "")
+                )
+                self.assertEqual(got is not None, v["placed"])
+                self.assertEqual(got or 0, v["shard"])
+
+    def test_ids(self) -> None:
+        for v in load("shards.json")["ids"]:
+            self.assertEqual(shard_of_id(int(v["task_id"])), v["shard"], v["task_id"])
 
 
 class ErrorsTest(unittest.TestCase):

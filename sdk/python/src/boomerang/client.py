@@ -3,11 +3,12 @@
 Threads, not asyncio: a Client is safe to share between threads, its calls
 block the calling thread, and submit() starts a call without waiting, for
 pipelining from one thread (or for asyncio, through asyncio.wrap_future).
-Each Client runs a reader thread per connection, one thread for session
-work (refreshes and logins after a refusal), and a thread while it
-reconnects; all are daemon threads. Futures settle on the reader thread,
-so a done-callback must not make blocking calls on the same client: the
-reader would wait for itself.
+Each Client runs a reader thread per connection (one per node it routes
+to in a cluster), one thread for session work (refreshes and logins
+after a refusal), a thread while it reconnects or dials a node, and in a
+cluster one that sends routed requests again; all are daemon threads.
+Futures settle on the reader thread, so a done-callback must not make
+blocking calls on the same client: the reader would wait for itself.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from google.protobuf.message import Message
 from ._api import Api
 from ._connection import Connection, resolve
 from ._operations import MAY_BE_EMPTY, OPERATIONS
+from ._router import Router, copy_outcome, gather_batch
+from ._routes import routable
 from .errors import (
     BoomerangError,
     ClientClosedError,
@@ -81,9 +84,11 @@ class Session:
 class _Call:
     """One call of an operation, across a resend after a session refusal."""
 
-    __slots__ = ("op", "request", "future", "deadline", "retry", "request_id", "session_id")
+    __slots__ = ("op", "request", "future", "deadline", "retry", "request_id", "session_id", "inner", "target", "parts")
 
-    def __init__(self, op: str, request: Message, deadline: float | None, retry: bool) -> None:
+    def __init__(
+        self, op: str, request: Message, deadline: float | None, retry: bool, target: str | None = None
+    ) -> None:
         self.op = op
         self.request = request
         self.future: Future[Message] = Future()
@@ -91,6 +96,9 @@ class _Call:
         self.retry = retry  # whether a session refusal gets one resend
         self.request_id = 0
         self.session_id = ""
+        self.inner: Future[pb.Response] | None = None  # the wire response of the latest send
+        self.target = target  # the node a part of a batch split by leader goes to
+        self.parts: list[_Call] = []  # the parts of a batch split by leader
 
 
 def dial(
@@ -119,9 +127,11 @@ def dial(
 class Client(Api):
     """A connection to a Boomerang server over raw TCP, made by dial.
 
-    Calls share its one connection and are pipelined on it: each request
-    carries its own id, the server answers in any order, and requests made
-    while another thread writes leave together in one write.
+    Calls share its one connection (in a cluster, one per node it routes
+    requests to: each goes to its shard's leader; see README.md) and are
+    pipelined on it: each request carries its own id, the server answers
+    in any order, and requests made while another thread writes leave
+    together in one write.
 
     The client refreshes its session before it expires and logs in again
     when the server refuses it. When the connection breaks, the requests in
@@ -142,11 +152,13 @@ class Client(Api):
         reconnect_max: float = DEFAULT_RECONNECT_MAX,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        routing: bool = True,
         logger: logging.Logger | None = None,
     ) -> None:
-        """Use dial, which also connects."""
+        """Use dial, which also connects. routing=False sends every request
+        to the node dialed instead of its shard's leader in a cluster."""
         self.address = address
-        self._host, self._port = _split_address(address)
+        _split_address(address)  # a bad address fails here, not at the first dial
         self._credentials = Credentials(*credentials) if credentials is not None else None
         self._dial_timeout = dial_timeout
         self._reconnect_min = reconnect_min
@@ -166,6 +178,8 @@ class Client(Api):
         self._closing = threading.Event()
         self._session: Session | None = None
         self._refresh_at: float | None = None  # Unix seconds
+        # Sends requests to their shards' leaders in a cluster; None when off.
+        self._router = Router(self) if routing else None
 
         self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         threading.Thread(target=self._work, name="boomerang-session", daemon=True).start()
@@ -211,6 +225,8 @@ class Client(Api):
             resolve(future, error=ClientClosedError())
         if conn is not None:
             conn.fail(ClientClosedError())
+        if self._router is not None:
+            self._router.close()
 
     def __enter__(self) -> Client:
         return self
@@ -255,9 +271,32 @@ class Client(Api):
         elif not isinstance(request, req_type):
             raise TypeError(f"{op} takes a {req_type.DESCRIPTOR.full_name}, not {type(request).__name__}")
         deadline = None if timeout is None else time.monotonic() + timeout
-        call = _Call(op, request, deadline, retry=op != "login")
+        target = None
+        if op == "register_tasks" and self._router is not None:
+            assert isinstance(request, pb.RegisterTasksRequest)
+            parts = self._router.split_batch(request)
+            if parts is not None and len(parts) > 1:
+                return self._begin_batch(request, parts, deadline)
+            target = parts[0][0] if parts else None
+        call = _Call(op, request, deadline, retry=op != "login", target=target)
         self._start(call)
         return call
+
+    def _begin_batch(
+        self, batch: pb.RegisterTasksRequest, parts: list[tuple[str, list[int]]], deadline: float | None
+    ) -> _Call:
+        """Sends a batch as one register_tasks request per leader, all at
+        once, each keeping the batch's order (a group's tasks share a
+        shard); the results come back in the batch's order."""
+        whole = _Call("register_tasks", batch, deadline, retry=False)
+        for address, indexes in parts:
+            part = pb.RegisterTasksRequest(client=batch.client, tasks=[batch.tasks[i] for i in indexes])
+            whole.parts.append(_Call("register_tasks", part, deadline, retry=True, target=address))
+        for part_call in whole.parts:
+            self._start(part_call)
+        merged = gather_batch(len(batch.tasks), [(i, p.future) for (_, i), p in zip(parts, whole.parts)])
+        merged.add_done_callback(lambda f: copy_outcome(f, whole.future))
+        return whole
 
     def _start(self, call: _Call) -> None:
         """Sends call's request with the current session; call.future
@@ -267,6 +306,8 @@ class Client(Api):
         call.request_id = next(self._ids)
         envelope = pb.Request(request_id=call.request_id, session_id=call.session_id)
         getattr(envelope, call.op).CopyFrom(call.request)
+        # Counted in the frame's size, though the last attempt goes without.
+        envelope.route = self._router is not None and call.target is None and routable(call.op)
         size = envelope.ByteSize()
         if self._max_frame and size > self._max_frame:
             # The server would close the connection, failing every request on it.
@@ -283,9 +324,13 @@ class Client(Api):
             resolve(call.future, error=TimeoutError(f"boomerang: {call.op}: no free request slot in time"))
             return
         inner: Future[pb.Response] = Future()
+        call.inner = inner
         inner.add_done_callback(lambda _: self._slots.release())
         inner.add_done_callback(lambda f: self._finish(call, f))
-        self._dispatch(call.request_id, encode_frame(envelope), inner)
+        if self._router is None:
+            self._dispatch(call.request_id, encode_frame(envelope), inner)
+        else:
+            self._router.send(envelope, inner, call.target)
 
     def _finish(self, call: _Call, inner: Future[pb.Response]) -> None:
         """Settles call with its response. Runs on whichever thread settled
@@ -331,20 +376,27 @@ class Client(Api):
     def _abandon(self, call: _Call) -> None:
         """Gives up on a call: a late response is dropped."""
         resolve(call.future, error=TimeoutError(f"boomerang: {call.op} abandoned"))
+        for part in call.parts:
+            self._abandon(part)
         with self._lock:
-            entry = self._backlog.pop(call.request_id, None)
+            self._backlog.pop(call.request_id, None)
             conn = self._current
-        inner = entry[1] if entry is not None else conn.abandon(call.request_id) if conn is not None else None
-        if inner is not None:
-            resolve(inner, error=TimeoutError(f"boomerang: {call.op} abandoned"))
+        if conn is not None:
+            conn.abandon(call.request_id)
+        if call.inner is not None:
+            # Frees the slot; a routed request goes no further.
+            resolve(call.inner, error=TimeoutError(f"boomerang: {call.op} abandoned"))
 
     # ---- Connections ----
 
-    def _dial(self, timeout: float) -> socket.socket:
+    def _dial(self, timeout: float, address: str | None = None) -> socket.socket:
+        """Connects to the node at address, by default the one the client
+        dials."""
+        address = address or self.address
         try:
-            sock = socket.create_connection((self._host, self._port), timeout=timeout)
-        except OSError as err:
-            raise ConnectionError(f"cannot connect to {self.address}: {err}") from err
+            sock = socket.create_connection(_split_address(address), timeout=timeout)
+        except (OSError, ValueError) as err:
+            raise ConnectionError(f"cannot connect to {address}: {err}") from err
         sock.settimeout(None)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
@@ -363,6 +415,9 @@ class Client(Api):
             return
         for request_id, (frame, future) in waiting:
             self._dispatch(request_id, frame, future)
+
+    def _next_id(self) -> int:
+        return next(self._ids)
 
     def _dispatch(self, request_id: int, frame: bytes, future: Future[pb.Response]) -> None:
         """Sends a frame on the current connection, or keeps it for the next."""
