@@ -98,6 +98,11 @@ func (n *Node) load(shard uint16, voters []uint64, b *store.Batch) (*group, erro
 		}
 	}
 	g.durable = applied
+	// The state holds the log up to applied already: a read barrier must
+	// not wait for the state machine to apply a new entry to learn so.
+	n.mu.Lock()
+	n.applied[shard] = max(n.applied[shard], applied)
+	n.mu.Unlock()
 	g.rn, err = raft.NewRawNode(&raft.Config{
 		ID:                        n.cfg.ID,
 		ElectionTick:              n.cfg.ElectionTicks,

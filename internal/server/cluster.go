@@ -138,6 +138,7 @@ func (s *Server) joinSystem() {
 		<-s.stopping
 		cancel()
 	}()
+	start, warned := time.Now(), time.Now()
 	for {
 		pw, err := s.openSystem(ctx)
 		if err == nil {
@@ -147,7 +148,13 @@ func (s *Server) joinSystem() {
 			}
 			return
 		}
-		s.log.Debug("clients and sessions not caught up yet", "err", err)
+		if time.Since(warned) >= 10*time.Second {
+			// Logins and sessions are refused meanwhile: say why.
+			warned = time.Now()
+			s.log.Warn("clients and sessions still catching up with the cluster", "for", time.Since(start).Round(time.Second), "err", err)
+		} else {
+			s.log.Debug("clients and sessions not caught up yet", "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -170,12 +170,7 @@ export abstract class BoomerangApi {
     this.sessionChanged();
   }
 
-  /**
-   * Runs an operation. A request refused for its session (expired, or
-   * unknown after a refresh or a server restart) is sent once more: with
-   * the current session if another call replaced it meanwhile, else after
-   * logging in again when the client has credentials.
-   */
+  /** Runs an operation, renewing the session once if it is refused (see withSession). */
   protected async call<K extends Operation>(op: K, init: InputOf<K> | undefined, options: CallOptions | undefined): Promise<ResponseOf<K>> {
     const signal = callSignal(options);
     const request = create(BoomerangService.method[op].input, init) as RequestOf<K>;
@@ -185,15 +180,26 @@ export abstract class BoomerangApi {
     if (op !== "refreshSession") {
       await this.beforeCall(signal);
     }
+    return this.#adopt(op, await this.withSession(signal, (sessionId) => this.send(op, request, sessionId, signal)));
+  }
+
+  /**
+   * Runs send with the session id. When the request is refused for its
+   * session (expired, or unknown after a refresh or a server restart), it
+   * is sent once more: with the current session if another call replaced
+   * it meanwhile, else after logging in again when the client has
+   * credentials.
+   */
+  protected async withSession<T>(signal: AbortSignal | undefined, send: (sessionId: string) => Promise<T>): Promise<T> {
     const stale = this.#session?.id ?? "";
     try {
-      return this.#adopt(op, await this.send(op, request, stale, signal));
+      return await send(stale);
     } catch (err) {
       if (!sessionRefused(err) || !(await this.#renew(stale, signal))) {
         throw err;
       }
     }
-    return this.#adopt(op, await this.send(op, request, this.#session?.id ?? "", signal));
+    return send(this.#session?.id ?? "");
   }
 
   #adopt<K extends Operation>(op: K, response: ResponseOf<K>): ResponseOf<K> {

@@ -1,7 +1,7 @@
 import { connect as netConnect, type Socket } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { sizeDelimitedEncode, sizeDelimitedPeek } from "@bufbuild/protobuf/wire";
-import { BoomerangService, RequestSchema, Status, type Request } from "./gen/api/boomerang/v1/boomerang_pb.js";
+import { RequestSchema, Status, type Request, type Response } from "./gen/api/boomerang/v1/boomerang_pb.js";
 import {
   BoomerangApi,
   type Credentials,
@@ -11,8 +11,12 @@ import {
   type ResponseOf,
   type Session,
 } from "./api.js";
-import { BoomerangError, ClientClosedError, InvalidRequestError, ProtocolError, errorFromWire, messageOf } from "./errors.js";
+import { bodyOf } from "./body.js";
+import { BoomerangError, ClientClosedError, InvalidRequestError, messageOf } from "./errors.js";
 import { Connection } from "./connection.js";
+import { Peers } from "./peers.js";
+import { registerTasks } from "./routebatch.js";
+import { Router } from "./router.js";
 import { Slots, abortable, deferred, sleep, type Deferred } from "./wait.js";
 
 /** Defaults for options left out. */
@@ -44,17 +48,17 @@ export interface ClientOptions {
   maxInFlight?: number;
   /** Default clientDefaults.maxResponseBytes. */
   maxResponseBytes?: number;
+  /**
+   * Against a cluster, sends each request to its shard's leader, over a
+   * connection of its own to that node (see README.md, "Clusters"). Default
+   * true; false leaves every request to the node dialed, which forwards it.
+   */
+  routing?: boolean;
   /** Where connection changes and refresh failures are logged. Default: nowhere. */
   logger?: Logger;
   /** Bounds dial only; the client lives until close. */
   signal?: AbortSignal;
 }
-
-/** Operations whose response may legitimately have no fields, which a server may leave out altogether. */
-const mayBeEmpty = new Set<Operation>([
-  "deregisterClient", "listClients", "cancelTask", "listTasks", "listDeadLetters", "deleteDeadLetter", "unblockGroup", "skipGroup",
-  "cancelTasks", "purgeDeadLetters", "registerTasks",
-]);
 
 /**
  * Connects to the server at address ("host:port") over raw TCP. With
@@ -86,12 +90,15 @@ export async function dial(address: string, options: ClientOptions = {}): Promis
  * in the background with exponential backoff; calls made meanwhile wait
  * for the new connection. Close it when done: until then it keeps the
  * process alive.
+ *
+ * Against a cluster it sends each request to its shard's leader over a
+ * connection of its own to that node, with the same session, and follows
+ * the nodes' NOT_LEADER answers (see the Router); routing: false turns
+ * that off.
  */
 export class Client extends BoomerangApi {
   readonly address: string;
-  readonly #host: string;
-  readonly #port: number;
-  readonly #opts: Required<Omit<ClientOptions, "credentials" | "session" | "logger" | "signal">>;
+  readonly #opts: Required<Omit<ClientOptions, "credentials" | "session" | "logger" | "signal" | "routing">>;
   readonly #slots: Slots;
   #nextId = 1n;
   #maxFrame = 0;
@@ -102,11 +109,13 @@ export class Client extends BoomerangApi {
   #closed = false;
   readonly #life = new AbortController();
   #refreshTimer: NodeJS.Timeout | undefined;
+  readonly #peers: Peers | undefined;
+  readonly #router: Router | undefined;
 
   /** Use dial. */
   constructor(address: string, options: ClientOptions) {
     super(options.credentials, options.session, options.logger);
-    [this.#host, this.#port] = splitAddress(address);
+    splitAddress(address); // fails early on a bad address
     this.address = address;
     this.#opts = {
       dialTimeoutMs: options.dialTimeoutMs ?? clientDefaults.dialTimeoutMs,
@@ -116,11 +125,21 @@ export class Client extends BoomerangApi {
       maxResponseBytes: options.maxResponseBytes ?? clientDefaults.maxResponseBytes,
     };
     this.#slots = new Slots(this.#opts.maxInFlight);
+    if (options.routing ?? true) {
+      this.#peers = new Peers((addr, signal) => this.#dial(addr, signal), this.#opts.maxResponseBytes, this.log);
+      this.#router = new Router({
+        sessionId: () => this.session?.id ?? "",
+        exchange: (request, addr, signal) => this.#exchange(request, addr, signal),
+        life: this.#life.signal,
+        fetchTimeoutMs: this.#opts.dialTimeoutMs,
+        log: this.log,
+      });
+    }
   }
 
   /** Connects, logs in or adopts the session, and reads the server's limits; dial calls it. */
   async start(signal: AbortSignal | undefined): Promise<void> {
-    this.#install(await this.#dial(signal));
+    this.#install(await this.#dial(this.address, signal));
     this.sessionChanged();
     if (this.session === undefined && this.credentials === undefined) {
       return;
@@ -148,6 +167,7 @@ export class Client extends BoomerangApi {
     this.#current = undefined;
     this.#ready.reject(new ClientClosedError());
     cur?.fail(new ClientClosedError());
+    this.#peers?.close();
   }
 
   /** The frame limit the server gave at start; 0 when it has not been asked. */
@@ -158,16 +178,29 @@ export class Client extends BoomerangApi {
   protected override async send<K extends Operation>(op: K, request: RequestOf<K>, sessionId: string, signal: AbortSignal | undefined): Promise<ResponseOf<K>> {
     await this.#slots.acquire(signal);
     try {
-      return await this.#roundTrip(op, request, sessionId, signal);
+      if (this.#router === undefined) {
+        const envelope = create(RequestSchema, { sessionId, body: { case: op, value: request } as Request["body"] });
+        return bodyOf(op, await this.#exchange(envelope, "", signal));
+      }
+      if (op === "registerTasks") {
+        const withSession = <T>(s: AbortSignal | undefined, f: (id: string) => Promise<T>) => this.withSession(s, f);
+        return (await registerTasks(this.#router, request as RequestOf<"registerTasks">, sessionId, signal, withSession)) as ResponseOf<K>;
+      }
+      return bodyOf(op, await this.#router.roundTrip(op, request, sessionId, signal));
     } finally {
       this.#slots.release();
     }
   }
 
-  async #roundTrip<K extends Operation>(op: K, request: RequestOf<K>, sessionId: string, signal: AbortSignal | undefined): Promise<ResponseOf<K>> {
+  /**
+   * Sends one request envelope, with a new request id, over the connection
+   * to the node at address ("": the client's own) and returns the response
+   * envelope.
+   */
+  async #exchange(request: Request, address: string, signal: AbortSignal | undefined): Promise<Response> {
     const id = this.#nextId++;
-    const envelope = create(RequestSchema, { requestId: id, sessionId, body: { case: op, value: request } as Request["body"] });
-    const frame = sizeDelimitedEncode(RequestSchema, envelope);
+    request.requestId = id;
+    const frame = sizeDelimitedEncode(RequestSchema, request);
     if (this.#maxFrame > 0) {
       const size = frame.length - sizeDelimitedPeek(frame).offset!;
       if (size > this.#maxFrame) {
@@ -176,22 +209,12 @@ export class Client extends BoomerangApi {
       }
     }
     for (;;) {
-      const conn = await this.#connection(signal);
+      const conn = address === "" ? await this.#connection(signal) : await this.#peers!.get(address, signal);
       const pending = conn.send(id, frame);
       if (pending === undefined) {
         continue; // never written: it may go out on the next connection
       }
-      const resp = await abortable(pending, signal, () => conn.abandon(id));
-      if (resp.error !== undefined) {
-        throw errorFromWire(resp.error);
-      }
-      if (resp.body.case === op) {
-        return resp.body.value as ResponseOf<K>;
-      }
-      if (mayBeEmpty.has(op)) {
-        return create(BoomerangService.method[op].output) as ResponseOf<K>;
-      }
-      throw new ProtocolError(`the response to request ${id} has no ${op} body`);
+      return abortable(pending, signal, () => conn.abandon(id));
     }
   }
 
@@ -215,14 +238,16 @@ export class Client extends BoomerangApi {
     }
   }
 
-  #dial(signal: AbortSignal | undefined): Promise<Socket> {
+  /** Opens a TCP connection to the node at address ("host:port"). */
+  #dial(address: string, signal: AbortSignal | undefined): Promise<Socket> {
+    const [host, port] = splitAddress(address);
     const timeout = AbortSignal.timeout(this.#opts.dialTimeoutMs);
     const bound = signal === undefined ? AbortSignal.any([timeout, this.#life.signal]) : AbortSignal.any([timeout, this.#life.signal, signal]);
     return new Promise<Socket>((resolve, reject) => {
-      const socket = netConnect({ host: this.#host, port: this.#port, noDelay: true });
+      const socket = netConnect({ host, port, noDelay: true });
       const onAbort = () => {
         socket.destroy();
-        reject(new Error(`cannot connect to ${this.address}: ${messageOf(bound.reason)}`, { cause: bound.reason }));
+        reject(new Error(`cannot connect to ${address}: ${messageOf(bound.reason)}`, { cause: bound.reason }));
       };
       if (bound.aborted) {
         onAbort();
@@ -236,7 +261,7 @@ export class Client extends BoomerangApi {
       });
       socket.once("error", (err) => {
         bound.removeEventListener("abort", onAbort);
-        reject(new Error(`cannot connect to ${this.address}: ${err.message}`, { cause: err }));
+        reject(new Error(`cannot connect to ${address}: ${err.message}`, { cause: err }));
       });
     });
   }
@@ -272,7 +297,7 @@ export class Client extends BoomerangApi {
     for (let attempt = 1; !this.#closed; attempt++) {
       try {
         await sleep(wait / 2 + Math.random() * (wait / 2), this.#life.signal);
-        const socket = await this.#dial(undefined);
+        const socket = await this.#dial(this.address, undefined);
         this.log.info("boomerang: reconnected", { address: this.address, attempts: attempt });
         this.#install(socket);
         return;

@@ -28,6 +28,7 @@ import {
   unescapeName,
   verifyWebhook,
 } from "../src/index.js";
+import { shardOfId, shardOfTask } from "../src/shard.js";
 
 const dir = resolve(fileURLToPath(import.meta.url), "../../../../../testdata/conformance");
 
@@ -225,5 +226,20 @@ test("fences: keys and admit sequences", () => {
     const fence = new Fence(s.capacity);
     s.steps.forEach((step, i) => assert.equal(fence.admit(step.key, BigInt(step.term)), step.admitted, `${s.name} step ${i}`));
     assert.equal(fence.stale, s.stale, s.name);
+  }
+});
+
+test("shards: the shard of a new task and of a task id", () => {
+  const f = load<{
+    tasks: Array<{ name: string; shards: number; client: string; group?: string; idempotency_key?: string; replace_key?: string; shard: number; placed: boolean }>;
+    ids: Array<{ task_id: string; shard: number }>;
+  }>("shards.json");
+  assert.ok(f.tasks.length > 0 && f.ids.length > 0);
+  for (const v of f.tasks) {
+    const got = shardOfTask(v.shards, v.client, v.group ?? "", v.idempotency_key ?? "", v.replace_key ?? "");
+    assert.equal(got, v.placed ? v.shard : undefined, v.name);
+  }
+  for (const v of f.ids) {
+    assert.equal(shardOfId(BigInt(v.task_id)), v.shard, v.task_id);
   }
 });
