@@ -22,6 +22,7 @@ var (
 	benchRate   = flag.Int("outbox.rate", 5000, "rows inserted per second by BenchmarkLag")
 	benchFor    = flag.Duration("outbox.for", 20*time.Second, "how long BenchmarkLag inserts")
 	benchDepth  = flag.Int("outbox.depth", DefaultGroupDepth, "the source's group depth")
+	benchStats  = flag.Bool("outbox.pgstats", false, "print PostgreSQL's statement statistics (pg_stat_statements) at the end")
 )
 
 // benchDB is a durable server (fsync and synchronous commit on) with an
@@ -29,7 +30,11 @@ var (
 func benchDB(b *testing.B, cfg *Config) *pgxpool.Pool {
 	b.Helper()
 	cfg.PollInterval, cfg.LeaseTTL = DefaultPollInterval, DefaultLeaseTTL
-	s := pgtest.Start(b, pgtest.Options{Durable: true})
+	opts := pgtest.Options{Durable: true}
+	if *benchStats {
+		opts.Settings = map[string]string{"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track": "all"}
+	}
+	s := pgtest.Start(b, opts)
 	cfg.DSN = s.Database(b)
 	if err := Init(context.Background(), *cfg); err != nil {
 		b.Fatal(err)
@@ -39,7 +44,34 @@ func benchDB(b *testing.B, cfg *Config) *pgxpool.Pool {
 		b.Fatal(err)
 	}
 	b.Cleanup(pool.Close)
+	if *benchStats {
+		if _, err := pool.Exec(context.Background(), "CREATE EXTENSION pg_stat_statements"); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { printStatements(b, pool) })
+	}
 	return pool
+}
+
+// printStatements logs the statements that took the most of the
+// server's time, with their calls and rows.
+func printStatements(b *testing.B, db *pgxpool.Pool) {
+	rows, err := db.Query(context.Background(), `SELECT round(total_exec_time)::int8, calls, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 140)
+FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 15`)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ms, calls, n int64
+		var query string
+		if err := rows.Scan(&ms, &calls, &n, &query); err != nil {
+			b.Error(err)
+			return
+		}
+		b.Logf("%7d ms %7d calls %8d rows  %s", ms, calls, n, query)
+	}
 }
 
 // fill inserts rows round-robin over the groups, with COPY.

@@ -195,6 +195,14 @@ func (cols Columns) withDefaults() Columns {
 	return cols
 }
 
+// refillAt is how few rows of a group this node must have QUEUED before
+// a finished row has the group polled again: a quarter of the depth (at
+// least one row, below a depth of one), so that a poll tops the group up
+// by several rows at once (one index probe, one lock, one release of the
+// lot) rather than row by row, while the group's queue in Boomerang does
+// not run dry during the poll.
+func (c *Config) refillAt() int { return max(c.GroupDepth/4, min(c.GroupDepth-1, 1)) }
+
 func (c *Config) validate() error {
 	switch {
 	case !sourceName.MatchString(c.Name):

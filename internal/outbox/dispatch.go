@@ -333,6 +333,9 @@ func (l *leader) plan(ctx context.Context, tx pgx.Tx, limit int) ([]chain, cycle
 	}
 	maps.Copy(groups, l.pending)
 	clear(l.pending)
+	for g := range l.busy {
+		delete(groups, g) // polled again when its release ends, if it has room
+	}
 	r := cycleResult{full: l.full}
 	l.full = false
 	if r.full {
@@ -370,6 +373,9 @@ func (l *leader) dispatched(ctx context.Context, res dispatchResult, chains []ch
 	var free []heldTask
 	for _, q := range res.queued {
 		tasks = append(tasks, q.task)
+		if q.chain >= 0 {
+			s.loads.add(chains[q.chain].group, 1)
+		}
 		switch {
 		case !q.held:
 		case q.chain < 0:
@@ -404,7 +410,9 @@ func (l *leader) dispatched(ctx context.Context, res dispatchResult, chains []ch
 			l.mu.Lock()
 			delete(l.busy, group)
 			l.mu.Unlock()
-			s.freed.add([]string{group}) // the group may have room again
+			if s.loads.low(group, s.cfg.refillAt()) {
+				s.freed.add([]string{group}) // rows finished while it was busy
+			}
 		}
 		s.queueRelease(ctx, *run)
 	}
@@ -441,7 +449,11 @@ func (l *leader) readWriters(ctx context.Context, tx pgx.Tx) error {
 // next groups after the cursor, and returns the chains of rows that may
 // go, at most limit rows in all (see take).
 func (l *leader) heads(ctx context.Context, tx pgx.Tx, groups []string, full bool, limit int) (chains []chain, more bool, err error) {
-	depth := l.s.cfg.GroupDepth + 1 // the row after the last that may go: seen ahead
+	// The rows after the last that may go are seen ahead, as many as
+	// the group's next refill takes and one more: by the time they are
+	// due, the guard has let them through.
+	cfg := &l.s.cfg
+	depth := 2*cfg.GroupDepth - cfg.refillAt() + 1
 	visit := limit
 	if len(groups) > 0 {
 		if chains, _, err = l.readHeads(ctx, tx, chains, &limit, l.s.q.headsOf, groups, depth); err != nil {
@@ -538,5 +550,6 @@ func (l *leader) take(group string, g groupRows, room int) []string {
 		ids = append(ids, id)
 		blocking = g.modes[i] == "BLOCK_ON_ERROR"
 	}
+	l.s.loads.set(group, queued) // dispatched adds the rows that go
 	return ids
 }

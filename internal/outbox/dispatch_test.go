@@ -266,6 +266,36 @@ func TestRowsRegisteredAhead(t *testing.T) {
 	}
 }
 
+// TestGroupRefilledInBatches runs one group with no full polls after the
+// first: each refill comes from finished rows, and waits until at most a
+// quarter of the group's depth is left QUEUED, so that one poll queues
+// several rows of the group (one transaction: they share their
+// queued_at) instead of one row per finished row.
+func TestGroupRefilledInBatches(t *testing.T) {
+	rcv := startReceiver(t)
+	cfg := sourceConfig(rcv)
+	cfg.GroupDepth, cfg.PollInterval = 4, time.Hour
+	db := newDB(t, &cfg)
+	const rows = 24
+	for _, p := range payloads("", rows) {
+		insert(t, db, "g", p)
+	}
+	startNode(t, cfg, nodeOptions{})
+	waitStatus(t, db, map[string]int{"DONE": rows})
+	if got := rcv.delivered(); join(got["g"]) != join(payloads("", rows)) {
+		t.Fatalf("delivered %v, want the rows in order", got["g"])
+	}
+	var polls, single int
+	if err := db.QueryRow(context.Background(), `SELECT count(*), count(*) FILTER (WHERE n = 1)
+FROM (SELECT count(*) AS n FROM boomerang_outbox GROUP BY queued_at) p`).Scan(&polls, &single); err != nil {
+		t.Fatal(err)
+	}
+	// The last refill may find a single row left.
+	if single > 1 {
+		t.Errorf("%d of the %d polls that queued rows queued a single row", single, polls)
+	}
+}
+
 // TestBlockOnErrorBehindRowsAhead mixes modes in one group: NEXT_ON_ERROR
 // rows are registered ahead, but nothing is registered behind a
 // BLOCK_ON_ERROR row while it is in flight, so its failure stops the

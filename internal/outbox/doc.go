@@ -109,13 +109,20 @@
 //
 // The primary polls when woken: by a notification (the trigger of
 // `outbox init` notifies NotifyChannel on every PENDING row; a
-// dedicated connection LISTENs), by a finished row (its group is polled
-// at once), or by Config.PollInterval. A full poll visits up to
-// BatchSize groups from a cursor, one index scan of at most GroupDepth+1
-// rows each, so a table of many groups is covered over several polls; a
-// group with a finished row, or whose releases have ended, is polled
-// directly. A poll takes at most BatchSize rows, and at most MaxInFlight
-// rows are QUEUED by a node: no poll starts while they are.
+// dedicated connection LISTENs), by finished rows (below), or by
+// Config.PollInterval. A full poll visits up to BatchSize groups from a
+// cursor, one index scan of at most 2*GroupDepth - refillAt + 1 rows
+// each (the rows that may go and those the group's next refill takes,
+// seen ahead for the guard), so a table of many groups is covered over
+// several polls. A group is refilled, polled directly, once a finished
+// row leaves at most refillAt (a quarter of GroupDepth) of its rows
+// QUEUED by this node (groupLoads counts them), or when its releases end
+// with so few: one
+// poll then tops it up by several rows, with one index scan, one lock
+// and one release for the lot, rather than one poll per finished row;
+// Boomerang's queue of the group never runs dry meanwhile. Busy groups
+// are not read. A poll takes at most BatchSize rows, and at most
+// MaxInFlight rows are QUEUED by a node: no poll starts while they are.
 //
 // # One primary
 //

@@ -104,8 +104,9 @@ func (s *Source) markOutcomes(ctx context.Context, batch []outcome) error {
 	}
 	s.metrics.add(countDone, done)
 	s.metrics.add(countError, failed)
+	refill := s.loads.finish(freed, s.cfg.refillAt()) // counted on standbys too: a standby may lead next
 	if s.primary.Load() {
-		s.freed.add(freed)
+		s.freed.add(refill)
 	}
 	return nil
 }

@@ -145,7 +145,13 @@ WHERE o.%s = u.id%s AND o.%s = 'PENDING'`, t, status, setErr, id, castID, status
 		// 0: not known (a task found gone at recovery); keep the count.
 		setAttempts = fmt.Sprintf(", %s = coalesce(nullif(u.attempts, 0), o.%s)", ident(c.Attempts), ident(c.Attempts))
 	}
-	match := fmt.Sprintf("o.%s = u.id%s AND o.%s = u.task AND o.%s = $2 AND o.%s = 'QUEUED'",
+	// The owner and status are compared as a pair, a form no index
+	// serves, so that the rows are found by their ids (primary key probes,
+	// one per row of the batch) whatever the statistics say. Compared
+	// plainly, they match the queued index; statistics taken when few rows
+	// were QUEUED (after a bulk insert, say) then make the planner hash
+	// every row the node has QUEUED, for each batch.
+	match := fmt.Sprintf("o.%s = u.id%s AND o.%s = u.task AND ((o.%s, o.%s) = ($2, 'QUEUED')) IS TRUE",
 		id, castID, ident(c.TaskID), ident(c.Owner), status)
 	returning := fmt.Sprintf("RETURNING coalesce(o.%s, ''), NOT %s", ident(c.Group), q.free("o"))
 	q.finished = fmt.Sprintf(`UPDATE %s o SET %s = (CASE WHEN u.ok THEN 'DONE' ELSE 'ERROR' END)::%s%s%s

@@ -35,6 +35,7 @@ type Source struct {
 	wake      chan struct{} // a notification, or the poll is due early
 	outcomes  outcomeQueue
 	freed     groupSet      // groups with a finished gated row: poll them next
+	loads     groupLoads    // rows of each group this node has QUEUED, as its polls saw them
 	inFlight  taskSet       // tasks this node queued, not finished
 	releasing chan struct{} // one per run of releases under way
 	primary   atomic.Bool
@@ -57,6 +58,7 @@ func newSource(cfg Config, opts *Options, m *sourceMetrics) *Source {
 		wake:      make(chan struct{}, 1),
 		outcomes:  outcomeQueue{signal: make(chan struct{}, 1)},
 		freed:     groupSet{signal: make(chan struct{}, 1)},
+		loads:     groupLoads{n: map[string]int{}},
 		inFlight:  taskSet{ids: map[uint64]struct{}{}, gauge: m.inFlight},
 		releasing: make(chan struct{}, maxReleases),
 		stop:      make(chan struct{}),
@@ -325,6 +327,61 @@ func (g *groupSet) take() map[string]struct{} {
 	defer g.mu.Unlock()
 	out := g.groups
 	g.groups = nil
+	return out
+}
+
+// groupLoads counts the rows of each group this node has QUEUED: set by
+// the poll that reads the group (the rows it read QUEUED), raised by the
+// rows it takes, lowered by each finished row. It only decides when
+// a group is polled again (refill): a count off by a few rows, or lost,
+// makes a poll come a little early or late, never a wrong one; a full
+// poll visits every group anyway.
+type groupLoads struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (g *groupLoads) set(group string, n int) {
+	g.mu.Lock()
+	if n > 0 {
+		g.n[group] = n
+	} else {
+		delete(g.n, group)
+	}
+	g.mu.Unlock()
+}
+
+func (g *groupLoads) add(group string, n int) {
+	g.mu.Lock()
+	g.n[group] += n
+	g.mu.Unlock()
+}
+
+// low reports whether a group has at most n rows QUEUED.
+func (g *groupLoads) low(group string, n int) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n[group] <= n
+}
+
+// finish lowers the counts of the groups of finished rows (a group once
+// per row) and returns those that have fallen to low or below: the
+// groups worth polling again (a group may come more than once).
+func (g *groupLoads) finish(groups []string, low int) []string {
+	var out []string
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, group := range groups {
+		n := g.n[group] - 1
+		if n > 0 {
+			g.n[group] = n
+		} else {
+			delete(g.n, group)
+		}
+		if n <= low {
+			out = append(out, group)
+		}
+	}
 	return out
 }
 
