@@ -18,17 +18,10 @@ import (
 // them meanwhile, and a leader that went on leading without them would
 // leave its state machine waiting for them for good.
 func TestProposalsWhileATransferFails(t *testing.T) {
-	nw := &localNet{LocalNetwork: NewLocalNetwork(1)}
-	defer nw.close()
-	c := startCluster(t, nw, shards[:1])
-	defer c.stop()
+	nw, c := oneShard(t)
 	const sh = 0
-	c.commit("before", 5)
 	l := c.leader(sh)
-	to := c.rs[0]
-	if to == l {
-		to = c.rs[1]
-	}
+	to := c.follower(sh)
 	nw.isolate(to.id, true) // it never hears of the transfer
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -69,17 +62,10 @@ func TestProposalsWhileATransferFails(t *testing.T) {
 // read barrier at once: its state machine applies nothing new to say how
 // far it got, so the node must know that from the state it loaded.
 func TestReadBarrierAfterRestart(t *testing.T) {
-	nw := &localNet{LocalNetwork: NewLocalNetwork(1)}
-	defer nw.close()
-	c := startCluster(t, nw, shards[:1])
-	defer c.stop()
+	nw, c := oneShard(t)
 	const sh = 0
-	c.commit("before", 5)
 	c.converge()
-	down := c.rs[0]
-	if c.leader(sh) == down {
-		down = c.rs[1]
-	}
+	down := c.follower(sh)
 	i := slices.Index(c.rs, down)
 	down.stop(t)
 	c.rs[i] = startReplica(t, down.id, down.node.cfg.Peers, shards[:1], down.fs, nw)
@@ -88,4 +74,26 @@ func TestReadBarrierAfterRestart(t *testing.T) {
 	if err := c.rs[i].node.ReadBarrier(ctx, sh); err != nil {
 		t.Fatalf("read barrier on the restarted replica: %v", err)
 	}
+}
+
+// oneShard starts three replicas of shard 0 on an in-process network,
+// stopped when the test ends, and commits a few entries.
+func oneShard(t *testing.T) (*localNet, *cluster) {
+	t.Helper()
+	nw := &localNet{LocalNetwork: NewLocalNetwork(1)}
+	c := startCluster(t, nw, shards[:1])
+	t.Cleanup(func() {
+		c.stop()
+		nw.close()
+	})
+	c.commit("before", 5)
+	return nw, c
+}
+
+// follower returns a replica that does not lead shard.
+func (c *cluster) follower(shard uint16) *replica {
+	if l := c.leader(shard); l == c.rs[0] {
+		return c.rs[1]
+	}
+	return c.rs[0]
 }
