@@ -33,6 +33,8 @@ type Batch struct {
 	state     *stateWrites // a state batch's (NewStateBatch); nil otherwise
 	orders    []orderWrite // order entries written and deleted, for the group floors
 	rewrites  bool         // whole ranges of state replaced: floors are void
+	idems     []idemWrite  // idempotency keys written and deleted (idem.go)
+	rewritten []uint16     // shards whose state is replaced: their idempotency keys reload
 }
 
 // NewBatch returns an empty batch for s.
@@ -52,6 +54,7 @@ func (b *Batch) Reset() {
 	}
 	b.count, b.err, b.committed, b.spent = 0, nil, false, false
 	b.orders, b.rewrites = b.orders[:0], false
+	b.idems, b.rewritten = b.idems[:0], b.rewritten[:0]
 	b.state.reset()
 }
 
@@ -282,9 +285,10 @@ func (b *Batch) PutIdempotency(shard uint16, client, key string, id uint64, crea
 		return invalidf("PutIdempotency(%q, %q) with task id 0", client, key)
 	}
 	v := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(b.buf[:0], id), uint64(createdMs))
-	b.set(idempotencyKey(shard, client, key), v)
+	k := idempotencyKey(shard, client, key)
+	b.set(k, v)
 	b.set(idemExpiryKey(shard, createdMs, client, key), nil)
-	return b.done()
+	return b.idemDone(shard, k, false)
 }
 
 // DeleteIdempotency forgets an idempotency key filed at createdMs.
@@ -292,9 +296,20 @@ func (b *Batch) DeleteIdempotency(shard uint16, client, key string, createdMs in
 	if err := b.checkShard(uint32(shard)); err != nil {
 		return err
 	}
-	b.delete(idempotencyKey(shard, client, key))
+	k := idempotencyKey(shard, client, key)
+	b.delete(k)
 	b.delete(idemExpiryKey(shard, createdMs, client, key))
-	return b.done()
+	return b.idemDone(shard, k, true)
+}
+
+// idemDone ends an operation on an idempotency key and, if it was added,
+// notes it for the store's set of keys.
+func (b *Batch) idemDone(shard uint16, key []byte, deleted bool) error {
+	if err := b.done(); err != nil {
+		return err
+	}
+	b.idems = append(b.idems, idemWrite{shard: shard, hash: b.s.idem.hash(key), deleted: deleted})
+	return nil
 }
 
 // PutShardMeta writes a shard's high-water marks.
@@ -505,6 +520,24 @@ func (s *Store) commit(b *Batch, opts *pebble.WriteOptions) error {
 	return nil
 }
 
+// applyIdem runs apply, a commit of b, keeping the store's set of
+// idempotency keys a superset of Pebble's (idem.go).
+func (s *Store) applyIdem(b *Batch, apply func() error) error {
+	s.idem.written(b.idems, b.rewritten, true)
+	if len(b.rewritten) > 0 {
+		unlock := s.idem.lock(b.rewritten)
+		defer unlock()
+	}
+	if err := apply(); err != nil {
+		return err
+	}
+	if err := s.idem.reload(s.db, b.rewritten); err != nil {
+		return err
+	}
+	s.idem.written(b.idems, b.rewritten, false)
+	return nil
+}
+
 func (s *Store) checkCommit(b *Batch) error {
 	if b.err == nil && !b.committed {
 		b.err = b.state.release(b.pb)
@@ -532,7 +565,7 @@ func (s *Store) apply(b *Batch, apply func() error) (err error) {
 		}
 	}()
 	defer recoverFatal(&err)
-	if err := apply(); err != nil {
+	if err := s.applyIdem(b, apply); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
 	// Reads see b now: the group floors must not hide its order entries.

@@ -110,6 +110,10 @@ func decodeOrderEntry(rest []byte) (OrderEntry, error) {
 	}, nil
 }
 
+// errNoIdempotencyKey answers for a key the store's set says it does
+// not hold: the usual answer, so it is made once.
+var errNoIdempotencyKey = fmt.Errorf("%w: idempotency key", ErrNotFound)
+
 // Idempotency returns the task id a client's idempotency key created and
 // when (Unix ms).
 func (s *Store) Idempotency(shard uint16, client, key string) (id uint64, createdMs int64, err error) {
@@ -117,8 +121,12 @@ func (s *Store) Idempotency(shard uint16, client, key string) (id uint64, create
 		return 0, 0, err
 	}
 	defer s.gate.Exit()
+	k := idempotencyKey(shard, client, key)
+	if !s.idem.mayHold(shard, k) {
+		return 0, 0, errNoIdempotencyKey
+	}
 	what := fmt.Sprintf("idempotency key %q of client %q", key, client)
-	err = get(s.db, what, idempotencyKey(shard, client, key), func(v []byte) error {
+	err = get(s.db, what, k, func(v []byte) error {
 		if len(v) != 16 {
 			return corruptf("%s holds %d bytes, want 16", what, len(v))
 		}

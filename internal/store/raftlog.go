@@ -140,5 +140,6 @@ func (b *Batch) DropShard(shard uint16) error {
 		b.deleteRange(p, prefixEnd(p))
 	}
 	b.rewrites = true
+	b.rewritten = append(b.rewritten, shard)
 	return b.done()
 }

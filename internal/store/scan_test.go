@@ -363,6 +363,7 @@ func TestCorruptRecordsAreReported(t *testing.T) {
 	commit(t, s, func(b *Batch) {
 		b.PutTask(tk)
 		b.PutDeadLetter(&storepb.DeadLetter{Task: tk})
+		b.PutIdempotency(shard, "acme", "k", tk.Id, 1)
 	})
 	junk := []byte{0xff, 0xff, 0xff} // an invalid protobuf tag
 	for _, k := range [][]byte{

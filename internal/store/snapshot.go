@@ -120,6 +120,7 @@ func (b *Batch) RestoreShard(shard uint16, data []byte) (*storepb.ShardMeta, err
 		b.set(kv[0], kv[1])
 	}
 	b.rewrites = true
+	b.rewritten = append(b.rewritten, shard)
 	return meta, b.done()
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -76,9 +77,15 @@ func (s *stateWrites) release(pb *pebble.Batch) error {
 	}
 	key := func(w heldWrite) []byte { return s.arena[w.start:w.mid] }
 	if sortHeldWrites {
-		slices.SortStableFunc(s.writes, func(a, b heldWrite) int { return bytes.Compare(key(a), key(b)) })
+		// start follows the order the writes were made in.
+		slices.SortFunc(s.writes, func(a, b heldWrite) int {
+			return cmp.Or(bytes.Compare(key(a), key(b)), cmp.Compare(a.start, b.start))
+		})
 	}
-	for _, w := range s.writes {
+	for i, w := range s.writes {
+		if i+1 < len(s.writes) && overridden(w, s.writes[i+1], key) {
+			continue
+		}
 		var err error
 		switch w.kind {
 		case writeSet:
@@ -94,6 +101,15 @@ func (s *stateWrites) release(pb *pebble.Batch) error {
 	}
 	s.arena, s.writes = s.arena[:0], s.writes[:0]
 	return nil
+}
+
+// overridden reports whether write w, followed by next, can be left out:
+// next is a later write of the same key that replaces whatever w left,
+// for readers and for every older version below. A single deletion is
+// never left out, nor left without the write before it: it must meet
+// exactly the one write it removes.
+func overridden(w, next heldWrite, key func(heldWrite) []byte) bool {
+	return w.kind != writeSingleDelete && next.kind != writeSingleDelete && bytes.Equal(key(w), key(next))
 }
 
 // reset empties s, keeping its memory for the next batch.

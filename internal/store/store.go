@@ -45,7 +45,8 @@ type Store struct {
 	c      *counters
 	log    *slog.Logger
 	shards int
-	floors floors // where group order scans may start (floor.go)
+	floors floors    // where group order scans may start (floor.go)
+	idem   *idemKeys // the idempotency keys held, hashed (idem.go)
 
 	failure atomic.Pointer[error] // set once Pebble hit a fatal write error
 
@@ -106,6 +107,10 @@ func open(dir string, o Options, filesystem vfs.FS) (_ *Store, err error) {
 		return nil, err
 	}
 	if err := s.loadShards(o.Shards); err != nil {
+		return nil, err
+	}
+	s.idem = newIdemKeys(s.shards)
+	if err := s.idem.load(s.db); err != nil {
 		return nil, err
 	}
 	opened = true
