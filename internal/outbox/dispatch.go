@@ -363,9 +363,10 @@ func (l *leader) uncertain(err error) error {
 	return fmt.Errorf("%w: %w", errUncertain, err)
 }
 
-// dispatched does what follows a commit: count, release. Each chain's
-// tasks are released in order; its group stays busy until they are, so
-// that no later poll releases a task of the group before them.
+// dispatched does what follows a commit: count, release. The poll's runs
+// are released together (releaseRuns), each chain's tasks in order; its
+// group stays busy until they are, so that no later poll releases a task
+// of the group before them.
 func (l *leader) dispatched(ctx context.Context, res dispatchResult, chains []chain, releasing map[int]bool) {
 	s := l.s
 	tasks := make([]uint64, 0, len(res.queued))
@@ -404,6 +405,7 @@ func (l *leader) dispatched(ctx context.Context, res dispatchResult, chains []ch
 	if len(res.failed) > 0 {
 		s.log.Warn("outbox: rows could not be registered and stay PENDING", "rows", len(res.failed), "err", res.failed[0])
 	}
+	all := make([]release, 0, len(runs)+len(free))
 	for i, run := range runs {
 		group := chains[i].group
 		run.done = func() {
@@ -414,10 +416,13 @@ func (l *leader) dispatched(ctx context.Context, res dispatchResult, chains []ch
 				s.freed.add([]string{group}) // rows finished while it was busy
 			}
 		}
-		s.queueRelease(ctx, *run)
+		all = append(all, *run)
 	}
 	for _, t := range free {
-		s.queueRelease(ctx, release{tasks: []heldTask{t}})
+		all = append(all, release{tasks: []heldTask{t}})
+	}
+	if len(all) > 0 {
+		s.queueRelease(ctx, all...)
 	}
 }
 

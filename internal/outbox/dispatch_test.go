@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
+	"github.com/boomerangd/boomerang/internal/scheduler"
 )
 
 // TestDispatchesEachGroupInOrder inserts rows of several groups, some
@@ -294,6 +296,41 @@ FROM (SELECT count(*) AS n FROM boomerang_outbox GROUP BY queued_at) p`).Scan(&p
 	if single > 1 {
 		t.Errorf("%d of the %d polls that queued rows queued a single row", single, polls)
 	}
+}
+
+// A poll's groups are released together: one UpdateBatch per poll, not
+// one per group.
+func TestPollReleasesItsGroupsTogether(t *testing.T) {
+	rcv := startReceiver(t)
+	cfg := sourceConfig(rcv)
+	cfg.PollInterval = time.Hour
+	db := newDB(t, &cfg)
+	const groups = 40
+	for g := range groups {
+		for _, p := range payloads("", 2) {
+			insert(t, db, fmt.Sprint("g", g), p)
+		}
+	}
+	var updates atomic.Int64
+	startNode(t, cfg, nodeOptions{wrap: func(s Scheduler) Scheduler { return &countingUpdates{Scheduler: s, n: &updates} }})
+	waitStatus(t, db, map[string]int{"DONE": 2 * groups})
+	var polls int
+	if err := db.QueryRow(context.Background(), `SELECT count(DISTINCT queued_at) FROM boomerang_outbox`).Scan(&polls); err != nil {
+		t.Fatal(err)
+	}
+	if n := updates.Load(); n > int64(polls) {
+		t.Errorf("%d batch updates for %d polls that queued rows of %d groups", n, polls, groups)
+	}
+}
+
+type countingUpdates struct {
+	Scheduler
+	n *atomic.Int64
+}
+
+func (c *countingUpdates) UpdateBatch(ctx context.Context, caller scheduler.Caller, reqs []scheduler.UpdateRequest) ([]scheduler.UpdateResult, error) {
+	c.n.Add(1)
+	return c.Scheduler.UpdateBatch(ctx, caller, reqs)
 }
 
 // TestBlockOnErrorBehindRowsAhead mixes modes in one group: NEXT_ON_ERROR

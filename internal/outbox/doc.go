@@ -79,11 +79,13 @@
 // scheduler keeps monotonic per shard, so released tasks of a group sort
 // by registration whoever releases them and whenever, and a release
 // repeated by recovery changes nothing. A group's tasks are released
-// together (releaseRun: one UpdateBatch, which the scheduler applies in
-// one log entry of the group's shard), or one after the other if that
-// fails, never one while an earlier one is still held, and a group stays busy for later polls from the plan that takes
-// its rows until their releases have ended; recovery releases each
-// group's held tasks in the order of their ids (releaseInOrder).
+// together, and with those of every other group of the poll (releaseRuns:
+// one UpdateBatch, which the scheduler applies in one log entry per
+// shard, so a group's tasks change at once), or one after the other if
+// that fails, never one while an earlier one is still held, and a group
+// stays busy for later polls from the plan that takes its rows until
+// their releases have ended; recovery releases each group's held tasks
+// in the order of their ids (releaseInOrder).
 //
 // Transactions can commit out of order: one that took sequence 5 may
 // commit after one that took 6. A poll must then not take 6 for the

@@ -246,6 +246,7 @@ type nodeOptions struct {
 	retry   scheduler.RetryDecider // default: two attempts 10 ms apart
 	before  func(*server.Server)   // runs once the server is up, before the outbox starts
 	elector func(string) Elector   // default: the lease row
+	wrap    func(Scheduler) Scheduler
 }
 
 // startNode runs a server and the outbox with cfg in it, stopped when the
@@ -278,7 +279,11 @@ func startNode(t testing.TB, cfg Config, o nodeOptions) *node {
 	if o.before != nil {
 		o.before(srv)
 	}
-	if err := ob.Start(context.Background(), srv.Scheduler(), srv.Registerer()); err != nil {
+	var sched Scheduler = srv.Scheduler()
+	if o.wrap != nil {
+		sched = o.wrap(sched)
+	}
+	if err := ob.Start(context.Background(), sched, srv.Registerer()); err != nil {
 		t.Fatal(err)
 	}
 	n := &node{srv: srv, ob: ob, src: ob.Source(cfg.Name)}

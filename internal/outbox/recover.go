@@ -39,52 +39,93 @@ type heldTask struct {
 	at time.Time
 }
 
-// queueRelease starts releasing a run once fewer than maxReleases runs
-// are under way, waiting for room until ctx ends. The run goes on until
-// the source stops: a run cut short leaves its tasks held and their rows
-// QUEUED, for reconcile or cleanupHeld to release later, in order.
-func (s *Source) queueRelease(ctx context.Context, r release) {
+// queueRelease starts releasing runs, together, once fewer than
+// maxReleases releases are under way, waiting for room until ctx ends.
+// The release goes on until the source stops: a run cut short leaves its
+// tasks held and their rows QUEUED, for reconcile or cleanupHeld to
+// release later, in order.
+func (s *Source) queueRelease(ctx context.Context, runs ...release) {
 	select {
 	case s.releasing <- struct{}{}:
 	case <-ctx.Done():
-		if r.done != nil {
-			r.done()
+		for _, r := range runs {
+			r.end()
 		}
 		return
 	}
 	s.wg.Go(func() {
 		defer func() { <-s.releasing }()
-		s.releaseRun(s.ctx, r.tasks)
-		if r.done != nil {
-			r.done()
-		}
+		s.releaseRuns(s.ctx, runs)
 	})
 }
 
-// releaseRun releases a run's tasks in one batch: a group's tasks live on
-// one shard, so the scheduler changes them together, in one durable
-// write, and the run's order holds. The tasks the batch did not release
-// (the scheduler busy, the shard's leader moving: the whole run, in
-// practice) go one at a time after it, in order, each retried until it is
-// released or ctx ends.
-func (s *Source) releaseRun(ctx context.Context, tasks []heldTask) {
-	reqs := make([]scheduler.UpdateRequest, len(tasks))
-	for i := range tasks {
-		reqs[i] = scheduler.UpdateRequest{ID: tasks[i].id, At: &tasks[i].at}
+func (r release) end() {
+	if r.done != nil {
+		r.done()
 	}
-	rest := tasks
-	if res, err := s.sched.UpdateBatch(ctx, admin, reqs); err == nil {
-		i := slices.IndexFunc(res, func(r scheduler.UpdateResult) bool { return !released(r.Err) })
-		rest = tasks[len(tasks):]
-		if i >= 0 {
-			rest = tasks[i:]
+}
+
+// releaseRuns releases runs in batches of whole runs, each one
+// UpdateBatch: a run's tasks (one group's) live on one shard, so the
+// scheduler changes them together, in one durable write of that shard,
+// and the run's order holds; a poll's runs so cost one write per shard,
+// not one per group. The tasks a batch did not release (the scheduler
+// busy, the shard's leader moving: the whole run, in practice) go one at
+// a time after it, in order, each retried until it is released or ctx
+// ends. A run released whole ends at once, before the others' retries,
+// which go on side by side.
+func (s *Source) releaseRuns(ctx context.Context, runs []release) {
+	var rest []release
+	for len(runs) > 0 {
+		n, size := 1, len(runs[0].tasks)
+		for n < len(runs) && size+len(runs[n].tasks) <= scheduler.MaxRegisterBatch {
+			size += len(runs[n].tasks)
+			n++
+		}
+		rest = append(rest, s.releaseBatch(ctx, runs[:n])...)
+		runs = runs[n:]
+	}
+	var wg sync.WaitGroup
+	for _, r := range rest {
+		wg.Go(func() {
+			defer r.end()
+			for _, t := range r.tasks {
+				if !s.releaseOne(ctx, t) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// releaseBatch releases runs in one UpdateBatch, ends those it released
+// whole, and returns the others with the tasks left to release.
+func (s *Source) releaseBatch(ctx context.Context, runs []release) (rest []release) {
+	var reqs []scheduler.UpdateRequest
+	for _, r := range runs {
+		for _, t := range r.tasks {
+			reqs = append(reqs, scheduler.UpdateRequest{ID: t.id, At: &t.at})
 		}
 	}
-	for _, t := range rest {
-		if !s.releaseOne(ctx, t) {
-			return
+	res, err := s.sched.UpdateBatch(ctx, admin, reqs)
+	for _, r := range runs {
+		left := r.tasks
+		if err == nil {
+			part := res[:len(r.tasks)]
+			res = res[len(r.tasks):]
+			left = left[len(left):]
+			if i := slices.IndexFunc(part, func(u scheduler.UpdateResult) bool { return !released(u.Err) }); i >= 0 {
+				left = r.tasks[i:]
+			}
 		}
+		if len(left) == 0 {
+			r.end()
+			continue
+		}
+		rest = append(rest, release{tasks: left, done: r.done})
 	}
+	return rest
 }
 
 // released reports whether an update's answer means its task is released:
@@ -123,6 +164,7 @@ func (s *Source) releaseInOrder(ctx context.Context, tasks []*storepb.Task) {
 		return cmp.Or(cmp.Compare(a.Client, b.Client), cmp.Compare(a.Group, b.Group), cmp.Compare(a.Id, b.Id))
 	})
 	var wg sync.WaitGroup
+	var runs []release
 	for i := 0; i < len(tasks); {
 		j := i + 1
 		for j < len(tasks) && tasks[i].Group != "" && tasks[j].Client == tasks[i].Client && tasks[j].Group == tasks[i].Group {
@@ -133,8 +175,11 @@ func (s *Source) releaseInOrder(ctx context.Context, tasks []*storepb.Task) {
 			run.tasks = append(run.tasks, heldTask{id: t.Id, at: time.UnixMilli(t.CreatedMs)})
 		}
 		wg.Add(1)
-		s.queueRelease(ctx, run)
+		runs = append(runs, run)
 		i = j
+	}
+	if len(runs) > 0 {
+		s.queueRelease(ctx, runs...)
 	}
 	wg.Wait()
 }
