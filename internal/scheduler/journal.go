@@ -133,7 +133,7 @@ func (p *partition) apply(committed []replica.Committed) {
 			all = append(all, batch.GetCommands()...)
 		}
 	}
-	if err := b.Prefetch(all); err != nil {
+	if err := b.Prefetch(all, p.tasks); err != nil {
 		p.s.fail(err)
 		return
 	}
@@ -161,6 +161,7 @@ func (p *partition) apply(committed []replica.Committed) {
 		p.s.fail(fmt.Errorf("scheduler: apply: %w", err))
 		return
 	}
+	p.tasks.Absorb(b)
 	for _, c := range committed {
 		p.s.node.Applied(c.Shard, p.appliedIndex[c.Shard])
 	}

@@ -40,6 +40,10 @@ type partition struct {
 	// pending overlays decisions that are proposed but not yet applied:
 	// the task as decided, or nil once deleted.
 	pending map[uint64]*pendingTask
+	// tasks holds records as the partition's applies left them, read
+	// before the store (current); cleared when a shard's state is
+	// replaced or dropped (loadShard).
+	tasks *store.TaskCache
 	// waiters run once the pending decision on a task is applied.
 	waiters map[uint64]func()
 	// pendingDLs overlays undurable changes to dead letters the same way.
@@ -156,6 +160,7 @@ func newPartition(s *Scheduler, index int) (*partition, error) {
 		runs:         make(map[string]*groupRun),
 		slots:        max(1, s.cfg.MaxDelivering/s.cfg.Partitions),
 		pending:      make(map[uint64]*pendingTask),
+		tasks:        store.NewTaskCache(taskCacheSize),
 		waiters:      make(map[uint64]func()),
 		pendingDLs:   make(map[uint64]*pendingDL),
 		recs:         make(map[string]*groupRec),

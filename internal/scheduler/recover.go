@@ -20,6 +20,7 @@ func (p *partition) load() error {
 
 // loadShard reads a shard's marks from its state.
 func (p *partition) loadShard(shard uint16) error {
+	p.tasks.Clear() // the shard's state may have been replaced
 	m, err := p.s.cfg.Store.ShardMeta(shard)
 	if err != nil {
 		return err

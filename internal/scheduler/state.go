@@ -11,11 +11,21 @@ import (
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
+// taskCacheSize bounds each partition's cache of applied task records:
+// about 4,000 tasks of a few hundred bytes each that a partition has
+// under way at once, twice over.
+const taskCacheSize = 8192
+
 // current returns the task as the loop last decided it: the pending
-// overlay first, then the store. ok is false if it does not exist.
+// overlay first, then the records the loop's applies left, then the
+// store. ok is false if it does not exist. The record is shared: it must
+// not be changed (clone it).
 func (p *partition) current(id uint64) (*storepb.Task, bool, error) {
 	if pt, ok := p.pending[id]; ok {
 		return pt.task, pt.task != nil, nil
+	}
+	if t, ok := p.tasks.Task(id); ok {
+		return t, true, nil
 	}
 	t, err := p.s.cfg.Store.Task(id)
 	if errors.Is(err, store.ErrNotFound) {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -108,20 +109,20 @@ func (b *Batch) ReplaceTask(old, updated *storepb.Task) error {
 	}
 	b.state.wroteTask(updated.Id, updated, false)
 	b.set(taskKey(updated.Id), markWrittenOnce(b.rec, false))
-	if indexed(old) != indexed(updated) {
-		b.deleteTaskIndexes(old)
-		b.putTaskIndexes(updated)
-	}
+	b.moveTaskIndexes(old, updated)
 	return b.done()
 }
 
 // DeleteTask removes the record of t (as stored) and its index entries.
-func (b *Batch) DeleteTask(t *storepb.Task) error {
+func (b *Batch) DeleteTask(t *storepb.Task) error { return b.deleteTask(t, t.GetWrittenOnce()) }
+
+// deleteTask is DeleteTask of a record whose written_once is once.
+func (b *Batch) deleteTask(t *storepb.Task, once bool) error {
 	if err := b.checkTask(t); err != nil {
 		return err
 	}
 	b.state.wroteTask(t.Id, nil, false)
-	if t.WrittenOnce {
+	if once {
 		b.singleDelete(taskKey(t.Id))
 	} else {
 		b.delete(taskKey(t.Id))
@@ -139,32 +140,31 @@ func markWrittenOnce(rec []byte, once bool) []byte {
 
 const writtenOnceField = 18 // storepb.Task.written_once
 
-// taskIndex is what a task's index entries depend on.
-type taskIndex struct {
-	due, wake     int64
-	seq           uint64
-	client, group string
-	ordered       bool
-	replaceKey    string
+// indexEntry is one of a task's index entries; a nil key: none.
+type indexEntry struct {
+	key, value []byte
+	order      bool // an entry of its group's order (floors)
 }
 
-func indexed(t *storepb.Task) taskIndex {
-	return taskIndex{due: t.DueMs, wake: WakeMs(t), seq: t.Seq, client: t.Client, group: t.Group, ordered: Ordered(t), replaceKey: t.ReplaceKey}
+// taskIndexes returns a task's index entries: due, group order, client,
+// replace key.
+func taskIndexes(t *storepb.Task) [4]indexEntry {
+	var e [4]indexEntry
+	e[0].key = dueKey(WakeMs(t), t.Id)
+	if Ordered(t) {
+		e[0].value = []byte(GroupRef(t.Client, t.Group))
+		e[1] = indexEntry{key: orderKey(ShardOf(t.Id), t.Client, t.Group, t.DueMs, t.Seq, t.Id), order: true}
+	}
+	e[2].key = clientIndexKey(tagClientIndex, t.Client, t.Id)
+	if t.ReplaceKey != "" {
+		e[3].key = replaceKeyOf(t)
+	}
+	return e
 }
 
 func (b *Batch) putTaskIndexes(t *storepb.Task) {
-	shard := ShardOf(t.Id)
-	if Ordered(t) {
-		b.set(dueKey(WakeMs(t), t.Id), append(b.buf[:0], GroupRef(t.Client, t.Group)...))
-		k := orderKey(shard, t.Client, t.Group, t.DueMs, t.Seq, t.Id)
-		b.set(k, nil)
-		b.orders = append(b.orders, orderWrite{key: k})
-	} else {
-		b.set(dueKey(WakeMs(t), t.Id), nil)
-	}
-	b.set(clientIndexKey(tagClientIndex, t.Client, t.Id), nil)
-	if t.ReplaceKey != "" {
-		b.set(replaceKeyOf(t), nil)
+	for _, e := range taskIndexes(t) {
+		b.putEntry(e)
 	}
 }
 
@@ -172,15 +172,43 @@ func (b *Batch) putTaskIndexes(t *storepb.Task) {
 // each entry is written once between deletions, since it is only written
 // for a new task or after its old entries were removed.
 func (b *Batch) deleteTaskIndexes(t *storepb.Task) {
-	b.singleDelete(dueKey(WakeMs(t), t.Id))
-	if Ordered(t) {
-		k := orderKey(ShardOf(t.Id), t.Client, t.Group, t.DueMs, t.Seq, t.Id)
-		b.singleDelete(k)
-		b.orders = append(b.orders, orderWrite{key: k, deleted: true})
+	for _, e := range taskIndexes(t) {
+		b.deleteEntry(e)
 	}
-	b.singleDelete(clientIndexKey(tagClientIndex, t.Client, t.Id))
-	if t.ReplaceKey != "" {
-		b.singleDelete(replaceKeyOf(t))
+}
+
+// moveTaskIndexes moves the index entries of a task replaced by updated
+// whose key or value changed; one the same in both stays as it is, still
+// written once. A release of a held task, for one, moves its due and
+// order entries and leaves its client entry alone.
+func (b *Batch) moveTaskIndexes(old, updated *storepb.Task) {
+	was, now := taskIndexes(old), taskIndexes(updated)
+	for i := range was {
+		if bytes.Equal(was[i].key, now[i].key) && bytes.Equal(was[i].value, now[i].value) {
+			continue
+		}
+		b.deleteEntry(was[i])
+		b.putEntry(now[i])
+	}
+}
+
+func (b *Batch) putEntry(e indexEntry) {
+	if e.key == nil {
+		return
+	}
+	b.set(e.key, e.value)
+	if e.order {
+		b.orders = append(b.orders, orderWrite{key: e.key})
+	}
+}
+
+func (b *Batch) deleteEntry(e indexEntry) {
+	if e.key == nil {
+		return
+	}
+	b.singleDelete(e.key)
+	if e.order {
+		b.orders = append(b.orders, orderWrite{key: e.key, deleted: true})
 	}
 }
 

@@ -195,17 +195,17 @@ func (b *Batch) applyMutation(m *storepb.Mutation, lastID func(uint16, uint64)) 
 		lastID(ShardOf(c.PutTask.Id), c.PutTask.Id)
 		return b.PutTask(c.PutTask)
 	case *storepb.Mutation_ReplaceTask:
-		old, err := b.task(c.ReplaceTask.Id)
+		old, _, err := b.task(c.ReplaceTask.Id)
 		if err != nil {
 			return err
 		}
 		return b.ReplaceTask(old, c.ReplaceTask)
 	case *storepb.Mutation_DeleteTask:
-		old, err := b.task(c.DeleteTask)
+		old, once, err := b.task(c.DeleteTask)
 		if err != nil {
 			return err
 		}
-		return b.DeleteTask(old)
+		return b.deleteTask(old, once)
 	case *storepb.Mutation_PutGroup:
 		return b.PutGroup(c.PutGroup)
 	case *storepb.Mutation_DeleteGroup:

@@ -18,7 +18,9 @@ import (
 // key order), with flushes and compactions between batches, and checks
 // that the store holds exactly the model's tasks. A task written once is deleted with a single
 // delete: were one overwritten and then single-deleted, a compaction
-// would bring its first version back, and the check would find it.
+// would bring its first version back, and the check would find it. The
+// commands read the tasks they change through a TaskCache, which must
+// hold only tasks as stored.
 func TestApplyMatchesModel(t *testing.T) {
 	t.Parallel()
 	s := openStore(t, t.TempDir())
@@ -30,6 +32,13 @@ func TestApplyMatchesModel(t *testing.T) {
 		gone := map[uint64]bool{}
 		next := uint64(0)
 		b := s.NewStateBatch()
+		cache := NewTaskCache(rapid.IntRange(1, 8).Draw(rt, "cache size"))
+		commit := func() {
+			must(rt, s.CommitNoSync(b))
+			cache.Absorb(b)
+			checkTaskCache(rt, cache, tasks)
+			b = s.NewStateBatch()
+		}
 		for range rapid.IntRange(1, 30).Draw(rt, "commands") {
 			c := NewCommand(storepb.Op_OP_UNSPECIFIED)
 			ids := slices.Sorted(maps.Keys(tasks))
@@ -53,12 +62,12 @@ func TestApplyMatchesModel(t *testing.T) {
 				delete(tasks, id)
 				gone[id] = true
 			}
+			must(rt, b.Prefetch([]*storepb.Command{c.Proto()}, cache))
 			must(rt, b.Apply(c.Proto(), func(uint16, uint64) {}))
 			if rapid.Bool().Draw(rt, "more in the batch") {
 				continue
 			}
-			must(rt, s.CommitNoSync(b))
-			b = s.NewStateBatch()
+			commit()
 			switch rapid.IntRange(0, 3).Draw(rt, "then") {
 			case 0:
 				must(rt, s.db.Flush())
@@ -66,7 +75,7 @@ func TestApplyMatchesModel(t *testing.T) {
 				must(rt, s.db.Compact(context.Background(), []byte{0}, []byte{0xff}, true))
 			}
 		}
-		must(rt, s.CommitNoSync(b))
+		commit()
 		for id, want := range tasks {
 			got, err := s.Task(id)
 			if err != nil || !proto.Equal(got, want) {
@@ -98,6 +107,19 @@ func TestApplyMatchesModel(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkTaskCache checks that every task the cache holds is as stored,
+// without written_once, and that it holds no more than its bound.
+func checkTaskCache(rt *rapid.T, c *TaskCache, tasks map[uint64]*storepb.Task) {
+	if c.Len() > c.max {
+		rt.Fatalf("the cache holds %d tasks, more than %d", c.Len(), c.max)
+	}
+	for id, k := range c.m {
+		if !proto.Equal(k.t, tasks[id]) {
+			rt.Fatalf("cached task %#x: %v; stored %v", id, k.t, tasks[id])
+		}
+	}
 }
 
 func must(t interface{ Fatal(...any) }, err error) {

@@ -47,7 +47,12 @@ func TestConcurrentCommitsShareFsyncs(t *testing.T) {
 	if syncs == 0 {
 		t.Fatal("no WAL fsync counted: commits were not synced, or the counter is broken")
 	}
-	if syncs >= commits/2 {
+	// How many commits an fsync covers depends on how long it takes: on
+	// a fast disk an fsync often ends before the next commit arrives
+	// (1.3 - 2 commits per fsync here, on an idle machine), on a slow one
+	// it covers dozens. Unshared, each commit would have its own
+	// (TestSequentialCommitsSyncEach).
+	if syncs >= commits*9/10 {
 		t.Fatalf("%d WAL fsyncs for %d concurrent commits: fsyncs are not shared", syncs, commits)
 	}
 	if n := len(rawKeysOf(t, s, tagTask)); n != committers*each {

@@ -133,21 +133,18 @@ func (s *stateWrites) wroteTask(id uint64, t *storepb.Task, once bool) {
 	s.tasks[id] = knownTask{t: t, once: once}
 }
 
-// task reads a task through the batch.
-func (b *Batch) task(id uint64) (*storepb.Task, error) {
+// task reads a task through the batch, with its stored record's
+// written_once (once), which its WrittenOnce need not hold.
+func (b *Batch) task(id uint64) (t *storepb.Task, once bool, err error) {
 	if k, ok := b.state.tasks[id]; ok {
 		if k.t == nil {
-			return nil, fmt.Errorf("%w: task %#x", errMissing, id)
+			return nil, false, fmt.Errorf("%w: task %#x", errMissing, id)
 		}
-		if k.t.WrittenOnce == k.once {
-			return k.t, nil
-		}
-		t := proto.CloneOf(k.t)
-		t.WrittenOnce = k.once
-		return t, nil
+		return k.t, k.once, nil
 	}
-	t := new(storepb.Task)
-	return t, b.getStored(taskKey(id), t)
+	t = new(storepb.Task)
+	err = b.getStored(taskKey(id), t)
+	return t, t.WrittenOnce, err
 }
 
 // deadLetter reads a dead letter through the batch.
@@ -175,7 +172,12 @@ func (s *stateWrites) wroteDeadLetter(id uint64, d *storepb.DeadLetter) {
 // Prefetch reads ahead, with one iterator, the stored tasks that the
 // commands about to be applied replace or delete: for many of them that
 // is several times cheaper than reading each when its mutation applies.
-func (b *Batch) Prefetch(cmds []*storepb.Command) error {
+//
+// Tasks known to c, if not nil, are taken from it instead.
+func (b *Batch) Prefetch(cmds []*storepb.Command, c *TaskCache) error {
+	if b.state == nil {
+		return nil
+	}
 	var ids []uint64
 	for _, c := range cmds {
 		for _, m := range c.Mutations {
@@ -187,14 +189,15 @@ func (b *Batch) Prefetch(cmds []*storepb.Command) error {
 			}
 		}
 	}
-	if len(ids) < 2 || b.state == nil {
+	if b.state.tasks == nil {
+		b.state.tasks = make(map[uint64]knownTask, len(ids))
+	}
+	ids = c.fill(ids, b.state.tasks)
+	if len(ids) < 2 {
 		return nil
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	if b.state.tasks == nil {
-		b.state.tasks = make(map[uint64]knownTask, len(ids))
-	}
 	return b.s.tasks(ids, func(id uint64, t *storepb.Task) {
 		if _, wrote := b.state.tasks[id]; !wrote {
 			b.state.tasks[id] = knownTask{t: t, once: t.GetWrittenOnce()}

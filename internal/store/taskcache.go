@@ -1,0 +1,92 @@
+package store
+
+import "github.com/boomerangd/boomerang/internal/store/storepb"
+
+// TaskCache holds task records, decoded, as the state batches of one
+// owner left them: the tasks a batch wrote or read ahead. A task is read
+// several times in a short life (started, its outcome applied, the next
+// head of its group found); each read from Pebble is a search of the
+// memtables and the levels and a decode, where the cache answers from a
+// map.
+//
+// The cache is right only while every write to its tasks goes through
+// the owner's state batches, each given to Absorb once committed: the
+// owner clears it when anything else writes them (a shard's state
+// restored from a snapshot, or dropped). Its records are shared, never
+// to be changed by anyone. It is not safe for concurrent use.
+type TaskCache struct {
+	m   map[uint64]knownTask
+	max int
+}
+
+// NewTaskCache returns a cache of at most max tasks.
+func NewTaskCache(max int) *TaskCache {
+	return &TaskCache{m: make(map[uint64]knownTask), max: max}
+}
+
+// Task returns the cached record of task id, if known. It must not be
+// changed.
+func (c *TaskCache) Task(id uint64) (*storepb.Task, bool) {
+	k, ok := c.m[id]
+	return k.t, ok
+}
+
+// Clear forgets every task.
+func (c *TaskCache) Clear() { clear(c.m) }
+
+// Len returns the number of tasks cached.
+func (c *TaskCache) Len() int { return len(c.m) }
+
+// Absorb takes what b, a state batch just committed, knows of tasks: the
+// records it wrote, and those it read ahead and left as they were; a task
+// it deleted is forgotten. Past max tasks, a quarter are forgotten,
+// whichever the map gives first.
+func (c *TaskCache) Absorb(b *Batch) {
+	if b.state == nil || !b.committed {
+		return
+	}
+	for id, k := range b.state.tasks {
+		if k.t == nil {
+			delete(c.m, id)
+			continue
+		}
+		// Readers never see written_once (once keeps it), and the
+		// batch, committed, no longer reads it. Only a record read from
+		// Pebble by this batch has it set, and no one else holds that
+		// record yet.
+		if k.t.WrittenOnce {
+			k.t.WrittenOnce = false
+		}
+		c.m[id] = k
+	}
+	if len(c.m) > c.max {
+		drop := len(c.m) - c.max*3/4
+		for id := range c.m {
+			if drop == 0 {
+				break
+			}
+			delete(c.m, id)
+			drop--
+		}
+	}
+}
+
+// fill puts the tasks of ids that c knows, and that the batch has not
+// written, into known, and returns the other ids. c may be nil.
+func (c *TaskCache) fill(ids []uint64, known map[uint64]knownTask) []uint64 {
+	if c == nil {
+		return ids
+	}
+	rest := ids[:0]
+	for _, id := range ids {
+		if _, wrote := known[id]; wrote {
+			continue
+		}
+		if k, ok := c.m[id]; ok {
+			known[id] = k
+			continue
+		}
+		rest = append(rest, id)
+	}
+	return rest
+}
