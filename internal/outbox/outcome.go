@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/boomerangd/boomerang/internal/scheduler"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
@@ -66,28 +68,42 @@ func (s *Source) markOutcomes(ctx context.Context, batch []outcome) error {
 	}
 	var freed []string
 	done, failed := 0, 0
+	// Each statement runs in a transaction of its own that turns nested
+	// loops off (noNestedLoops); what it returns counts once it commits.
 	collect := func(sql string, args ...any) error {
-		rows, err := s.pool.Query(ctx, sql, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var group string
-			var gated, ok bool
-			if err := rows.Scan(&group, &gated, &ok); err != nil {
+		var groups []string
+		var ok, notOK int
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			groups, ok, notOK = nil, 0, 0
+			if _, err := tx.Exec(ctx, noNestedLoops); err != nil {
 				return err
 			}
-			if gated {
-				freed = append(freed, group)
+			rows, err := tx.Query(ctx, sql, args...)
+			if err != nil {
+				return err
 			}
-			if ok {
-				done++
-			} else {
-				failed++
+			defer rows.Close()
+			for rows.Next() {
+				var group string
+				var gated, fine bool
+				if err := rows.Scan(&group, &gated, &fine); err != nil {
+					return err
+				}
+				if gated {
+					groups = append(groups, group)
+				}
+				if fine {
+					ok++
+				} else {
+					notOK++
+				}
 			}
+			return rows.Err()
+		})
+		if err == nil {
+			freed, done, failed = append(freed, groups...), done+ok, failed+notOK
 		}
-		return rows.Err()
+		return err
 	}
 	if len(ids) > 0 {
 		if err := collect(s.q.finished, ids, s.opts.Node, tasks, oks, errs, attempts); err != nil {

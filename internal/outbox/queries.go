@@ -128,16 +128,25 @@ ORDER BY grp.g NULLS LAST`, groups, blocked, gated(limit))
 	q.lockFree = fmt.Sprintf("SELECT %s FROM %s o WHERE o.%s = 'PENDING' AND %s ORDER BY %s LIMIT $1 FOR UPDATE OF o SKIP LOCKED",
 		sel, t, status, q.free("o"), q.order("o"))
 
+	// The updates of a batch of rows join the table with the batch's
+	// arrays (unnest). The ids are given as an array as well, which only
+	// the primary key serves, so that the rows are probed by id rather
+	// than the whole table hashed; and the statements run with nested
+	// loops off (noNestedLoops), since an estimate of one matching row
+	// (statistics taken when no row was QUEUED, after a bulk insert, or
+	// a generic plan's guess at the arrays' length) otherwise has the
+	// planner rescan the whole batch for each row it finds: half a second
+	// and more for a few thousand rows (TestUpdatesProbeByID).
 	q.queued = fmt.Sprintf(`UPDATE %s o SET %s = 'QUEUED', %s = u.task, %s = $3, %s = now()
 FROM unnest($1::text[], $2::bigint[]) AS u(id, task)
-WHERE o.%s = u.id%s AND o.%s = 'PENDING'`, t, status, ident(c.TaskID), ident(c.Owner), ident(c.QueuedAt), id, castID, status)
+WHERE o.%s = ANY($1::text[]::%s[]) AND o.%s = u.id%s AND o.%s = 'PENDING'`, t, status, ident(c.TaskID), ident(c.Owner), ident(c.QueuedAt), id, q.types.id, id, castID, status)
 	setErr := ""
 	if c.LastError != NoColumn {
 		setErr = ", " + ident(c.LastError) + " = nullif(u.err, '')"
 	}
 	q.poison = fmt.Sprintf(`UPDATE %s o SET %s = 'ERROR'%s
 FROM unnest($1::text[], $2::text[]) AS u(id, err)
-WHERE o.%s = u.id%s AND o.%s = 'PENDING'`, t, status, setErr, id, castID, status)
+WHERE o.%s = ANY($1::text[]::%s[]) AND o.%s = u.id%s AND o.%s = 'PENDING'`, t, status, setErr, id, q.types.id, id, castID, status)
 
 	// Final outcomes: only the row's owner, for the task it queued.
 	setAttempts := ""
@@ -145,14 +154,13 @@ WHERE o.%s = u.id%s AND o.%s = 'PENDING'`, t, status, setErr, id, castID, status
 		// 0: not known (a task found gone at recovery); keep the count.
 		setAttempts = fmt.Sprintf(", %s = coalesce(nullif(u.attempts, 0), o.%s)", ident(c.Attempts), ident(c.Attempts))
 	}
-	// The owner and status are compared as a pair, a form no index
-	// serves, so that the rows are found by their ids (primary key probes,
-	// one per row of the batch) whatever the statistics say. Compared
-	// plainly, they match the queued index; statistics taken when few rows
-	// were QUEUED (after a bulk insert, say) then make the planner hash
-	// every row the node has QUEUED, for each batch.
-	match := fmt.Sprintf("o.%s = u.id%s AND o.%s = u.task AND ((o.%s, o.%s) = ($2, 'QUEUED')) IS TRUE",
-		id, castID, ident(c.TaskID), ident(c.Owner), status)
+	// As for the updates above, and more: statistics taken when few rows
+	// were QUEUED make the planner expect a single row of the node QUEUED.
+	// Compared plainly, the owner and status then match the queued index,
+	// and every row the node has QUEUED is hashed for each batch; so they
+	// are compared as a pair, a form no index serves.
+	match := fmt.Sprintf("o.%s = ANY($1::text[]::%s[]) AND o.%s = u.id%s AND o.%s = u.task AND ((o.%s, o.%s) = ($2, 'QUEUED')) IS TRUE",
+		id, q.types.id, id, castID, ident(c.TaskID), ident(c.Owner), status)
 	returning := fmt.Sprintf("RETURNING coalesce(o.%s, ''), NOT %s", ident(c.Group), q.free("o"))
 	q.finished = fmt.Sprintf(`UPDATE %s o SET %s = (CASE WHEN u.ok THEN 'DONE' ELSE 'ERROR' END)::%s%s%s
 FROM unnest($1::text[], $3::bigint[], $4::bool[], $5::text[], $6::int[]) AS u(id, task, ok, err, attempts)
@@ -189,3 +197,7 @@ WHERE l.term < EXCLUDED.term OR (l.term = EXCLUDED.term AND l.holder = EXCLUDED.
 	q.heartbeat = fmt.Sprintf(`INSERT INTO %s (source, node, seen_at) VALUES ($1, $2, now())
 ON CONFLICT (source, node) DO UPDATE SET seen_at = now()`, t.qualified(nodeTable))
 }
+
+// noNestedLoops turns nested loops off for the rest of a transaction: the
+// batch updates' joins are then hashed, whatever the row estimates.
+const noNestedLoops = "SET LOCAL enable_nestloop = off"

@@ -268,6 +268,12 @@ func (s *Source) register(ctx context.Context, req scheduler.RegisterRequest, id
 // markDispatched marks the registered rows QUEUED with their tasks and
 // the poison rows ERROR, in the poll's transaction.
 func (s *Source) markDispatched(ctx context.Context, tx pgx.Tx, res dispatchResult) error {
+	if len(res.queued)+len(res.poison) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, noNestedLoops); err != nil {
+		return err
+	}
 	if len(res.queued) > 0 {
 		ids := make([]string, len(res.queued))
 		tasks := make([]int64, len(res.queued))
