@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -260,6 +261,9 @@ func (c *tcpReceiverConn) writeLoop() {
 		var last bool
 		select {
 		case <-c.wake:
+			// Handlers running now finish first: their acks go out in
+			// the same write, one system call for all of them.
+			runtime.Gosched()
 		case <-c.readDone:
 			last = true
 		}

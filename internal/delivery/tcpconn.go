@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -108,6 +109,9 @@ func (c *tcpConn) writeLoop() {
 	for {
 		select {
 		case <-c.wake:
+			// The loops handing attempts over now finish first: theirs
+			// go out in the same write, one system call for all of them.
+			runtime.Gosched()
 		case <-c.quit:
 			return
 		}
