@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -123,12 +124,15 @@ func settled(nodes []*testNode, cli *clientv3.Client) error {
 	if st.Map == nil {
 		return fmt.Errorf("no map yet")
 	}
+	hosts := make(map[uint64]map[uint16]bool) // node → shards it hosts
 	for _, n := range nodes {
 		status, err := n.s.Node().Status(context.Background())
 		if err != nil {
 			return err
 		}
+		hosts[n.id] = make(map[uint16]bool)
 		for _, s := range status {
+			hosts[n.id][s.Shard] = true
 			p := st.Map.Of(s.Shard)
 			if !p.Contains(n.id) {
 				return fmt.Errorf("node %d still hosts shard %d (placed on %v)", n.id, s.Shard, p.Replicas)
@@ -149,6 +153,11 @@ func settled(nodes []*testNode, cli *clientv3.Client) error {
 			if !slices.ContainsFunc(nodes, func(n *testNode) bool { return n.id == id }) {
 				return fmt.Errorf("shard %d placed on node %d, which is not running", shard, id)
 			}
+			// Checked, or a map just written, which no node has acted on
+			// yet, would pass as settled.
+			if !hosts[id][uint16(shard)] {
+				return fmt.Errorf("shard %d placed on node %d, which does not host it yet", shard, id)
+			}
 		}
 	}
 	for _, n := range nodes {
@@ -164,16 +173,17 @@ func settled(nodes []*testNode, cli *clientv3.Client) error {
 func anyLeader(t *testing.T, nodes []*testNode, op func(ctx context.Context, s *scheduler.Scheduler) error) {
 	t.Helper()
 	await(t, "an operation on the shard's leader", func() error {
-		var err error
+		var errs []error
 		for _, n := range nodes {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err = op(ctx, n.s)
+			err := op(ctx, n.s)
 			cancel()
 			if err == nil {
 				return nil
 			}
+			errs = append(errs, fmt.Errorf("node %d: %w", n.id, err))
 		}
-		return err
+		return errors.Join(errs...)
 	})
 }
 
@@ -244,6 +254,11 @@ func TestMembersServeWithoutEtcd(t *testing.T) {
 		nodes = append(nodes, startNode(t, etcd, id+1))
 	}
 	await(t, "three nodes settle", func() error { return settled(nodes, cli) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			logStatus(t, nodes)
+		}
+	})
 	etcd.Close()
 	for i := range 20 {
 		req := scheduler.RegisterRequest{Client: "c", Group: fmt.Sprintf("g%d", i), Payload: []byte("x"), Delay: time.Hour}
@@ -254,6 +269,18 @@ func TestMembersServeWithoutEtcd(t *testing.T) {
 			}
 			return err
 		})
+	}
+}
+
+// logStatus logs every node's view of every group it hosts.
+func logStatus(t *testing.T, nodes []*testNode) {
+	for _, n := range nodes {
+		st, err := n.s.Node().Status(context.Background())
+		t.Logf("node %d hosts %d groups (%v)", n.id, len(st), err)
+		for _, s := range st {
+			t.Logf("node %d shard %d: leader %d term %d voters %v learners %v commit %d applied %d match %v active %v",
+				n.id, s.Shard, s.Leader, s.Term, s.Voters, s.Learners, s.Commit, s.Applied, s.Match, s.Active)
+		}
 	}
 }
 
