@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"context"
 	"flag"
+	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"slices"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
 	"github.com/boomerangd/boomerang/internal/history"
 	"github.com/boomerangd/boomerang/internal/store"
 )
@@ -92,6 +95,9 @@ func (s *scenario) finish() {
 		s.t.Logf("%d acknowledged tasks still undelivered after %v, e.g. %+v", len(p), 3*waitLimit, p[0])
 		shard := store.ShardOf(p[0].ID)
 		s.t.Logf("what the nodes logged about shard %d:\n%s", shard, strings.Join(s.c.shardLines(shard, 200), "\n"))
+		for _, r := range p[:min(len(p), 3)] {
+			s.t.Logf("what the cluster says of task %d:\n%s", r.ID, s.explain(r))
+		}
 	}
 	v := s.hist.Check()
 	for i, x := range v {
@@ -150,4 +156,34 @@ func noteFailover(t *testing.T, what string, d time.Duration) {
 	failovers.Unlock()
 	t.Logf("%s: every shard led by another node after %v; the %d failovers so far: p50 %v, p99 %v", what, d.Round(time.Millisecond),
 		len(all), percentile(all, 50), percentile(all, 99))
+}
+
+// explain asks the cluster what it holds of an undelivered task: its
+// record, its attempts, its dead letter and its group, each answer or
+// error on a line.
+func (s *scenario) explain(r history.Registration) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl := s.c.any()
+	line := func(what string, m fmt.Stringer, err error) string {
+		if err != nil {
+			return what + ": " + err.Error()
+		}
+		return what + ": " + m.String()
+	}
+	task, err := cl.GetTask(ctx, &boomerangv1.GetTaskRequest{Id: r.ID})
+	out := []string{line("task", task, err)}
+	attempts, err := cl.GetTaskAttempts(ctx, &boomerangv1.GetTaskAttemptsRequest{Id: r.ID})
+	out = append(out, line("attempts", attempts, err))
+	dead, err := cl.GetDeadLetter(ctx, &boomerangv1.GetDeadLetterRequest{Id: r.ID})
+	out = append(out, line("dead letter", dead, err))
+	if r.Group != "" {
+		owner := "admin"
+		if *clientsEverywhere {
+			owner = "load"
+		}
+		group, err := cl.GetGroup(ctx, &boomerangv1.GetGroupRequest{Client: owner, Group: r.Group})
+		out = append(out, line("group", group, err))
+	}
+	return strings.Join(out, "\n")
 }
