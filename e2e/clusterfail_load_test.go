@@ -181,17 +181,24 @@ func (g *loadgen) update(rng *rand.Rand, id uint64, due int64) int64 {
 	return due
 }
 
+// cancel cancels a task. A refusal (the task is gone or being delivered)
+// says the cancel was not done only if it answered the first attempt:
+// after an attempt that may have taken effect (a timeout, a lost
+// connection, BUSY while the shard changed leaders), that attempt's
+// deletion may still be committed, and "not found" may be its effect.
 func (g *loadgen) cancel(rng *rand.Rand, id uint64) {
 	x := history.Cancel{ID: id, Sent: time.Now()}
+	ambiguous := false
 	err := g.try(rng, isFinal, func(ctx context.Context, c *client.Client) error {
 		_, err := c.CancelTask(ctx, &boomerangv1.CancelTaskRequest{Id: id})
+		ambiguous = ambiguous || err != nil && !isFinal(err)
 		return err
 	})
 	x.AckedAt = time.Now()
 	switch {
 	case err == nil:
 		x.Outcome = history.Acked
-	case isFinal(err):
+	case isFinal(err) && !ambiguous:
 		x.Outcome = history.Refused
 	}
 	g.hist.Cancel(x)

@@ -158,9 +158,9 @@ func noteFailover(t *testing.T, what string, d time.Duration) {
 		len(all), percentile(all, 50), percentile(all, 99))
 }
 
-// explain asks the cluster what it holds of an undelivered task: its
+// explain asks the cluster what it holds of an undelivered task (its
 // record, its attempts, its dead letter and its group, each answer or
-// error on a line.
+// error on a line) and adds the updates and cancels tried on it.
 func (s *scenario) explain(r history.Registration) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -184,6 +184,13 @@ func (s *scenario) explain(r history.Registration) string {
 		}
 		group, err := cl.GetGroup(ctx, &boomerangv1.GetGroupRequest{Client: owner, Group: r.Group})
 		out = append(out, line("group", group, err))
+	}
+	updates, cancels := s.hist.About(r.ID)
+	for _, u := range updates {
+		out = append(out, fmt.Sprintf("update to %d sent %s: acknowledged %t", u.Due, u.Sent.Format("15:04:05.000"), u.Acked))
+	}
+	for _, x := range cancels {
+		out = append(out, fmt.Sprintf("cancel sent %s: %s", x.Sent.Format("15:04:05.000"), x.Outcome))
 	}
 	return strings.Join(out, "\n")
 }

@@ -144,3 +144,16 @@ func TestPendingKeepsARefusedCancel(t *testing.T) {
 		t.Fatalf("pending %+v after a cancel that may have taken effect, want none", p)
 	}
 }
+
+func TestAbout(t *testing.T) {
+	h := good()
+	u, c := store.MakeID(2, 1), store.MakeID(2, 2)
+	updates, cancels := h.About(u)
+	if len(updates) != 1 || updates[0].Due != at(300).UnixMilli() || len(cancels) != 0 {
+		t.Errorf("About(u) = %v, %v; want its one update", updates, cancels)
+	}
+	updates, cancels = h.About(c)
+	if len(updates) != 0 || len(cancels) != 1 || cancels[0].Outcome.String() != "acknowledged" {
+		t.Errorf("About(c) = %v, %v; want its acknowledged cancel", updates, cancels)
+	}
+}

@@ -43,6 +43,16 @@ const (
 	Refused
 )
 
+func (o Outcome) String() string {
+	switch o {
+	case Acked:
+		return "acknowledged"
+	case Refused:
+		return "refused"
+	}
+	return "unknown"
+}
+
 // Cancel is one attempt to cancel a task.
 type Cancel struct {
 	ID      uint64
@@ -137,6 +147,26 @@ func (h *History) Deliveries() []Delivery {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]Delivery(nil), h.deliveries...)
+}
+
+// About returns the updates and cancels tried on task id, in the order
+// they were recorded.
+func (h *History) About(id uint64) ([]Update, []Cancel) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var us []Update
+	var cs []Cancel
+	for _, u := range h.updates {
+		if u.ID == id {
+			us = append(us, u)
+		}
+	}
+	for _, x := range h.cancels {
+		if x.ID == id {
+			cs = append(cs, x)
+		}
+	}
+	return us, cs
 }
 
 // mayBeCancelled returns the tasks a cancel was tried on and not refused.
