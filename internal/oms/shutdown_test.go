@@ -26,7 +26,11 @@ func TestStopUnderLoad(t *testing.T) {
 	// server hang up and stops sending, however slow the machine; until
 	// then its orders must be drained, not reset. It half-closes once it
 	// stops, which ends the linger.
-	srv, err := New(Config{Listen: "127.0.0.1:0", ExecMin: 0, ExecMax: 2e6, MaxPending: 20, CloseLinger: time.Minute}, nil)
+	// A large outbox: a client whose reader a loaded machine starves for a
+	// moment while its writer goes on must not be cut off as a slow
+	// consumer (TestSlowConsumerDisconnected's subject), which resets its connection.
+	srv, err := New(Config{Listen: "127.0.0.1:0", ExecMin: 0, ExecMax: 2e6, MaxPending: 20, CloseLinger: time.Minute,
+		OutboxLimit: 1 << 20}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +63,9 @@ func TestStopUnderLoad(t *testing.T) {
 			errs <- err
 		})
 	}
+	// Every connection accepted first: one still in the listen queue when
+	// Stop closes the listener is reset by the kernel.
+	waitFor(t, "every connection accepted", func() bool { return srv.Stats().OpenConns == conns })
 	waitFor(t, "load to build up", func() bool { return srv.Stats().Received > 3000 })
 	if err := srv.Stop(); err != nil {
 		t.Fatalf("Stop: %v", err)
