@@ -156,8 +156,9 @@ type Config struct {
 	MaxBufferBytes     int
 
 	// HandshakeTimeout is how long a new raw TCP connection may take to
-	// log in (a login, or any request with a live session), and to send
-	// HTTP request headers. Default 10 s.
+	// send what logs it in (a login, or any request with a live session;
+	// checking it may take longer), and an HTTP request to send its
+	// headers. Default 10 s.
 	HandshakeTimeout time.Duration
 
 	// HTTPReadTimeout bounds reading a whole HTTP request, body included,

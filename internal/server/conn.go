@@ -51,7 +51,8 @@ type conn struct {
 	cancel  context.CancelFunc
 
 	loggedIn    atomic.Bool
-	pendingDone atomic.Bool // no longer counted as waiting to log in
+	loggingIn   atomic.Int32 // requests under way that may log it in
+	pendingDone atomic.Bool  // no longer counted as waiting to log in
 	budget      *byteBudget
 	allowance   atomic.Int64 // left of connAllowance
 
@@ -125,7 +126,11 @@ func (c *conn) readRequests() *boomerangv1.Response {
 		default:
 			regs = c.dispatch(regs)
 			c.handlers.Add(1)
-			go c.run(req, time.Now(), h)
+			login := !c.loggedIn.Load() && logsIn(req)
+			if login {
+				c.loggingIn.Add(1)
+			}
+			go c.run(req, time.Now(), h, login)
 		}
 		idleSince = time.Now()
 	}
@@ -166,7 +171,7 @@ func (c *conn) dispatch(regs []pendingRequest) []pendingRequest {
 		return regs
 	case 1:
 		c.handlers.Add(1)
-		go c.run(regs[0].req, regs[0].received, regs[0].hold)
+		go c.run(regs[0].req, regs[0].received, regs[0].hold, false) // coalesced: logged in
 	default:
 		c.handlers.Add(1)
 		go c.runRegisters(regs)
@@ -236,13 +241,26 @@ func (c *conn) readRequest(br *bufio.Reader, idleSince *time.Time, scratch []byt
 }
 
 // deadline is when the reader stops waiting for input: IdleTimeout after
-// from, and no later than loginBy until the connection has logged in.
+// from, and no later than loginBy until the connection has logged in,
+// unless a request that can log it in is under way: a login that arrived
+// in time and is still being checked (slow on a loaded server) is not a
+// late one.
 func (c *conn) deadline(from time.Time) time.Time {
 	d := from.Add(c.t.cfg.IdleTimeout)
-	if !c.loggedIn.Load() && c.loginBy.Before(d) {
+	if !c.loggedIn.Load() && c.loggingIn.Load() == 0 && c.loginBy.Before(d) {
 		return c.loginBy
 	}
 	return d
+}
+
+// busy reports whether a request read from the connection is under way:
+// the reader holds one slot, each such request another.
+func (c *conn) busy() bool { return len(c.slots) > 1 }
+
+// logsIn reports whether req, read before the connection logged in, may
+// log it in: a login, or a request with a session.
+func logsIn(req *boomerangv1.Request) bool {
+	return req.GetLogin() != nil || req.GetSessionId() != ""
 }
 
 // nextFrame waits for a frame to begin, then reads its length prefix. An
@@ -264,9 +282,9 @@ func (c *conn) nextFrame(br *bufio.Reader, idleSince *time.Time) (int, error) {
 		switch {
 		case !errors.Is(err, os.ErrDeadlineExceeded):
 			return 0, err
-		case !c.loggedIn.Load() && !now.Before(c.loginBy):
+		case !c.loggedIn.Load() && c.loggingIn.Load() == 0 && !now.Before(c.loginBy):
 			return 0, err
-		case len(c.slots) > 1:
+		case c.busy():
 			*idleSince = now
 		case !now.Before(c.deadline(*idleSince)):
 			return 0, err
@@ -301,11 +319,15 @@ func (c *conn) readFailed(err error) *boomerangv1.Response {
 }
 
 // run answers one request, then holds only what its response takes.
-func (c *conn) run(req *boomerangv1.Request, received time.Time, h hold) {
+// login says it was counted in loggingIn.
+func (c *conn) run(req *boomerangv1.Request, received time.Time, h hold, login bool) {
 	defer c.handlers.Done()
 	resp, loggedIn := c.t.svc.Handle(withPeer(c.ctx, c.source), req)
 	if loggedIn && c.loggedIn.CompareAndSwap(false, true) {
 		c.t.loggedIn(c)
+	}
+	if login {
+		c.loggingIn.Add(-1)
 	}
 	h = c.shrink(h, proto.Size(resp))
 	c.out <- outbound{resp: resp, op: operation(req), received: received, hold: h}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	boomerangv1 "github.com/boomerangd/boomerang/api/boomerang/v1"
+	"github.com/boomerangd/boomerang/internal/auth"
 )
 
 func loginReq(id, pw string) *boomerangv1.Request {
@@ -284,6 +285,24 @@ func TestTCPTimeouts(t *testing.T) {
 			t.Fatalf("error frame %q", e.Message)
 		}
 	})
+}
+
+// A login that arrived within the handshake timeout and takes longer to
+// check (a costly password hash, a loaded server) logs the connection
+// in: the timeout is for the login to come, not for the server's work.
+func TestSlowLoginWithinHandshakeTimeout(t *testing.T) {
+	t.Parallel()
+	const handshake = 200 * time.Millisecond
+	slowHash := auth.HashParams{Time: 48, MemoryKiB: 32 * 1024, Threads: 1}
+	ts := startServer(t, func(c *Config) { c.HandshakeTimeout, c.PasswordHash = handshake, slowHash })
+	c := dialTCP(t, ts.TCPAddr())
+	start := time.Now()
+	c.login("admin", adminPassword)
+	took := time.Since(start)
+	okResponse(t, c.call(infoReq()))
+	if took < handshake {
+		t.Errorf("the login took %v, less than the handshake timeout: make the hash costlier", took)
+	}
 }
 
 // pipeListener hands out the server ends of in-memory pipes, which have
