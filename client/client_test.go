@@ -256,7 +256,10 @@ func TestSavedSessionWithoutCredentials(t *testing.T) {
 // keep working throughout.
 func TestSessionRefresh(t *testing.T) {
 	f := startFake(t)
-	f.ttl = 300 * time.Millisecond
+	// Refreshes come at two thirds of the life: the last third is the
+	// margin a loaded machine has to run one before the session expires
+	// (and the client logs in again).
+	f.ttl = 1500 * time.Millisecond
 	c := dialFake(t, f)
 	ctx := testContext(t)
 	for i := range 3 {
