@@ -244,7 +244,9 @@ func TestSQSFaults(t *testing.T) {
 	t.Setenv(sqsQueueEnv, "")
 	q := newSQSTarget(t)
 	cb := sqsCallback(q.endpoint)
-	cb.TimeoutMs = 200
+	// Long enough that only the stalled answer times out, even on a
+	// loaded machine: an attempt timed out otherwise is one too many.
+	cb.TimeoutMs = 2000
 	for _, tc := range []struct {
 		name     string
 		faults   []standInFault
