@@ -241,21 +241,34 @@ func (c *conn) readRequest(br *bufio.Reader, idleSince *time.Time, scratch []byt
 }
 
 // deadline is when the reader stops waiting for input: IdleTimeout after
-// from, and no later than loginBy until the connection has logged in,
-// unless a request that can log it in is under way: a login that arrived
-// in time and is still being checked (slow on a loaded server) is not a
-// late one.
+// from, and no later than loginBy until the connection has logged in. A
+// request that may log it in and is still being checked when loginBy
+// passes (a costly password hash on a loaded server) is not late: the
+// reader then looks again every loginRecheck until it is answered.
 func (c *conn) deadline(from time.Time) time.Time {
 	d := from.Add(c.t.cfg.IdleTimeout)
-	if !c.loggedIn.Load() && c.loggingIn.Load() == 0 && c.loginBy.Before(d) {
-		return c.loginBy
+	if c.loggedIn.Load() {
+		return d
+	}
+	by := c.loginBy
+	if recheck := time.Now().Add(loginRecheck); c.loggingIn.Load() > 0 && by.Before(recheck) {
+		by = recheck
+	}
+	if by.Before(d) {
+		return by
 	}
 	return d
 }
 
-// busy reports whether a request read from the connection is under way:
-// the reader holds one slot, each such request another.
-func (c *conn) busy() bool { return len(c.slots) > 1 }
+// loginRecheck is how often a reader past its connection's loginBy looks
+// whether the login under way was answered.
+const loginRecheck = 100 * time.Millisecond
+
+// lateForLogin reports whether the connection has not logged in by
+// loginBy, with no request that may log it in under way.
+func (c *conn) lateForLogin(now time.Time) bool {
+	return !c.loggedIn.Load() && c.loggingIn.Load() == 0 && !now.Before(c.loginBy)
+}
 
 // logsIn reports whether req, read before the connection logged in, may
 // log it in: a login, or a request with a session.
@@ -282,9 +295,9 @@ func (c *conn) nextFrame(br *bufio.Reader, idleSince *time.Time) (int, error) {
 		switch {
 		case !errors.Is(err, os.ErrDeadlineExceeded):
 			return 0, err
-		case !c.loggedIn.Load() && c.loggingIn.Load() == 0 && !now.Before(c.loginBy):
+		case c.lateForLogin(now):
 			return 0, err
-		case c.busy():
+		case len(c.slots) > 1:
 			*idleSince = now
 		case !now.Before(c.deadline(*idleSince)):
 			return 0, err

@@ -289,20 +289,34 @@ func TestTCPTimeouts(t *testing.T) {
 
 // A login that arrived within the handshake timeout and takes longer to
 // check (a costly password hash, a loaded server) logs the connection
-// in: the timeout is for the login to come, not for the server's work.
+// in: the timeout is for the login to come, not for the server's work. A
+// refused one leaves the connection to the handshake timeout, not to the
+// idle timeout.
 func TestSlowLoginWithinHandshakeTimeout(t *testing.T) {
 	t.Parallel()
 	const handshake = 200 * time.Millisecond
 	slowHash := auth.HashParams{Time: 48, MemoryKiB: 32 * 1024, Threads: 1}
 	ts := startServer(t, func(c *Config) { c.HandshakeTimeout, c.PasswordHash = handshake, slowHash })
-	c := dialTCP(t, ts.TCPAddr())
-	start := time.Now()
-	c.login("admin", adminPassword)
-	took := time.Since(start)
-	okResponse(t, c.call(infoReq()))
-	if took < handshake {
-		t.Errorf("the login took %v, less than the handshake timeout: make the hash costlier", took)
-	}
+	t.Run("logs in", func(t *testing.T) {
+		t.Parallel()
+		c := dialTCP(t, ts.TCPAddr())
+		start := time.Now()
+		c.login("admin", adminPassword)
+		if took := time.Since(start); took < handshake {
+			t.Errorf("the login took %v, less than the handshake timeout: make the hash costlier", took)
+		}
+		okResponse(t, c.call(infoReq()))
+	})
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
+		c := dialTCP(t, ts.TCPAddr())
+		if resp := c.call(loginReq("admin", "not the password")); resp.Error.GetStatus() != boomerangv1.Status_STATUS_UNAUTHORIZED {
+			t.Fatalf("login with a wrong password: %v", resp)
+		}
+		if e := c.closed(boomerangv1.Status_STATUS_INVALID_REQUEST); !strings.Contains(e.Message, "handshake timeout") {
+			t.Fatalf("error frame %q", e.Message)
+		}
+	})
 }
 
 // pipeListener hands out the server ends of in-memory pipes, which have
