@@ -34,6 +34,7 @@ var clientsEverywhere = flag.Bool("cluster.clients-everywhere", true,
 type loadgen struct {
 	t       *testing.T
 	hist    *history.History
+	client  string // the client the tasks are registered as
 	url     string
 	clients []*client.Client
 	stop    chan struct{}
@@ -61,6 +62,7 @@ func startLoad(t *testing.T, c *fcluster, hist *history.History, url string, see
 			t.Fatal(err)
 		}
 	}
+	g.client = id
 	for _, nd := range c.running() {
 		g.clients = append(g.clients, nd.login(t, id, password))
 	}

@@ -178,11 +178,7 @@ func (s *scenario) explain(r history.Registration) string {
 	dead, err := cl.GetDeadLetter(ctx, &boomerangv1.GetDeadLetterRequest{Id: r.ID})
 	out = append(out, line("dead letter", dead, err))
 	if r.Group != "" {
-		owner := "admin"
-		if *clientsEverywhere {
-			owner = "load"
-		}
-		group, err := cl.GetGroup(ctx, &boomerangv1.GetGroupRequest{Client: owner, Group: r.Group})
+		group, err := cl.GetGroup(ctx, &boomerangv1.GetGroupRequest{Client: s.load.client, Group: r.Group})
 		out = append(out, line("group", group, err))
 	}
 	updates, cancels := s.hist.About(r.ID)
