@@ -93,8 +93,9 @@ func drops(p Placement, s replica.ShardStatus, me uint64, unplacedFor time.Durat
 // places here is kept. Its leader removes it from the group meanwhile,
 // so that placed here again later it joins afresh. Deleted while its
 // leader still counts it, then placed back at once, it would come back
-// empty under the progress its leader remembers, which raft cannot take
-// (the node stops: "tocommit is out of range"). A learner its leader
+// empty under the progress its leader remembers: the leader would send
+// it only what follows that progress, and it would never catch up. A
+// learner its leader
 // removed may never hear of it: past the grace it goes anyway.
 const learnerGrace = 10 * time.Second
 

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/boomerangd/boomerang/internal/store"
 	"github.com/boomerangd/boomerang/internal/testwait"
@@ -225,5 +229,34 @@ func TestReplicaPlacedBackAfterItsDrop(t *testing.T) {
 	c.caughtUp(gone, batch{"after", 10})
 	if _, err := gone.node.Status(ctx); err != nil {
 		t.Fatalf("the replica placed back stopped its node: %v", err)
+	}
+}
+
+// A heartbeat its leader meant for the earlier copy of a replica placed
+// back on its node, committing past the new copy's empty log, is dropped:
+// stepped, it would stop the node.
+func TestStrayHeartbeatIsDropped(t *testing.T) {
+	logs := &logLines{}
+	r := startReplica(t, 2, []uint64{1, 2, 3}, nil, store.NewMemFS(), networks[0].new(t), func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	defer r.stop(t)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := r.node.Host(ctx, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	hb := &raftpb.Message{
+		Type: raftpb.MessageType_MsgHeartbeat.Enum(), From: proto.Uint64(1), To: proto.Uint64(2),
+		Term: proto.Uint64(5), Commit: proto.Uint64(203),
+	}
+	r.node.Receive([]Envelope{{Shard: 0, Msg: hb}})
+	for range 2 { // the second runs on a turn after the heartbeat's
+		if _, err := r.node.Status(ctx); err != nil {
+			t.Fatalf("the node stopped: %v", err)
+		}
+	}
+	if !logs.has("earlier copy", "commit=203", "last=0") {
+		t.Fatalf("no word of the dropped heartbeat in %q", logs.lines)
 	}
 }

@@ -75,7 +75,7 @@ func (n *Node) hasReady() bool {
 // step hands the groups what arrived.
 func (n *Node) step(props []proposal, msgs []Envelope, tick bool) {
 	for _, e := range msgs {
-		if g := n.groups[e.Shard]; g != nil {
+		if g := n.groups[e.Shard]; g != nil && !n.stray(g, e.Msg) {
 			_ = g.rn.Step(e.Msg) // a message from an old term or a removed peer is ignored
 		}
 	}
@@ -103,6 +103,26 @@ func (n *Node) step(props []proposal, msgs []Envelope, tick bool) {
 		n.renewLeases()
 		n.syncDue = true
 	}
+}
+
+// stray reports whether m is a heartbeat that commits past g's log, and
+// so was meant for an earlier copy of this replica: a leader commits on a
+// follower only what that follower acknowledged. A copy dropped from this
+// node and placed back starts with an empty log; a heartbeat its leader
+// sent the dropped copy can still be on its way, and Raft, stepped with
+// it, would stop the node ("tocommit is out of range"). Dropping it is
+// what a lost message does.
+func (n *Node) stray(g *group, m *raftpb.Message) bool {
+	if m.GetType() != raftpb.MessageType_MsgHeartbeat {
+		return false
+	}
+	last, err := g.storage.LastIndex()
+	if err != nil || m.GetCommit() <= last {
+		return false
+	}
+	n.cfg.Logger.Warn("dropped a heartbeat meant for an earlier copy of this replica",
+		"shard", g.shard, "from", m.GetFrom(), "commit", m.GetCommit(), "last", last)
+	return true
 }
 
 // proposeHeld hands g's proposals to raft in order, and reports whether

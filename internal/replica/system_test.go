@@ -39,6 +39,13 @@ func TestSystemGroup(t *testing.T) {
 
 	leader := awaitSystemLeader(t, systems)
 	follower := uint64(1 + leader%3)
+	// A follower forwards a proposal to the leader it knows, and raft
+	// drops one made before it heard of any.
+	waitFor(t, "the follower to know the system group's leader", func() bool {
+		st, err := c.rs[follower-1].node.Status(context.Background())
+		i := slices.IndexFunc(st, func(s ShardStatus) bool { return s.Shard == store.SystemShard })
+		return err == nil && i >= 0 && st[i].Leader == leader
+	})
 	if err := c.rs[follower-1].node.Propose(store.SystemShard, []byte("from a follower")); err != nil {
 		t.Fatal(err)
 	}
