@@ -216,9 +216,13 @@ func (m *model) replace(rt *rapid.T) {
 		due = m.now + int64(rapid.IntRange(-4, 8).Draw(rt, "delay_halfseconds")*500)
 		req.At = epoch.Add(time.Duration(due) * time.Millisecond)
 	}
+	// Two tasks may wait with the key: one whose attempt a restart
+	// forgot, and one created while that attempt was under way. The
+	// oldest (lowest id) is replaced.
 	var target *mTask
 	for _, t := range m.tasks {
-		if t.group == group && t.replaceKey == key && t.state == mWaiting && t.attempts == 0 && t.nextAttempt == 0 {
+		if t.group == group && t.replaceKey == key && t.state == mWaiting && t.attempts == 0 && t.nextAttempt == 0 &&
+			(target == nil || t.id < target.id) {
 			target = t
 		}
 	}
