@@ -95,8 +95,8 @@ func drops(p Placement, s replica.ShardStatus, me uint64, unplacedFor time.Durat
 // leader still counts it, then placed back at once, it would come back
 // empty under the progress its leader remembers: the leader would send
 // it only what follows that progress, and it would never catch up. A
-// learner its leader
-// removed may never hear of it: past the grace it goes anyway.
+// learner its leader removed may never hear of it: past the grace it
+// goes anyway.
 const learnerGrace = 10 * time.Second
 
 func member(s replica.ShardStatus, id uint64) bool {
