@@ -93,7 +93,7 @@ func (p *partition) startAll() {
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	tasks := make([]*storepb.Task, 0, len(ids))
-	err := p.s.cfg.Store.Tasks(ids, func(_ uint64, t *storepb.Task) {
+	err := p.tasks.Tasks(p.s.cfg.Store, ids, func(_ uint64, t *storepb.Task) {
 		if t != nil {
 			tasks = append(tasks, t)
 		}

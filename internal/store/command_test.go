@@ -68,11 +68,13 @@ func TestApplyMatchesModel(t *testing.T) {
 				continue
 			}
 			commit()
-			switch rapid.IntRange(0, 3).Draw(rt, "then") {
+			switch rapid.IntRange(0, 4).Draw(rt, "then") {
 			case 0:
 				must(rt, s.db.Flush())
 			case 1:
 				must(rt, s.db.Compact(context.Background(), []byte{0}, []byte{0xff}, true))
+			case 2:
+				readThrough(rt, s, cache, tasks, gone)
 			}
 		}
 		commit()
@@ -107,6 +109,32 @@ func TestApplyMatchesModel(t *testing.T) {
 			}
 		}
 	})
+}
+
+// readThrough reads some of the tasks, live and deleted, through the
+// cache, as a partition reads the tasks it starts, and checks what it
+// gets and what the cache holds then.
+func readThrough(rt *rapid.T, s *Store, c *TaskCache, tasks map[uint64]*storepb.Task, gone map[uint64]bool) {
+	all := slices.Sorted(maps.Keys(tasks))
+	all = append(all, slices.Collect(maps.Keys(gone))...)
+	slices.Sort(all)
+	var ids []uint64
+	for _, id := range all {
+		if rapid.Bool().Draw(rt, "read") {
+			ids = append(ids, id)
+		}
+	}
+	var got []uint64
+	must(rt, c.Tasks(s, ids, func(id uint64, tk *storepb.Task) {
+		got = append(got, id)
+		if !proto.Equal(tk, tasks[id]) || tk != nil && tk.WrittenOnce {
+			rt.Fatalf("task %#x read through the cache: %v; stored %v", id, tk, tasks[id])
+		}
+	}))
+	if !slices.Equal(got, ids) {
+		rt.Fatalf("read %x through the cache, got %x", ids, got)
+	}
+	checkTaskCache(rt, c, tasks)
 }
 
 // checkTaskCache checks that every task the cache holds is as stored,

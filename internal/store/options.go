@@ -11,7 +11,8 @@ const DefaultCacheBytes = 64 << 20
 // Options configures a Store. The zero value is ready to use.
 type Options struct {
 	// CacheBytes is the size of Pebble's block cache, which holds
-	// uncompressed sstable blocks. Default 64 MiB.
+	// uncompressed sstable blocks. Default 64 MiB. The memtables (64 MiB
+	// each, two at most of the time) come on top of it.
 	CacheBytes int64
 
 	// Logger receives Pebble's event log (flushes, compactions, WAL
@@ -27,6 +28,10 @@ type Options struct {
 	// two up to MaxShards; an existing store keeps its own, and refuses a
 	// different one. Default (0): DefaultShards, or the store's.
 	Shards int
+
+	// memTableBytes is the size of a full memtable: memTableBytes unless
+	// a test sets it.
+	memTableBytes int64
 }
 
 func (o *Options) validate() error {
@@ -39,6 +44,9 @@ func (o *Options) validate() error {
 func (o *Options) ensureDefaults() {
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = DefaultCacheBytes
+	}
+	if o.memTableBytes <= 0 {
+		o.memTableBytes = memTableBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

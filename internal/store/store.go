@@ -97,7 +97,7 @@ func open(dir string, o Options, filesystem vfs.FS) (_ *Store, err error) {
 	// cannot write); that is an error of Open, not a crash.
 	defer recoverFatal(&err)
 
-	cache := pebble.NewCache(o.CacheBytes)
+	cache := pebble.NewCache(o.CacheBytes + memTableReserve(o))
 	defer cache.Unref() // the DB holds its own reference
 	s.db, err = pebble.Open(dir, pebbleOptions(o, filesystem, s.c, lock, cache))
 	if err != nil {
@@ -124,7 +124,7 @@ func pebbleOptions(o Options, filesystem vfs.FS, c *counters, lock *dirLock, cac
 		Lock:                        lock.pebbleLock,
 		Cache:                       cache,
 		FormatMajorVersion:          formatVersion,
-		MemTableSize:                memTableBytes,
+		MemTableSize:                uint64(o.memTableBytes),
 		MemTableStopWritesThreshold: memTableStopWrites,
 		MaxOpenFiles:                maxOpenFiles,
 		Logger:                      logger,
@@ -135,6 +135,14 @@ func pebbleOptions(o Options, filesystem vfs.FS, c *counters, lock *dirLock, cac
 	}
 	return po
 }
+
+// memTableReserve is what the cache given to Pebble holds beyond
+// Options.CacheBytes: Pebble charges every memtable it allocates to the
+// block cache, so a cache no larger than the memtables would hold no
+// block at all. Two memtables (the one written and the one being flushed)
+// are the usual case; more, during a burst of writes, borrow from the
+// blocks.
+func memTableReserve(o Options) int64 { return 2 * o.memTableBytes }
 
 // makeDir creates dir and any missing parents, readable by the owner
 // only, and syncs each new directory's parent so that the new entry

@@ -1,6 +1,11 @@
 package store
 
-import "github.com/boomerangd/boomerang/internal/store/storepb"
+import (
+	"errors"
+	"slices"
+
+	"github.com/boomerangd/boomerang/internal/store/storepb"
+)
 
 // TaskCache holds task records, decoded, as the state batches of one
 // owner left them: the tasks a batch wrote or read ahead. A task is read
@@ -39,8 +44,7 @@ func (c *TaskCache) Len() int { return len(c.m) }
 
 // Absorb takes what b, a state batch just committed, knows of tasks: the
 // records it wrote, and those it read ahead and left as they were; a task
-// it deleted is forgotten. Past max tasks, a quarter are forgotten,
-// whichever the map gives first.
+// it deleted is forgotten. Past max tasks, a quarter are forgotten.
 func (c *TaskCache) Absorb(b *Batch) {
 	if b.state == nil || !b.committed {
 		return
@@ -59,16 +63,63 @@ func (c *TaskCache) Absorb(b *Batch) {
 		}
 		c.m[id] = k
 	}
-	if len(c.m) > c.max {
-		drop := len(c.m) - c.max*3/4
-		for id := range c.m {
-			if drop == 0 {
-				break
-			}
-			delete(c.m, id)
-			drop--
+	c.trim()
+}
+
+// trim forgets a quarter of the tasks, whichever the map gives first,
+// once there are more than max.
+func (c *TaskCache) trim() {
+	if len(c.m) <= c.max {
+		return
+	}
+	drop := len(c.m) - c.max*3/4
+	for id := range c.m {
+		if drop == 0 {
+			break
+		}
+		delete(c.m, id)
+		drop--
+	}
+}
+
+// Tasks is s.Tasks through c: the tasks c knows are taken from it, the
+// others read from s with one iterator and kept in c, so that the next
+// batch to change them (a started task's outcome, say) need not read
+// them again. ids must be ascending; fn gets them in that order. Only
+// the cache's owner, which commits every change to these tasks, may call
+// it, and never while one of its batches is being filled.
+func (c *TaskCache) Tasks(s *Store, ids []uint64, fn func(id uint64, t *storepb.Task)) error {
+	if !slices.IsSorted(ids) {
+		return errors.New("store: Tasks needs ascending ids")
+	}
+	var missing []uint64
+	for _, id := range ids {
+		if _, ok := c.m[id]; !ok {
+			missing = append(missing, id)
 		}
 	}
+	read := make(map[uint64]*storepb.Task, len(missing))
+	err := s.tasks(missing, func(id uint64, t *storepb.Task) {
+		if t == nil {
+			return
+		}
+		k := knownTask{t: t, once: t.WrittenOnce}
+		t.WrittenOnce = false
+		c.m[id] = k
+		read[id] = t
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if k, ok := c.m[id]; ok {
+			fn(id, k.t)
+		} else {
+			fn(id, read[id])
+		}
+	}
+	c.trim()
+	return nil
 }
 
 // fill puts the tasks of ids that c knows, and that the batch has not

@@ -1,0 +1,64 @@
+package store
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/boomerangd/boomerang/internal/store/storepb"
+)
+
+// TestBlockCacheHoldsBlocks fills memtables to their full size, then
+// reads flushed tasks twice: the block cache must serve the second
+// read. Pebble charges its memtables to the cache, so a cache sized
+// without room for them holds no block once they are full, and every
+// read goes to the disk. Memtables and cache are small here (1 MiB) to
+// keep the test short; the proportions are the defaults'.
+func TestBlockCacheHoldsBlocks(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.TempDir(), Options{CacheBytes: 1 << 20, memTableBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeStore(t, s) })
+	// Pebble starts with a small memtable and doubles it each time one
+	// fills, up to the configured size: fill a few.
+	payload := bytes.Repeat([]byte{'x'}, 1000)
+	var ids []uint64
+	for n := uint64(0); n < 8000; n += 100 {
+		commit(t, s, func(b *Batch) {
+			for i := n + 1; i <= n+100; i++ {
+				tk := task("a", "", i, 0)
+				tk.Id, tk.Payload = MakeID(0, i), payload
+				if err := b.PutTask(tk); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+		ids = append(ids, MakeID(0, n+1)) // a block each, 80 in all
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	read := func() {
+		n := 0
+		if err := s.Tasks(ids, func(_ uint64, tk *storepb.Task) {
+			if tk != nil {
+				n++
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if n != len(ids) {
+			t.Fatalf("read %d tasks, want %d", n, len(ids))
+		}
+	}
+	read()
+	before := s.db.Metrics().BlockCache
+	read()
+	after := s.db.Metrics().BlockCache
+	hits, misses := after.Hits-before.Hits, after.Misses-before.Misses
+	if hits < 9*misses || hits == 0 {
+		t.Fatalf("second read: %d cache hits and %d misses, want nine hits in ten at least (the cache holds %d blocks, %d bytes)",
+			hits, misses, after.Count, after.Size)
+	}
+}
