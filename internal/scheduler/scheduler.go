@@ -32,7 +32,6 @@ type Scheduler struct {
 	stop                           chan struct{} // closed: stop firing, drain attempts
 	abort                          chan struct{} // closed: exit now
 	sweeper                        sync.WaitGroup
-	sweeps                         atomic.Uint64 // sweeps finished
 }
 
 // New checks cfg and builds a scheduler; it does not touch the store yet.

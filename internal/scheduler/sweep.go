@@ -121,7 +121,6 @@ func (s *Scheduler) sweep(stop <-chan struct{}) {
 		if err := s.sweepOnce(context.Background(), retention); err != nil {
 			s.cfg.Logger.Warn("dead letter sweep failed", "err", err)
 		}
-		s.sweeps.Add(1)
 	}
 }
 
