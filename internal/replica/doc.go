@@ -8,15 +8,20 @@
 // their groups, ticks them if a tick is due, then collects the Ready of
 // every group that has one and:
 //
-//  1. persists every group's new entries and hard state in one synced
+//  1. sends the messages that do not vouch for this node's storage (a
+//     leader's appends and heartbeats, vote requests), so that followers
+//     write a leader's entries while it does (Raft thesis, 10.2.1; Raft
+//     counts the leader's own copy only once it is written);
+//  2. persists every group's new entries and hard state in one synced
 //     store batch: one fsync a turn however many shards had work (group
 //     commit across shards);
-//  2. sends the groups' messages through the Transport;
-//  3. gives each group's committed entries to the StateMachine, in log
+//  3. sends the other messages, acknowledgements of appends and votes,
+//     which must not be seen before what they vouch for is durable;
+//  4. gives each group's committed entries to the StateMachine, in log
 //     order, and tells it when this node leads a shard: once the entries
 //     committed before its term are given, so that the state machine acts
 //     as leader only on state that includes everything committed before;
-//  4. advances every group.
+//  5. advances every group.
 //
 // A standalone node runs every shard as a group of one voter, through
 // exactly this path.

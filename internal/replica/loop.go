@@ -153,11 +153,14 @@ type groupReady struct {
 }
 
 // ready handles the Ready of every group that has one: committed entries
-// this node already holds go to the state machine at once, then new
-// entries and hard states are persisted in one batch, messages sent, the
+// this node already holds go to the state machine at once, and messages
+// that do not vouch for this node's storage go out; then new entries and
+// hard states are persisted in one batch, the other messages sent, the
 // remaining committed entries applied, the groups advanced. Applying
 // before the sync lets an entry committed by the last turn's sync take
-// effect while this turn's syncs, instead of after it.
+// effect while this turn's syncs, instead of after it; sending a leader's
+// appends before the sync lets followers write them while the leader
+// does (see send).
 func (n *Node) ready(written map[uint16]uint64) error {
 	// Before this turn sends anything: a leader elected in it dates its
 	// lease from here (see lease.go).
@@ -182,10 +185,48 @@ func (n *Node) ready(written map[uint16]uint64) error {
 	if err := n.commit(rds, true); err != nil {
 		return err
 	}
+	n.send(rds, false)
 	if err := n.persist(rds, written); err != nil {
 		return err
 	}
 	return n.settle(rds)
+}
+
+// send sends the messages of this turn's Readys that must wait for its
+// write (durable), or the others. Only responses vouch for this node's
+// storage: an append's acknowledgement and a vote must not be seen before
+// what they acknowledge is durable. Everything else (a leader's appends
+// and heartbeats, a candidate's vote requests, forwarded proposals) may
+// go before, as with Raft's asynchronous storage writes: a leader writes
+// its log in parallel with its followers (Raft thesis, 10.2.1), and Raft
+// counts the leader's own copy toward a commit only once Advance says it
+// is written. Readys list the responses after the rest, so each peer
+// still gets a turn's messages in order.
+func (n *Node) send(rds []groupReady, durable bool) {
+	if n.cfg.Transport == nil {
+		return
+	}
+	var out []Envelope
+	for _, r := range rds {
+		for _, m := range r.rd.Messages {
+			if vouches(m) == durable {
+				out = append(out, Envelope{Shard: r.g.shard, Msg: m})
+			}
+		}
+	}
+	if len(out) > 0 {
+		n.cfg.Transport.Send(n.cfg.ID, out)
+	}
+}
+
+// vouches reports whether m tells its receiver what this node's storage
+// holds.
+func vouches(m *raftpb.Message) bool {
+	switch m.GetType() {
+	case raftpb.MsgAppResp, raftpb.MsgVoteResp, raftpb.MsgPreVoteResp:
+		return true
+	}
+	return false
 }
 
 // persist writes every group's new entries and hard state, and truncates
@@ -252,7 +293,6 @@ func (n *Node) logBatch() *store.Batch {
 // settle finishes the persisted Readys: the in-memory log, messages,
 // the remaining committed entries, leadership, Advance.
 func (n *Node) settle(rds []groupReady) error {
-	var out []Envelope
 	for _, r := range rds {
 		g, rd := r.g, r.rd
 		if err := g.storage.Append(rd.Entries); err != nil {
@@ -266,13 +306,8 @@ func (n *Node) settle(rds []groupReady) error {
 				return err
 			}
 		}
-		for _, m := range rd.Messages {
-			out = append(out, Envelope{Shard: g.shard, Msg: m})
-		}
 	}
-	if len(out) > 0 && n.cfg.Transport != nil {
-		n.cfg.Transport.Send(n.cfg.ID, out)
-	}
+	n.send(rds, true)
 	for _, r := range rds {
 		if r.rd.SoftState != nil {
 			n.leadership(r.g, r.rd.SoftState.RaftState == raft.StateLeader)
