@@ -2,20 +2,21 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
 // TestBlockCacheHoldsBlocks fills memtables to their full size, then
-// reads flushed tasks twice: the block cache must serve the second
+// reads flushed tasks again: the block cache must serve nearly all of a
 // read. Pebble charges its memtables to the cache, so a cache sized
 // without room for them holds no block once they are full, and every
-// read goes to the disk. Memtables and cache are small here (1 MiB) to
+// read goes to the disk. Memtables and cache are small here (4 MiB) to
 // keep the test short; the proportions are the defaults'.
 func TestBlockCacheHoldsBlocks(t *testing.T) {
 	t.Parallel()
-	s, err := Open(t.TempDir(), Options{CacheBytes: 1 << 20, memTableBytes: 1 << 20})
+	s, err := Open(t.TempDir(), Options{CacheBytes: 4 << 20, memTableBytes: 4 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,9 @@ func TestBlockCacheHoldsBlocks(t *testing.T) {
 		})
 		ids = append(ids, MakeID(0, n+1)) // a block each, 80 in all
 	}
-	if err := s.db.Flush(); err != nil {
+	// Down to the last level, so that no compaction replaces the tables
+	// (and their cached blocks) between the two reads.
+	if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xff}, false); err != nil {
 		t.Fatal(err)
 	}
 	read := func() {
@@ -52,13 +55,22 @@ func TestBlockCacheHoldsBlocks(t *testing.T) {
 			t.Fatalf("read %d tasks, want %d", n, len(ids))
 		}
 	}
+	// Now and then a read misses blocks the one before left (seen under
+	// the race detector beside another test process): the cache must
+	// serve nearly all of one of a few reads. Sized as before, it serves
+	// none of any.
 	read()
-	before := s.db.Metrics().BlockCache
-	read()
-	after := s.db.Metrics().BlockCache
-	hits, misses := after.Hits-before.Hits, after.Misses-before.Misses
-	if hits < 9*misses || hits == 0 {
-		t.Fatalf("second read: %d cache hits and %d misses, want nine hits in ten at least (the cache holds %d blocks, %d bytes)",
-			hits, misses, after.Count, after.Size)
+	var hits, misses int64
+	for range 10 {
+		before := s.db.Metrics().BlockCache
+		read()
+		after := s.db.Metrics().BlockCache
+		hits, misses = after.Hits-before.Hits, after.Misses-before.Misses
+		if hits > 0 && hits >= 9*misses {
+			return
+		}
 	}
+	m := s.db.Metrics().BlockCache
+	t.Fatalf("last read: %d cache hits and %d misses, want nine hits in ten at least (the cache holds %d blocks, %d bytes)",
+		hits, misses, m.Count, m.Size)
 }
