@@ -1,14 +1,10 @@
 package store
 
-import (
-	"errors"
-	"slices"
-
-	"github.com/boomerangd/boomerang/internal/store/storepb"
-)
+import "github.com/boomerangd/boomerang/internal/store/storepb"
 
 // TaskCache holds task records, decoded, as the state batches of one
-// owner left them: the tasks a batch wrote or read ahead. A task is read
+// owner left them: the tasks a batch wrote or read ahead, and those the
+// owner read through Tasks. A task is read
 // several times in a short life (started, its outcome applied, the next
 // head of its group found); each read from Pebble is a search of the
 // memtables and the levels and a decode, where the cache answers from a
@@ -89,34 +85,23 @@ func (c *TaskCache) trim() {
 // the cache's owner, which commits every change to these tasks, may call
 // it, and never while one of its batches is being filled.
 func (c *TaskCache) Tasks(s *Store, ids []uint64, fn func(id uint64, t *storepb.Task)) error {
-	if !slices.IsSorted(ids) {
-		return errors.New("store: Tasks needs ascending ids")
-	}
 	var missing []uint64
 	for _, id := range ids {
 		if _, ok := c.m[id]; !ok {
 			missing = append(missing, id)
 		}
 	}
-	read := make(map[uint64]*storepb.Task, len(missing))
 	err := s.tasks(missing, func(id uint64, t *storepb.Task) {
-		if t == nil {
-			return
+		if t != nil {
+			c.m[id] = knownTask{t: t, once: t.WrittenOnce}
+			t.WrittenOnce = false
 		}
-		k := knownTask{t: t, once: t.WrittenOnce}
-		t.WrittenOnce = false
-		c.m[id] = k
-		read[id] = t
 	})
 	if err != nil {
 		return err
 	}
 	for _, id := range ids {
-		if k, ok := c.m[id]; ok {
-			fn(id, k.t)
-		} else {
-			fn(id, read[id])
-		}
+		fn(id, c.m[id].t) // nil: no such task
 	}
 	c.trim()
 	return nil
