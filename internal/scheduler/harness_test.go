@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"flag"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	// Every test checks its proposals; benchmarks measure without.
+	checkProposals = flag.Lookup("test.bench").Value.String() == ""
 	if childMain() {
 		return
 	}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -53,7 +54,7 @@ func (p *partition) then(fn func(err error)) { p.cur.ops = append(p.cur.ops, fn)
 // flush proposes each shard's decided commands as one log entry.
 func (p *partition) flush() {
 	for shard, cmds := range p.open {
-		var batch storepb.CommandBatch
+		var batch []*store.Command
 		var live []*pendingCmd
 		for _, pc := range cmds {
 			if pc.c.Len() == 0 {
@@ -64,7 +65,7 @@ func (p *partition) flush() {
 			pc.id = p.proposals
 			c := pc.c.Proto()
 			c.Node, c.Proposal = p.s.cfg.NodeID, pc.id
-			batch.Commands = append(batch.Commands, c)
+			batch = append(batch, pc.c)
 			live = append(live, pc)
 		}
 		if len(live) == 0 {
@@ -72,7 +73,7 @@ func (p *partition) flush() {
 		}
 		err := ErrNotLeader
 		if p.leads(shard) {
-			err = p.propose(shard, &batch)
+			err = p.propose(shard, batch)
 		}
 		if err != nil {
 			for _, pc := range live {
@@ -85,12 +86,58 @@ func (p *partition) flush() {
 	clear(p.open)
 }
 
-func (p *partition) propose(shard uint16, batch *storepb.CommandBatch) error {
-	data, err := proto.Marshal(batch)
-	if err != nil {
-		return fmt.Errorf("scheduler: encode commands: %w", err)
+// propose proposes cmds as one entry of shard's log, built from the
+// encodings their records were checked with when they were added.
+func (p *partition) propose(shard uint16, cmds []*store.Command) error {
+	data := store.AppendCommands(nil, cmds)
+	if checkProposals {
+		checkProposal(data, cmds)
 	}
 	return p.s.node.Propose(shard, data)
+}
+
+// checkProposals makes every proposal check that its entry holds what its
+// commands' records hold now, that is that no record changed after it was
+// added to a command; it panics if not. Tests set it.
+//
+// A group record is the exception: the partition keeps changing the one
+// it holds, and writes it again in each decision that does, so only the
+// last write of a group in the entry must hold its record as it is now.
+var checkProposals = false
+
+func checkProposal(data []byte, cmds []*store.Command) {
+	got := &storepb.CommandBatch{}
+	if err := proto.Unmarshal(data, got); err != nil {
+		panic(fmt.Sprintf("scheduler: decode a proposal: %v", err))
+	}
+	want := &storepb.CommandBatch{}
+	for _, c := range cmds {
+		want.Commands = append(want.Commands, proto.CloneOf(c.Proto()))
+	}
+	dropOverwrittenGroups(got)
+	dropOverwrittenGroups(want)
+	if !proto.Equal(got, want) {
+		panic(fmt.Sprintf("scheduler: a record changed after it was added to a command:\nproposed %v\nnow      %v", got, want))
+	}
+}
+
+// dropOverwrittenGroups removes from b every group record write that a
+// later one of the same group replaces.
+func dropOverwrittenGroups(b *storepb.CommandBatch) {
+	last := map[string]*storepb.Mutation{}
+	for _, c := range b.Commands {
+		for _, m := range c.Mutations {
+			if g := m.GetPutGroup(); g != nil {
+				last[store.GroupRef(g.Client, g.Group)] = m
+			}
+		}
+	}
+	for _, c := range b.Commands {
+		c.Mutations = slices.DeleteFunc(c.Mutations, func(m *storepb.Mutation) bool {
+			g := m.GetPutGroup()
+			return g != nil && last[store.GroupRef(g.Client, g.Group)] != m
+		})
+	}
 }
 
 // undecided reports decisions not yet applied.

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/boomerangd/boomerang/internal/store/storepb"
@@ -13,9 +15,13 @@ import (
 // Batch.Apply. Each method checks its record as the store would (ids,
 // shards, encoding) and adds nothing when it returns an error, so a record
 // that cannot be stored fails its decision before anything is proposed.
+//
+// A mutation is encoded once, when it is added: AppendCommands builds a
+// log entry from those encodings. What a record holds when it is added is
+// what is proposed; a later change to the record is not.
 type Command struct {
 	pb  *storepb.Command
-	buf []byte
+	enc []byte // the mutations, encoded as Command fields
 }
 
 // NewCommand starts an empty command.
@@ -27,26 +33,59 @@ func (c *Command) Proto() *storepb.Command { return c.pb }
 // Len returns the number of mutations.
 func (c *Command) Len() int { return len(c.pb.Mutations) }
 
+// add encodes m, which fails for a record that cannot be stored (a string
+// that is not UTF-8), and adds it.
 func (c *Command) add(m *storepb.Mutation) error {
+	n := len(c.enc)
+	size := proto.Size(m) // and cached in m for the encoding
+	c.enc = protowire.AppendTag(c.enc, mutationsField, protowire.BytesType)
+	c.enc = protowire.AppendVarint(c.enc, uint64(size))
+	var err error
+	if c.enc, err = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(c.enc, m); err != nil {
+		c.enc = c.enc[:n]
+		return invalidf("encode %T: %v", m.Change, err)
+	}
 	c.pb.Mutations = append(c.pb.Mutations, m)
 	return nil
 }
 
-// encodes checks that m can be stored.
-func (c *Command) encodes(m proto.Message) error {
-	var err error
-	if c.buf, err = (proto.MarshalOptions{}).MarshalAppend(c.buf[:0], m); err != nil {
-		return invalidf("encode %T: %v", m, err)
+// Field numbers of storepb.Command and storepb.CommandBatch.
+const (
+	opField        = 1
+	nodeField      = 2
+	proposalField  = 3
+	mutationsField = 4
+	commandsField  = 1 // CommandBatch.commands
+)
+
+// AppendCommands appends to dst the encoding of a storepb.CommandBatch of
+// cmds, each with the op, node and proposal of its Proto and the
+// mutations as they were added.
+func AppendCommands(dst []byte, cmds []*Command) []byte {
+	for _, c := range cmds {
+		var head [3 * (1 + binary.MaxVarintLen64)]byte // three varint fields, tags of one byte
+		h := appendVarintField(head[:0], opField, uint64(c.pb.Op))
+		h = appendVarintField(h, nodeField, c.pb.Node)
+		h = appendVarintField(h, proposalField, c.pb.Proposal)
+		dst = protowire.AppendTag(dst, commandsField, protowire.BytesType)
+		dst = protowire.AppendVarint(dst, uint64(len(h)+len(c.enc)))
+		dst = append(append(dst, h...), c.enc...)
 	}
-	return nil
+	return dst
+}
+
+// appendVarintField appends a varint field, left out when v is zero as
+// proto3 leaves it out.
+func appendVarintField(b []byte, num protowire.Number, v uint64) []byte {
+	if v == 0 {
+		return b
+	}
+	return protowire.AppendVarint(protowire.AppendTag(b, num, protowire.VarintType), v)
 }
 
 // PutTask adds a new task.
 func (c *Command) PutTask(t *storepb.Task) error {
 	if err := checkTaskRecord(t); err != nil {
-		return err
-	}
-	if err := c.encodes(t); err != nil {
 		return err
 	}
 	return c.add(&storepb.Mutation{Change: &storepb.Mutation_PutTask{PutTask: t}})
@@ -59,9 +98,6 @@ func (c *Command) ReplaceTask(old, updated *storepb.Task) error {
 	}
 	if old.GetId() != updated.Id {
 		return invalidf("ReplaceTask of task %#x with task %#x", old.GetId(), updated.Id)
-	}
-	if err := c.encodes(updated); err != nil {
-		return err
 	}
 	return c.add(&storepb.Mutation{Change: &storepb.Mutation_ReplaceTask{ReplaceTask: updated}})
 }
@@ -80,9 +116,6 @@ func (c *Command) PutGroup(g *storepb.Group) error {
 		return invalidf("PutGroup(nil)")
 	}
 	if err := checkShard(g.Shard); err != nil {
-		return err
-	}
-	if err := c.encodes(g); err != nil {
 		return err
 	}
 	return c.add(&storepb.Mutation{Change: &storepb.Mutation_PutGroup{PutGroup: g}})
@@ -110,9 +143,6 @@ func (c *Command) PutDeadLetter(d *storepb.DeadLetter) error {
 	if err := checkDeadLetterRecord(d); err != nil {
 		return err
 	}
-	if err := c.encodes(d); err != nil {
-		return err
-	}
 	return c.add(&storepb.Mutation{Change: &storepb.Mutation_PutDeadLetter{PutDeadLetter: d}})
 }
 
@@ -134,9 +164,6 @@ func (c *Command) PutIdempotency(shard uint16, client, key string, id uint64, cr
 		return invalidf("PutIdempotency(%q, %q) with task id 0", client, key)
 	}
 	k := &storepb.IdempotencyKey{Shard: uint32(shard), Client: client, Key: key, Task: id, CreatedMs: createdMs}
-	if err := c.encodes(k); err != nil {
-		return err
-	}
 	return c.add(&storepb.Mutation{Change: &storepb.Mutation_PutIdempotency{PutIdempotency: k}})
 }
 
