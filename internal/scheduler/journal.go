@@ -101,8 +101,9 @@ func (p *partition) propose(shard uint16, cmds []*store.Command) error {
 // added to a command; it panics if not. Tests set it.
 //
 // A group record is the exception: the partition keeps changing the one
-// it holds, and writes it again in each decision that does, so only the
-// last write of a group in the entry must hold its record as it is now.
+// it holds, and writes (or deletes) it again in each decision that does,
+// so only the last write of a group in the entry must hold its record as
+// it is now.
 var checkProposals = false
 
 func checkProposal(data []byte, cmds []*store.Command) {
@@ -122,20 +123,29 @@ func checkProposal(data []byte, cmds []*store.Command) {
 }
 
 // dropOverwrittenGroups removes from b every group record write that a
-// later one of the same group replaces.
+// later write or deletion of the same group replaces.
 func dropOverwrittenGroups(b *storepb.CommandBatch) {
+	name := func(m *storepb.Mutation) (string, bool) {
+		if g := m.GetPutGroup(); g != nil {
+			return store.GroupRef(g.Client, g.Group), true
+		}
+		if g := m.GetDeleteGroup(); g != nil {
+			return store.GroupRef(g.Client, g.Group), true
+		}
+		return "", false
+	}
 	last := map[string]*storepb.Mutation{}
 	for _, c := range b.Commands {
 		for _, m := range c.Mutations {
-			if g := m.GetPutGroup(); g != nil {
-				last[store.GroupRef(g.Client, g.Group)] = m
+			if g, ok := name(m); ok {
+				last[g] = m
 			}
 		}
 	}
 	for _, c := range b.Commands {
 		c.Mutations = slices.DeleteFunc(c.Mutations, func(m *storepb.Mutation) bool {
-			g := m.GetPutGroup()
-			return g != nil && last[store.GroupRef(g.Client, g.Group)] != m
+			g, ok := name(m)
+			return ok && m.GetPutGroup() != nil && last[g] != m
 		})
 	}
 }
