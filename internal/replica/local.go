@@ -10,9 +10,14 @@ import (
 
 // LocalNetwork connects nodes in one process, for tests and benchmarks,
 // with faults to inject: dropped, delayed, duplicated and reordered
-// messages, and cut links. Each link delivers from its own goroutine, so a
-// slow node never blocks its senders. Messages are copied, as a wire
-// would.
+// messages, and cut links. Messages are copied, as a wire would.
+//
+// Without faults a batch goes straight into the receiving node's queue
+// from the sender's goroutine, which only appends to it: no goroutine
+// stands between two nodes, as none does between a TCP stream's reader
+// and its node. With faults each link delivers from its own goroutine, so
+// that a delay holds up no one else. Either way a node that does not keep
+// up loses what arrives beyond a bound (maxQueued), as on a wire.
 type LocalNetwork struct {
 	mu     sync.Mutex
 	nodes  map[uint64]*Node
@@ -102,6 +107,12 @@ func (nw *LocalNetwork) Send(from uint64, envs []Envelope) {
 		to := e.Msg.GetTo()
 		byPeer[to] = append(byPeer[to], Envelope{Shard: e.Shard, Msg: proto.CloneOf(e.Msg)})
 	}
+	var direct []func()
+	defer func() {
+		for _, deliver := range direct {
+			deliver()
+		}
+	}()
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	if nw.closed {
@@ -110,6 +121,12 @@ func (nw *LocalNetwork) Send(from uint64, envs []Envelope) {
 	for to, batch := range byPeer {
 		key := [2]uint64{from, to}
 		if nw.cut[key] || nw.rng.Float64() < nw.faults.Drop {
+			continue
+		}
+		if nw.faults == (Faults{}) {
+			if n := nw.nodes[to]; n != nil {
+				direct = append(direct, func() { n.receive(batch, maxQueued) })
+			}
 			continue
 		}
 		l := nw.link(key)
@@ -125,6 +142,10 @@ func (nw *LocalNetwork) Send(from uint64, envs []Envelope) {
 		}
 	}
 }
+
+// maxQueued is how many messages a node may have waiting for its loop
+// before more from the LocalNetwork are lost.
+const maxQueued = 1 << 16
 
 // link returns the link for key, starting it on first use. nw.mu is held.
 func (nw *LocalNetwork) link(key [2]uint64) *link {
@@ -159,9 +180,9 @@ func (nw *LocalNetwork) deliver(key [2]uint64, l *link) {
 			continue
 		}
 		if to != nil {
-			to.Receive(batch)
+			to.receive(batch, maxQueued)
 			if held != nil {
-				to.Receive(held)
+				to.receive(held, maxQueued)
 				held = nil
 			}
 		}

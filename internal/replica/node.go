@@ -289,8 +289,16 @@ func (n *Node) Propose(shard uint16, data []byte) error {
 }
 
 // Receive takes messages from other replicas.
-func (n *Node) Receive(envs []Envelope) {
+func (n *Node) Receive(envs []Envelope) { n.receive(envs, 0) }
+
+// receive is Receive that, with max > 0, drops envs when the loop has max
+// messages or more waiting.
+func (n *Node) receive(envs []Envelope, max int) {
 	n.mu.Lock()
+	if max > 0 && len(n.incoming) >= max {
+		n.mu.Unlock()
+		return
+	}
 	n.incoming = append(n.incoming, envs...)
 	n.mu.Unlock()
 	n.wake()
