@@ -172,10 +172,10 @@ func finish(pc *pendingCmd, err error) {
 	}
 }
 
-// apply applies committed log entries to the state, as every replica
+// applyNow applies committed log entries to the state, as every replica
 // does, in one unsynced store batch with each shard's applied index, then
 // runs the continuations of this node's commands among them.
-func (p *partition) apply(committed []replica.Committed) {
+func (p *partition) applyNow(committed []replica.Committed) {
 	b := p.stateBatch()
 	entries := make([][]*storepb.CommandBatch, len(committed))
 	var all []*storepb.Command

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/boomerangd/boomerang/internal/replica"
 	"github.com/boomerangd/boomerang/internal/store"
 	"github.com/boomerangd/boomerang/internal/store/storepb"
 	"github.com/boomerangd/boomerang/internal/wheel"
@@ -54,15 +55,18 @@ type partition struct {
 	idemKeys   map[uint16]int       // idempotency keys remembered, per led shard
 	replacing  map[string]uint64    // new tasks by replace key (replaceRef), not yet applied
 
-	leading      map[uint16]uint64    // shards this node leads, and the term
-	unleased     map[uint16][]*flight // started attempts waiting for their shard's lease
-	lastID       map[uint16]uint64    // the highest id in each shard's state
-	issued       map[uint16]uint64    // a led shard's last id counter issued
-	appliedIndex map[uint16]uint64    // each shard's state includes its log up to here
-	state        *store.Batch         // the apply batch, reused (stateBatch)
-	loadedUntil  int64                // tasks due before this (Unix ms) are in the wheel
-	nextLoad     time.Time            // monotonic
-	nextSweep    time.Time            // monotonic
+	leading       map[uint16]uint64    // shards this node leads, and the term
+	unleased      map[uint16][]*flight // started attempts waiting for their shard's lease
+	lastID        map[uint16]uint64    // the highest id in each shard's state
+	issued        map[uint16]uint64    // a led shard's last id counter issued
+	appliedIndex  map[uint16]uint64    // each shard's state includes its log up to here
+	state         *store.Batch         // the apply batch, reused (stateBatch)
+	behind        []replica.Committed  // followed shards' entries, gathered (follow.go)
+	behindSince   time.Time            // monotonic: when the oldest of them came
+	behindEntries int
+	loadedUntil   int64     // tasks due before this (Unix ms) are in the wheel
+	nextLoad      time.Time // monotonic
+	nextSweep     time.Time // monotonic
 
 	cur       *pendingCmd              // the command of the decision under way
 	open      map[uint16][]*pendingCmd // decided this turn, by shard
@@ -222,6 +226,11 @@ func (p *partition) run(stop, abort <-chan struct{}) {
 			m()
 		}
 		p.unread = 0
+		if p.stopping {
+			p.catchUp()
+		} else {
+			p.catchUpIfDue()
+		}
 		if p.s.failed() != nil {
 			return
 		}
@@ -246,7 +255,7 @@ func (p *partition) run(stop, abort <-chan struct{}) {
 // reports false when the loop must exit at once.
 func (p *partition) sleep(timer clockwork.Timer, stop, abort <-chan struct{}) bool {
 	now := p.mono()
-	wait := min(p.nextLoad.Sub(now), p.nextSweep.Sub(now))
+	wait := min(p.nextLoad.Sub(now), p.nextSweep.Sub(now), p.followWait())
 	if next, ok := p.wheel.NextExpiry(); ok {
 		wait = min(wait, next.Sub(p.wall()))
 	}
