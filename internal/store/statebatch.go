@@ -43,6 +43,10 @@ var sortHeldWrites = true
 type heldWrite struct {
 	kind            writeKind
 	start, mid, end int
+	// shadows: a write that replaced a deletion of its key before it in
+	// the batch (simplify), which a single deletion cancelling the write
+	// must put back.
+	shadows bool
 }
 
 type writeKind uint8
@@ -82,10 +86,7 @@ func (s *stateWrites) release(pb *pebble.Batch) error {
 			return cmp.Or(bytes.Compare(key(a), key(b)), cmp.Compare(a.start, b.start))
 		})
 	}
-	for i, w := range s.writes {
-		if i+1 < len(s.writes) && overridden(w, s.writes[i+1], key) {
-			continue
-		}
+	for _, w := range simplify(s.writes, key) {
 		var err error
 		switch w.kind {
 		case writeSet:
@@ -103,13 +104,38 @@ func (s *stateWrites) release(pb *pebble.Batch) error {
 	return nil
 }
 
-// overridden reports whether write w, followed by next, can be left out:
-// next is a later write of the same key that replaces whatever w left,
-// for readers and for every older version below. A single deletion is
-// never left out, nor left without the write before it: it must meet
-// exactly the one write it removes.
-func overridden(w, next heldWrite, key func(heldWrite) []byte) bool {
-	return w.kind != writeSingleDelete && next.kind != writeSingleDelete && bytes.Equal(key(w), key(next))
+// simplify drops, in place, the writes that need not reach Pebble: of two
+// writes of a key one after the other,
+//   - a write and the single deletion after it both go: a single deletion
+//     removes exactly the one write of its key since the last deletion, so
+//     the pair leaves the key as it was before (a task put and deleted
+//     within one batch costs Pebble nothing). If the write had replaced a
+//     deletion, that deletion is what is left;
+//   - otherwise, unless either is a single deletion, the first goes: the
+//     second replaces whatever it left, for readers and for every older
+//     version below. A single deletion is otherwise kept, with the write
+//     before it: it must meet exactly the one write it removes.
+func simplify(ws []heldWrite, key func(heldWrite) []byte) []heldWrite {
+	kept := ws[:0]
+	for _, w := range ws {
+		if n := len(kept); n > 0 && bytes.Equal(key(kept[n-1]), key(w)) {
+			switch last := kept[n-1]; {
+			case last.kind == writeSet && w.kind == writeSingleDelete:
+				if last.shadows {
+					kept[n-1].kind, kept[n-1].shadows = writeDelete, false
+				} else {
+					kept = kept[:n-1]
+				}
+				continue
+			case last.kind != writeSingleDelete && w.kind != writeSingleDelete:
+				w.shadows = last.kind == writeDelete || last.shadows
+				kept[n-1] = w
+				continue
+			}
+		}
+		kept = append(kept, w)
+	}
+	return kept
 }
 
 // reset empties s, keeping its memory for the next batch.
