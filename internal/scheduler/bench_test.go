@@ -20,6 +20,7 @@ import (
 var (
 	benchCallers    = flag.Int("scheduler.callers", 256, "concurrent callers in BenchmarkRegister")
 	benchPartitions = flag.Int("scheduler.partitions", 0, "Config.Partitions in BenchmarkRegister (0: the default)")
+	benchBatchers   = flag.Int("scheduler.batchers", 16, "callers registering batches in BenchmarkRegisterBatchReplicated")
 )
 
 // benchScheduler runs a scheduler on the real clock and a store in a temp

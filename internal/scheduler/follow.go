@@ -18,7 +18,7 @@ import (
 // every turn.
 const (
 	followLinger     = 10 * time.Millisecond
-	followMaxEntries = 1024
+	followMaxEntries = 64
 )
 
 // apply applies committed entries: a led shard's at once, a followed
