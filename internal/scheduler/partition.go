@@ -63,10 +63,10 @@ type partition struct {
 	state         *store.Batch         // the apply batch, reused (stateBatch)
 	behind        []replica.Committed  // followed shards' entries, gathered (follow.go)
 	behindSince   time.Time            // monotonic: when the oldest of them came
-	behindEntries int
-	loadedUntil   int64     // tasks due before this (Unix ms) are in the wheel
-	nextLoad      time.Time // monotonic
-	nextSweep     time.Time // monotonic
+	behindEntries int                  // the entries in behind
+	loadedUntil   int64                // tasks due before this (Unix ms) are in the wheel
+	nextLoad      time.Time            // monotonic
+	nextSweep     time.Time            // monotonic
 
 	cur       *pendingCmd              // the command of the decision under way
 	open      map[uint16][]*pendingCmd // decided this turn, by shard
