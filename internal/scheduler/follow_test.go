@@ -94,3 +94,55 @@ func TestFollowerAppliesGatheredEntriesBeforeARestore(t *testing.T) {
 		t.Errorf("applied index %d (%v), want the snapshot's 9", m.GetApplied(), err)
 	}
 }
+
+// Nor past a shard's drop: applied after it, they would leave state of a
+// shard the node no longer holds.
+func TestFollowerAppliesGatheredEntriesBeforeADrop(t *testing.T) {
+	const shard = 3
+	st, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := New(Config{Store: st, Placed: true, Clock: newFakeClock(),
+		Deliverer: DelivererFunc(func(_ Delivery, done func(error)) { done(nil) })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(context.Background())
+
+	task := &storepb.Task{Id: store.MakeID(shard, 1), Seq: store.MakeID(shard, 1), Client: "acme", Payload: []byte("x"), DueMs: time.Hour.Milliseconds()}
+	cmd := store.NewCommand(storepb.Op_OP_REGISTER)
+	if err := cmd.PutTask(task); err != nil {
+		t.Fatal(err)
+	}
+	s.Apply([]replica.Committed{{Shard: shard, Entries: []*raftpb.Entry{{
+		Index: proto.Uint64(5), Term: proto.Uint64(1), Type: raftpb.EntryType_EntryNormal.Enum(),
+		Data: store.AppendCommands(nil, []*store.Command{cmd}),
+	}}}})
+	dropped := make(chan error, 1)
+	s.Drop(shard, func() error {
+		b := st.NewBatch()
+		err := b.DropShard(shard)
+		if err == nil {
+			err = st.Commit(b)
+		}
+		dropped <- err
+		return err
+	})
+	if err := <-dropped; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Task(task.Id); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a task of the dropped shard is there: %v", err)
+	}
+	if m, err := st.ShardMeta(shard); err != nil || m.GetApplied() != 0 {
+		t.Errorf("the dropped shard's applied index is %d (%v), want none", m.GetApplied(), err)
+	}
+}
