@@ -177,54 +177,64 @@ func finish(pc *pendingCmd, err error) {
 // runs the continuations of this node's commands among them.
 func (p *partition) applyNow(committed []replica.Committed) {
 	b := p.stateBatch()
+	var done []*pendingCmd
+	err := applyCommitted(b, committed, p.tasks, p.lastID, func(shard uint16, cmd *storepb.Command) {
+		if cmd.Node == p.s.cfg.NodeID {
+			done = append(done, p.applied(shard, cmd.Proposal)...)
+		}
+	})
+	if err == nil {
+		err = p.s.cfg.Store.CommitNoSync(b)
+	}
+	if err != nil {
+		p.s.fail(fmt.Errorf("scheduler: apply: %w", err))
+		return
+	}
+	p.tasks.Absorb(b)
+	for _, c := range committed {
+		last := c.Entries[len(c.Entries)-1].GetIndex()
+		p.appliedIndex[c.Shard] = last
+		p.s.node.Applied(c.Shard, last)
+	}
+	for _, pc := range done {
+		finish(pc, nil)
+	}
+}
+
+// applyCommitted applies committed log entries to b, a state batch, with
+// each shard's applied index and highest id (lastID, which it updates),
+// reading the tasks they change through cache (nil: none). each is called
+// with every command applied.
+func applyCommitted(b *store.Batch, committed []replica.Committed, cache *store.TaskCache, lastID map[uint16]uint64, each func(uint16, *storepb.Command)) error {
 	entries := make([][]*storepb.CommandBatch, len(committed))
 	var all []*storepb.Command
 	for i, c := range committed {
 		for _, e := range c.Entries {
 			batch, err := decodeEntry(c.Shard, e)
 			if err != nil {
-				p.s.fail(err)
-				return
+				return err
 			}
 			entries[i] = append(entries[i], batch)
 			all = append(all, batch.GetCommands()...)
 		}
 	}
-	if err := b.Prefetch(all, p.tasks); err != nil {
-		p.s.fail(err)
-		return
+	if err := b.Prefetch(all, cache); err != nil {
+		return err
 	}
-	var done []*pendingCmd
+	noteID := func(shard uint16, id uint64) { lastID[shard] = max(lastID[shard], id) }
 	for i, c := range committed {
 		for j, e := range c.Entries {
-			err := applyCommands(b, c.Shard, e.GetIndex(), entries[i][j], p.noteID, func(cmd *storepb.Command) {
-				if cmd.Node == p.s.cfg.NodeID {
-					done = append(done, p.applied(c.Shard, cmd.Proposal)...)
-				}
-			})
+			err := applyCommands(b, c.Shard, e.GetIndex(), entries[i][j], noteID, func(cmd *storepb.Command) { each(c.Shard, cmd) })
 			if err != nil {
-				p.s.fail(err)
-				return
+				return err
 			}
 		}
 		last := c.Entries[len(c.Entries)-1].GetIndex()
-		if err := b.SetApplied(c.Shard, last, p.lastID[c.Shard]); err != nil {
-			p.s.fail(err)
-			return
+		if err := b.SetApplied(c.Shard, last, lastID[c.Shard]); err != nil {
+			return err
 		}
-		p.appliedIndex[c.Shard] = last
 	}
-	if err := p.s.cfg.Store.CommitNoSync(b); err != nil {
-		p.s.fail(fmt.Errorf("scheduler: apply: %w", err))
-		return
-	}
-	p.tasks.Absorb(b)
-	for _, c := range committed {
-		p.s.node.Applied(c.Shard, p.appliedIndex[c.Shard])
-	}
-	for _, pc := range done {
-		finish(pc, nil)
-	}
+	return nil
 }
 
 // stateBatch returns the partition's state batch, emptied: one batch
@@ -272,9 +282,6 @@ func applyCommands(b *store.Batch, shard uint16, index uint64, batch *storepb.Co
 	}
 	return nil
 }
-
-// noteID follows the highest id issued in each shard.
-func (p *partition) noteID(shard uint16, id uint64) { p.lastID[shard] = max(p.lastID[shard], id) }
 
 // applied returns this node's command that was just applied, and before
 // it any of the shard's that were proposed earlier and dropped (a lost

@@ -64,6 +64,7 @@ type partition struct {
 	behind        []replica.Committed  // followed shards' entries, gathered (follow.go)
 	behindSince   time.Time            // monotonic: when the oldest of them came
 	behindEntries int                  // the entries in behind
+	followers     *followWorker        // applies what was gathered (follow.go)
 	loadedUntil   int64                // tasks due before this (Unix ms) are in the wheel
 	nextLoad      time.Time            // monotonic
 	nextSweep     time.Time            // monotonic
@@ -180,6 +181,7 @@ func newPartition(s *Scheduler, index int) (*partition, error) {
 		proposed:     make(map[uint16][]*pendingCmd),
 		done:         make(chan struct{}),
 	}
+	p.followers = newFollowWorker(s)
 	for sh := index; sh < s.cfg.Store.Shards(); sh += s.cfg.Partitions {
 		p.shards = append(p.shards, uint16(sh))
 	}
@@ -216,6 +218,8 @@ func wheelTime(atMs int64) time.Time { return time.UnixMilli(atMs) }
 // run is the partition loop.
 func (p *partition) run(stop, abort <-chan struct{}) {
 	defer close(p.done)
+	go p.followers.run()
+	defer p.followers.close()
 	timer := p.s.cfg.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -227,7 +231,7 @@ func (p *partition) run(stop, abort <-chan struct{}) {
 		}
 		p.unread = 0
 		if p.stopping {
-			p.catchUp()
+			p.waitFollowers(nil)
 		} else {
 			p.catchUpIfDue()
 		}

@@ -36,9 +36,14 @@ func (p *partition) loadShard(shard uint16) error {
 // lead makes this node act as the shard's leader from term on (the
 // state holds everything committed before), or, with term 0, stop.
 func (p *partition) lead(shard uint16, term uint64) {
-	p.catchUp() // the shard's state must hold every entry given before
+	p.waitFollowers(&shard) // the shard's state must hold every entry given before
 	if term == 0 {
 		p.follow(shard)
+		return
+	}
+	// Its followers' applies left the shard's marks in its state.
+	if err := p.loadShard(shard); err != nil {
+		p.s.fail(err)
 		return
 	}
 	p.leading[shard] = term

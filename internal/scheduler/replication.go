@@ -79,7 +79,7 @@ func (s *Scheduler) Leased(shard uint16) {
 func (s *Scheduler) Restore(shard uint16, write func() error) {
 	p := s.partitionOf(shard)
 	p.inbox.post(func() {
-		p.catchUp()
+		p.waitFollowers(&shard)
 		if err := write(); err != nil {
 			p.s.fail(err)
 			return
@@ -95,7 +95,7 @@ func (s *Scheduler) Restore(shard uint16, write func() error) {
 func (s *Scheduler) Drop(shard uint16, write func() error) {
 	p := s.partitionOf(shard)
 	p.inbox.post(func() {
-		p.catchUp()
+		p.waitFollowers(&shard)
 		if p.leads(shard) {
 			p.follow(shard)
 		}
