@@ -458,7 +458,7 @@ func (n *Node) compact(b *store.Batch) error {
 			return err
 		}
 		meta := &raftpb.SnapshotMetadata{Index: proto.Uint64(upTo), Term: proto.Uint64(term), ConfState: g.conf}
-		if err := b.TruncateRaftLog(shard, meta); err != nil {
+		if err := b.CompactRaftLog(shard, g.truncated+1, meta); err != nil {
 			return err
 		}
 		if err := g.storage.Compact(upTo); err != nil {

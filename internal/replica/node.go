@@ -90,7 +90,7 @@ type Config struct {
 	// a leader's loss is noticed after 1 to 2 seconds.
 	ElectionTicks, HeartbeatTicks int
 	// CompactEvery is how many applied entries whose state is durable a
-	// group's log keeps before it is truncated. Default 1024.
+	// group's log keeps before it is truncated. Default 128.
 	CompactEvery uint64
 	// Failed is told of a storage failure, after which the node stops.
 	// Optional.

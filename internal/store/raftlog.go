@@ -65,13 +65,15 @@ func (s *Store) RaftLog(shard uint16) (RaftLog, error) {
 
 // AppendRaftEntries persists entries of a shard's log. Entries at or after
 // the first of them that are already persisted (up to lastPersisted) are
-// discarded first, as a new leader's log overrides a follower's.
+// deleted first, one by one, as a new leader's log overrides a
+// follower's: so every entry is written once since its last deletion,
+// which lets CompactRaftLog single-delete it.
 func (b *Batch) AppendRaftEntries(shard uint16, entries []*raftpb.Entry, lastPersisted uint64) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	if first := entries[0].GetIndex(); first <= lastPersisted {
-		b.deleteRange(raftEntryKey(shard, first), raftEntryKey(shard, lastPersisted+1))
+	for i := entries[0].GetIndex(); i <= lastPersisted; i++ {
+		b.delete(raftEntryKey(shard, i))
 	}
 	for _, e := range entries {
 		v, err := proto.MarshalOptions{}.MarshalAppend(b.rec[:0], e)
@@ -95,13 +97,33 @@ func (b *Batch) SetRaftHardState(shard uint16, hs *raftpb.HardState) error {
 
 // TruncateRaftLog deletes a shard's log entries up to and including
 // meta.Index, whose state the shard holds, and records where the log now
-// starts.
+// starts: for a new log or one a snapshot replaces, whatever it held.
 func (b *Batch) TruncateRaftLog(shard uint16, meta *raftpb.SnapshotMetadata) error {
 	if err := b.encode(meta); err != nil {
 		return err
 	}
 	b.set(appendShard(nil, tagRaftTruncated, shard), b.rec)
 	b.deleteRange(shardPrefix(tagRaftEntry, shard), raftEntryKey(shard, meta.GetIndex()+1))
+	return b.done()
+}
+
+// CompactRaftLog deletes a shard's log entries from first up to and
+// including meta.Index, whose state the shard holds, and records where
+// the log now starts. The log must start at first. It is the truncation
+// of a log as it grows: each entry is written once since its last
+// deletion (AppendRaftEntries), so it is single-deleted, and the pair
+// vanishes when a flush or compaction meets it. A range deletion would
+// do the same in one write, but every iterator made while range
+// deletions sit in the memtable sorts them all again, and a shard's log
+// is truncated often.
+func (b *Batch) CompactRaftLog(shard uint16, first uint64, meta *raftpb.SnapshotMetadata) error {
+	if err := b.encode(meta); err != nil {
+		return err
+	}
+	b.set(appendShard(nil, tagRaftTruncated, shard), b.rec)
+	for i := first; i <= meta.GetIndex(); i++ {
+		b.singleDelete(raftEntryKey(shard, i))
+	}
 	return b.done()
 }
 
