@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,7 +73,7 @@ func benchRegister(b *testing.B, groups int) {
 	hists := make([]*hdrhistogram.Histogram, callers)
 	before := st.Stats()
 	b.ResetTimer()
-	begin := time.Now()
+	begin, cpu0 := time.Now(), cpuTime()
 	var wg sync.WaitGroup
 	for c := range callers {
 		hists[c] = hdrhistogram.New(1, int64(10*time.Second), 3)
@@ -96,7 +97,7 @@ func benchRegister(b *testing.B, groups int) {
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(begin)
+	elapsed, cpu := time.Since(begin), cpuTime()-cpu0
 	b.StopTimer()
 	h := hists[0]
 	for _, o := range hists[1:] {
@@ -104,6 +105,7 @@ func benchRegister(b *testing.B, groups int) {
 	}
 	after := st.Stats()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "regs/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/reg")
 	b.ReportMetric(float64(h.ValueAtQuantile(50))/1e3, "p50-µs")
 	b.ReportMetric(float64(h.ValueAtQuantile(99))/1e3, "p99-µs")
 	if syncs := after.WALSyncs - before.WALSyncs; syncs > 0 {
@@ -270,7 +272,10 @@ func rssBytes() int64 {
 	return resident * int64(os.Getpagesize())
 }
 
-var fireRate = flag.Int("scheduler.firerate", 50_000, "fires per second offered by BenchmarkFireLateness")
+var (
+	fireRate = flag.Int("scheduler.firerate", 50_000, "fires per second offered by BenchmarkFireLateness")
+	fireLead = flag.Duration("scheduler.firelead", 10*time.Second, "how long after the start of its load BenchmarkFireLateness's first task is due")
+)
 
 // BenchmarkFireLateness loads tasks due at a steady -scheduler.firerate
 // for 10 seconds, starts the scheduler on the real clock, and reports how
@@ -284,20 +289,29 @@ func BenchmarkFireLateness(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		start := time.Now().Add(3 * time.Second)
+		start := time.Now().Add(*fireLead)
 		bulkLoad(b, st, n, func(i int) int64 {
 			return start.Add(time.Duration(i) * time.Second / time.Duration(*fireRate)).UnixMilli()
 		})
+		if time.Now().After(start) {
+			_ = st.Close()
+			b.Fatalf("loading took longer than -scheduler.firelead (%v): the first tasks were already due", *fireLead)
+		}
 		lateness := hdrhistogram.New(1, int64(time.Minute), 3)
 		var mu sync.Mutex
 		done := make(chan struct{})
 		count := 0
+		var cpu0, cpu time.Duration
 		s, err := New(Config{Store: st, Deliverer: DelivererFunc(func(d Delivery, ack func(error)) {
 			late := time.Since(time.UnixMilli(d.Task.DueMs))
 			mu.Lock()
 			_ = lateness.RecordValue(max(int64(late), 1))
 			count++
-			if count == n {
+			switch count {
+			case 1:
+				cpu0 = cpuTime()
+			case n:
+				cpu = cpuTime() - cpu0
 				close(done)
 			}
 			mu.Unlock()
@@ -309,16 +323,23 @@ func BenchmarkFireLateness(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if time.Now().After(start) {
-			b.Fatalf("loading took too long: the first tasks were already due at start")
-		}
 		<-done
 		_ = s.Stop(context.Background())
 		_ = st.Close()
 		b.ReportMetric(float64(lateness.ValueAtQuantile(50))/1e6, "late-p50-ms")
 		b.ReportMetric(float64(lateness.ValueAtQuantile(99))/1e6, "late-p99-ms")
 		b.ReportMetric(float64(lateness.Max())/1e6, "late-max-ms")
+		b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/fire")
 	}
+}
+
+// cpuTime is the process's CPU time so far, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkFireLatenessBaseline is BenchmarkFireLateness's floor on this
