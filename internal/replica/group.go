@@ -22,6 +22,10 @@ type group struct {
 	truncated uint64            // the log starts after this index
 	conf      *raftpb.ConfState // the configuration, kept for truncations
 	durable   uint64            // applied index whose state is durable
+	// savedTerm and savedVote are the hard state's last written term and
+	// vote: a hard state that changes only its commit index is not
+	// written (see persist).
+	savedTerm, savedVote uint64
 
 	leader      bool           // this node leads the group
 	term        uint64         // the term it leads in
@@ -98,6 +102,7 @@ func (n *Node) load(shard uint16, voters []uint64, b *store.Batch) (*group, erro
 		}
 	}
 	g.durable = applied
+	g.savedTerm, g.savedVote = l.HardState.GetTerm(), l.HardState.GetVote()
 	// The state holds the log up to applied already: a read barrier must
 	// not wait for the state machine to apply a new entry to learn so.
 	n.mu.Lock()

@@ -231,17 +231,26 @@ func vouches(m *raftpb.Message) bool {
 
 // persist writes every group's new entries and hard state, and truncates
 // logs, in one batch, synced if any group needs it.
+//
+// A hard state is written only when its term or vote changed. Its commit
+// index changes nearly every turn of a busy group, but Raft keeps it in
+// volatile state: a node restarted with an older one learns it again
+// from its leader (or, alone, by committing an entry of its new term),
+// and load raises it to the applied index, whose state says those
+// entries were committed. So a turn costs no write of it per group.
 func (n *Node) persist(rds []groupReady, written map[uint16]uint64) error {
 	b := n.logBatch()
 	sync := false
 	for _, r := range rds {
-		if err := b.AppendRaftEntries(r.g.shard, r.rd.Entries, r.g.persisted); err != nil {
+		g, hs := r.g, r.rd.HardState
+		if err := b.AppendRaftEntries(g.shard, r.rd.Entries, g.persisted); err != nil {
 			return err
 		}
-		if !raft.IsEmptyHardState(r.rd.HardState) {
-			if err := b.SetRaftHardState(r.g.shard, r.rd.HardState); err != nil {
+		if !raft.IsEmptyHardState(hs) && (hs.GetTerm() != g.savedTerm || hs.GetVote() != g.savedVote) {
+			if err := b.SetRaftHardState(g.shard, hs); err != nil {
 				return err
 			}
+			g.savedTerm, g.savedVote = hs.GetTerm(), hs.GetVote()
 		}
 		sync = sync || r.rd.MustSync
 	}

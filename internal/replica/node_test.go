@@ -45,6 +45,45 @@ func TestStandaloneNodeCommitsEveryShard(t *testing.T) {
 	}
 }
 
+// A turn writes a group's hard state only when its term or vote changed,
+// not for every new commit index: the stored commit lags, and a restart
+// takes the applied index as committed and goes on from there.
+func TestCommitIndexIsNotWrittenEveryTurn(t *testing.T) {
+	fs := store.NewMemFS()
+	r := startReplica(t, 1, nil, shards, fs, nil)
+	r.rec.await(t, "leadership of every shard", func() bool { return len(r.rec.lead) == len(shards) })
+	want := proposeAll(t, r, 50, "a")
+	sh := shards[0]
+	r.rec.await(t, "every entry applied", func() bool { return len(r.rec.applied[sh]) == len(want[sh]) })
+	r.rec.mu.Lock()
+	applied := r.rec.index[sh]
+	r.rec.mu.Unlock()
+	r.stop(t)
+
+	st, err := store.Open("/data", store.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.RaftLog(sh)
+	if err == nil {
+		err = st.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.HardState.GetCommit(); got >= applied {
+		t.Fatalf("the stored hard state commits %d, the applied index %d: it was written for every commit", got, applied)
+	}
+
+	r = startReplica(t, 1, nil, shards, fs, nil)
+	defer r.stop(t)
+	more := proposeAll(t, r, 5, "b")
+	r.rec.await(t, "the new entries applied", func() bool { return len(r.rec.applied[sh]) >= len(more[sh]) })
+	if got := r.rec.entries(sh); !slices.Equal(got, more[sh]) {
+		t.Fatalf("after a restart shard %d applied %v, want only %v", sh, got, more[sh])
+	}
+}
+
 // After a power loss every entry that was applied is in the state or in
 // the log: nothing committed is lost.
 func TestStandaloneNodeSurvivesPowerLoss(t *testing.T) {
