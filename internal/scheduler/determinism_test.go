@@ -121,7 +121,7 @@ func replayShard(t *testing.T, from, to *store.Store, shard uint16) {
 	var lastID uint64
 	b := to.NewStateBatch()
 	for _, e := range l.Entries {
-		err := applyEntry(b, shard, e, func(_ uint16, id uint64) { lastID = max(lastID, id) }, func(*storepb.Command) {})
+		err := applyEntry(b, shard, e, func(_ uint16, id uint64) { lastID = max(lastID, id) }, func(store.EntryCommand) {})
 		if err != nil {
 			t.Fatal(err)
 		}

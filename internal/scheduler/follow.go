@@ -7,7 +7,6 @@ import (
 
 	"github.com/boomerangd/boomerang/internal/replica"
 	"github.com/boomerangd/boomerang/internal/store"
-	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
 // A follower's entries wait, and are applied off the partition's loop.
@@ -106,12 +105,12 @@ type followWorker struct {
 	done    chan struct{}
 	lastID  map[uint16]uint64 // the worker's alone
 	b       *store.Batch      // the worker's alone
-	ignored func(uint16, *storepb.Command)
+	ignored func(uint16, store.EntryCommand)
 }
 
 func newFollowWorker(s *Scheduler) *followWorker {
 	w := &followWorker{s: s, forgot: map[uint16]bool{}, lastID: map[uint16]uint64{}, done: make(chan struct{}),
-		ignored: func(uint16, *storepb.Command) {}}
+		ignored: func(uint16, store.EntryCommand) {}}
 	w.changed = sync.NewCond(&w.mu)
 	return w
 }

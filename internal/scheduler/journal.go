@@ -178,7 +178,7 @@ func finish(pc *pendingCmd, err error) {
 func (p *partition) applyNow(committed []replica.Committed) {
 	b := p.stateBatch()
 	var done []*pendingCmd
-	err := applyCommitted(b, committed, p.tasks, p.lastID, func(shard uint16, cmd *storepb.Command) {
+	err := applyCommitted(b, committed, p.tasks, p.lastID, func(shard uint16, cmd store.EntryCommand) {
 		if cmd.Node == p.s.cfg.NodeID {
 			done = append(done, p.applied(shard, cmd.Proposal)...)
 		}
@@ -205,17 +205,17 @@ func (p *partition) applyNow(committed []replica.Committed) {
 // each shard's applied index and highest id (lastID, which it updates),
 // reading the tasks they change through cache (nil: none). each is called
 // with every command applied.
-func applyCommitted(b *store.Batch, committed []replica.Committed, cache *store.TaskCache, lastID map[uint16]uint64, each func(uint16, *storepb.Command)) error {
-	entries := make([][]*storepb.CommandBatch, len(committed))
-	var all []*storepb.Command
+func applyCommitted(b *store.Batch, committed []replica.Committed, cache *store.TaskCache, lastID map[uint16]uint64, each func(uint16, store.EntryCommand)) error {
+	entries := make([][]*store.Entry, len(committed))
+	var all []*store.Entry
 	for i, c := range committed {
 		for _, e := range c.Entries {
-			batch, err := decodeEntry(c.Shard, e)
+			entry, err := decodeEntry(c.Shard, e)
 			if err != nil {
 				return err
 			}
-			entries[i] = append(entries[i], batch)
-			all = append(all, batch.GetCommands()...)
+			entries[i] = append(entries[i], entry)
+			all = append(all, entry)
 		}
 	}
 	if err := b.Prefetch(all, cache); err != nil {
@@ -224,7 +224,7 @@ func applyCommitted(b *store.Batch, committed []replica.Committed, cache *store.
 	noteID := func(shard uint16, id uint64) { lastID[shard] = max(lastID[shard], id) }
 	for i, c := range committed {
 		for j, e := range c.Entries {
-			err := applyCommands(b, c.Shard, e.GetIndex(), entries[i][j], noteID, func(cmd *storepb.Command) { each(c.Shard, cmd) })
+			err := applyCommands(b, c.Shard, e.GetIndex(), entries[i][j], noteID, func(cmd store.EntryCommand) { each(c.Shard, cmd) })
 			if err != nil {
 				return err
 			}
@@ -251,34 +251,31 @@ func (p *partition) stateBatch() *store.Batch {
 // applyEntry applies one committed log entry of shard to b, a state
 // batch: a pure function of the state and the entry, the same on every
 // replica and in every replay. Each command applied is passed to each.
-func applyEntry(b *store.Batch, shard uint16, e *raftpb.Entry, lastID func(uint16, uint64), each func(*storepb.Command)) error {
-	batch, err := decodeEntry(shard, e)
+func applyEntry(b *store.Batch, shard uint16, e *raftpb.Entry, lastID func(uint16, uint64), each func(store.EntryCommand)) error {
+	entry, err := decodeEntry(shard, e)
 	if err != nil {
 		return err
 	}
-	return applyCommands(b, shard, e.GetIndex(), batch, lastID, each)
+	return applyCommands(b, shard, e.GetIndex(), entry, lastID, each)
 }
 
 // decodeEntry returns the commands of a log entry: none for an entry
 // that holds no commands (empty, or a configuration change).
-func decodeEntry(shard uint16, e *raftpb.Entry) (*storepb.CommandBatch, error) {
-	var batch storepb.CommandBatch
+func decodeEntry(shard uint16, e *raftpb.Entry) (*store.Entry, error) {
 	if e.GetType() != raftpb.EntryType_EntryNormal || len(e.Data) == 0 {
-		return &batch, nil
+		return &store.Entry{}, nil
 	}
-	if err := proto.Unmarshal(e.Data, &batch); err != nil {
-		return nil, fmt.Errorf("%w: shard %d log entry %d: %v", store.ErrCorrupt, shard, e.GetIndex(), err)
+	entry, err := store.DecodeEntry(e.Data)
+	if err != nil {
+		return nil, fmt.Errorf("shard %d log entry %d: %w", shard, e.GetIndex(), err)
 	}
-	return &batch, nil
+	return entry, nil
 }
 
 // applyCommands applies the commands of shard's log entry index to b.
-func applyCommands(b *store.Batch, shard uint16, index uint64, batch *storepb.CommandBatch, lastID func(uint16, uint64), each func(*storepb.Command)) error {
-	for _, cmd := range batch.Commands {
-		if err := b.Apply(cmd, lastID); err != nil {
-			return fmt.Errorf("shard %d log entry %d: %w", shard, index, err)
-		}
-		each(cmd)
+func applyCommands(b *store.Batch, shard uint16, index uint64, entry *store.Entry, lastID func(uint16, uint64), each func(store.EntryCommand)) error {
+	if err := b.ApplyEntry(entry, lastID, each); err != nil {
+		return fmt.Errorf("shard %d log entry %d: %w", shard, index, err)
 	}
 	return nil
 }

@@ -71,12 +71,7 @@ func Ordered(t *storepb.Task) bool {
 // attempt's when one is set and later. An ordered task that waits for a
 // retry holds its group from its due time on, so its group must look at
 // it then.
-func WakeMs(t *storepb.Task) int64 {
-	if t.NextAttemptMs != 0 && t.NextAttemptMs > t.DueMs && !Ordered(t) {
-		return t.NextAttemptMs
-	}
-	return t.DueMs
-}
+func WakeMs(t *storepb.Task) int64 { return keysOf(t).wake() }
 
 // GroupRef names a client's group in one string: the value of an ordered
 // task's due index entry (DueEntry.Group). Client ids and group keys
@@ -89,9 +84,24 @@ func (b *Batch) PutTask(t *storepb.Task) error {
 	if err := b.encodeTask(t); err != nil {
 		return err
 	}
-	b.state.wroteTask(t.Id, t, true)
+	b.state.wroteTask(t.Id, knownTask{t: t, once: true})
 	b.set(taskKey(t.Id), markWrittenOnce(b.rec, true))
-	b.putTaskIndexes(t)
+	b.putTaskIndexes(keysOf(t))
+	return b.done()
+}
+
+// putEncodedTask is PutTask of a task as a log entry encodes it.
+func (b *Batch) putEncodedTask(e *encodedTask) error {
+	if e.keys.id == 0 {
+		return invalidf("task id 0")
+	}
+	if err := b.checkShard(uint32(ShardOf(e.keys.id))); err != nil {
+		return err
+	}
+	b.state.wroteTask(e.keys.id, knownTask{enc: e.enc, once: true})
+	b.rec = markWrittenOnce(append(b.rec[:0], e.enc...), true)
+	b.set(taskKey(e.keys.id), b.rec)
+	b.putTaskIndexes(e.keys)
 	return b.done()
 }
 
@@ -107,7 +117,7 @@ func (b *Batch) ReplaceTask(old, updated *storepb.Task) error {
 	if old.Id != updated.Id {
 		return invalidf("ReplaceTask of task %#x with task %#x", old.Id, updated.Id)
 	}
-	b.state.wroteTask(updated.Id, updated, false)
+	b.state.wroteTask(updated.Id, knownTask{t: updated})
 	b.set(taskKey(updated.Id), markWrittenOnce(b.rec, false))
 	b.moveTaskIndexes(old, updated)
 	return b.done()
@@ -121,7 +131,7 @@ func (b *Batch) deleteTask(t *storepb.Task, once bool) error {
 	if err := b.checkTask(t); err != nil {
 		return err
 	}
-	b.state.wroteTask(t.Id, nil, false)
+	b.state.wroteTask(t.Id, knownTask{})
 	if once {
 		b.singleDelete(taskKey(t.Id))
 	} else {
@@ -146,24 +156,46 @@ type indexEntry struct {
 	order      bool // an entry of its group's order (floors)
 }
 
+// taskKeys is what of a task its index entries are made of.
+type taskKeys struct {
+	id, seq          uint64
+	client, group    string
+	due, nextAttempt int64
+	ordered          bool // Ordered
+	replaceKey       string
+}
+
+func keysOf(t *storepb.Task) taskKeys {
+	return taskKeys{id: t.Id, seq: t.Seq, client: t.Client, group: t.Group, due: t.DueMs,
+		nextAttempt: t.NextAttemptMs, ordered: Ordered(t), replaceKey: t.ReplaceKey}
+}
+
+// wake is WakeMs.
+func (k taskKeys) wake() int64 {
+	if k.nextAttempt != 0 && k.nextAttempt > k.due && !k.ordered {
+		return k.nextAttempt
+	}
+	return k.due
+}
+
 // taskIndexes returns a task's index entries: due, group order, client,
 // replace key.
-func taskIndexes(t *storepb.Task) [4]indexEntry {
+func taskIndexes(k taskKeys) [4]indexEntry {
 	var e [4]indexEntry
-	e[0].key = dueKey(WakeMs(t), t.Id)
-	if Ordered(t) {
-		e[0].value = []byte(GroupRef(t.Client, t.Group))
-		e[1] = indexEntry{key: orderKey(ShardOf(t.Id), t.Client, t.Group, t.DueMs, t.Seq, t.Id), order: true}
+	e[0].key = dueKey(k.wake(), k.id)
+	if k.ordered {
+		e[0].value = []byte(GroupRef(k.client, k.group))
+		e[1] = indexEntry{key: orderKey(ShardOf(k.id), k.client, k.group, k.due, k.seq, k.id), order: true}
 	}
-	e[2].key = clientIndexKey(tagClientIndex, t.Client, t.Id)
-	if t.ReplaceKey != "" {
-		e[3].key = replaceKeyOf(t)
+	e[2].key = clientIndexKey(tagClientIndex, k.client, k.id)
+	if k.replaceKey != "" {
+		e[3].key = replaceKey(ShardOf(k.id), k.client, k.group, k.replaceKey, k.id)
 	}
 	return e
 }
 
-func (b *Batch) putTaskIndexes(t *storepb.Task) {
-	for _, e := range taskIndexes(t) {
+func (b *Batch) putTaskIndexes(k taskKeys) {
+	for _, e := range taskIndexes(k) {
 		b.putEntry(e)
 	}
 }
@@ -172,7 +204,7 @@ func (b *Batch) putTaskIndexes(t *storepb.Task) {
 // each entry is written once between deletions, since it is only written
 // for a new task or after its old entries were removed.
 func (b *Batch) deleteTaskIndexes(t *storepb.Task) {
-	for _, e := range taskIndexes(t) {
+	for _, e := range taskIndexes(keysOf(t)) {
 		b.deleteEntry(e)
 	}
 }
@@ -182,7 +214,7 @@ func (b *Batch) deleteTaskIndexes(t *storepb.Task) {
 // written once. A release of a held task, for one, moves its due and
 // order entries and leaves its client entry alone.
 func (b *Batch) moveTaskIndexes(old, updated *storepb.Task) {
-	was, now := taskIndexes(old), taskIndexes(updated)
+	was, now := taskIndexes(keysOf(old)), taskIndexes(keysOf(updated))
 	for i := range was {
 		if bytes.Equal(was[i].key, now[i].key) && bytes.Equal(was[i].value, now[i].value) {
 			continue

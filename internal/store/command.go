@@ -202,16 +202,26 @@ func checkDeadLetterRecord(d *storepb.DeadLetter) error {
 // the replicas' states disagree, which is corruption.
 var errMissing = fmt.Errorf("%w: a record a command changes is missing", ErrCorrupt)
 
-// Apply writes a command's mutations into b, a state batch, reading the
-// old values of replaced and deleted records through it. It depends only
-// on the state and the command, so every replica, and every replay of
-// the log, makes the same change. It reports the highest id the command
-// put in each shard it touched.
-func (b *Batch) Apply(cmd *storepb.Command, lastID func(shard uint16, id uint64)) error {
-	for _, m := range cmd.Mutations {
-		if err := b.applyMutation(m, lastID); err != nil {
-			return fmt.Errorf("store: apply %v command: %w", cmd.Op, err)
+// ApplyEntry writes a log entry's commands into b, a state batch, in
+// order, reading the old values of replaced and deleted records through
+// it. It depends only on the state and the entry, so every replica, and
+// every replay of the log, makes the same change. It reports the ids the
+// commands put to lastID, and each command, once applied, to each.
+func (b *Batch) ApplyEntry(e *Entry, lastID func(shard uint16, id uint64), each func(EntryCommand)) error {
+	for _, c := range e.Commands {
+		for _, m := range c.muts {
+			var err error
+			if m.put != nil {
+				lastID(ShardOf(m.put.keys.id), m.put.keys.id)
+				err = b.putEncodedTask(m.put)
+			} else {
+				err = b.applyMutation(m.m, lastID)
+			}
+			if err != nil {
+				return fmt.Errorf("store: apply %v command: %w", c.Op, err)
+			}
 		}
+		each(c)
 	}
 	return nil
 }

@@ -62,8 +62,10 @@ func TestApplyMatchesModel(t *testing.T) {
 				delete(tasks, id)
 				gone[id] = true
 			}
-			must(rt, b.Prefetch([]*storepb.Command{c.Proto()}, cache))
-			must(rt, b.Apply(c.Proto(), func(uint16, uint64) {}))
+			e, err := DecodeEntry(AppendCommands(nil, []*Command{c}))
+			must(rt, err)
+			must(rt, b.Prefetch([]*Entry{e}, cache))
+			must(rt, b.ApplyEntry(e, func(uint16, uint64) {}, func(EntryCommand) {}))
 			if rapid.Bool().Draw(rt, "more in the batch") {
 				continue
 			}
@@ -144,10 +146,20 @@ func checkTaskCache(rt *rapid.T, c *TaskCache, tasks map[uint64]*storepb.Task) {
 		rt.Fatalf("the cache holds %d tasks, more than %d", c.Len(), c.max)
 	}
 	for id, k := range c.m {
-		if !proto.Equal(k.t, tasks[id]) {
-			rt.Fatalf("cached task %#x: %v; stored %v", id, k.t, tasks[id])
+		k, err := k.decoded()
+		if err != nil || !proto.Equal(k.t, tasks[id]) {
+			rt.Fatalf("cached task %#x: %v (%v); stored %v", id, k.t, err, tasks[id])
 		}
 	}
+}
+
+// applyCommand applies c to b as a replica applies a log entry of it.
+func applyCommand(b *Batch, c *Command) error {
+	e, err := DecodeEntry(AppendCommands(nil, []*Command{c}))
+	if err != nil {
+		return err
+	}
+	return b.ApplyEntry(e, func(uint16, uint64) {}, func(EntryCommand) {})
 }
 
 func must(t interface{ Fatal(...any) }, err error) {

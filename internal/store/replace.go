@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 
 	"github.com/boomerangd/boomerang/internal/shard"
-	"github.com/boomerangd/boomerang/internal/store/storepb"
 )
 
 // A task registered with a replace key (storepb.Task.replace_key) is
@@ -51,8 +50,4 @@ func (s *Store) ReplaceKeyTasks(shard uint16, client, group, key string, fn func
 		return nil
 	}
 	return err
-}
-
-func replaceKeyOf(t *storepb.Task) []byte {
-	return replaceKey(ShardOf(t.Id), t.Client, t.Group, t.ReplaceKey, t.Id)
 }

@@ -58,11 +58,28 @@ const (
 )
 
 // knownTask is a task as stored before the batch (read ahead by
-// Prefetch) or as the batch wrote it; t nil: no such task. once is the
+// Prefetch) or as the batch wrote it: decoded (t), or as a log entry
+// encodes it (enc), until it is read; neither: no such task. once is the
 // stored record's written_once.
 type knownTask struct {
 	t    *storepb.Task
+	enc  []byte
 	once bool
+}
+
+// exists reports whether k is a task, not its absence.
+func (k knownTask) exists() bool { return k.t != nil || k.enc != nil }
+
+// decoded returns k with its task decoded.
+func (k knownTask) decoded() (knownTask, error) {
+	if k.t != nil || k.enc == nil {
+		return k, nil
+	}
+	t := new(storepb.Task)
+	if err := unmarshal("task record", k.enc, t); err != nil {
+		return k, err
+	}
+	return knownTask{t: t, once: k.once}, nil
 }
 
 func (s *stateWrites) hold(kind writeKind, key, value []byte) {
@@ -147,25 +164,29 @@ func (s *stateWrites) reset() {
 	}
 }
 
-// wroteTask notes that the batch wrote t, whose record has written_once
-// set to once, or deleted task id when t is nil.
-func (s *stateWrites) wroteTask(id uint64, t *storepb.Task, once bool) {
+// wroteTask notes that the batch wrote task id as k, or deleted it when
+// k is no task.
+func (s *stateWrites) wroteTask(id uint64, k knownTask) {
 	if s == nil {
 		return
 	}
 	if s.tasks == nil {
 		s.tasks = make(map[uint64]knownTask)
 	}
-	s.tasks[id] = knownTask{t: t, once: once}
+	s.tasks[id] = k
 }
 
 // task reads a task through the batch, with its stored record's
 // written_once (once), which its WrittenOnce need not hold.
 func (b *Batch) task(id uint64) (t *storepb.Task, once bool, err error) {
 	if k, ok := b.state.tasks[id]; ok {
-		if k.t == nil {
+		if !k.exists() {
 			return nil, false, fmt.Errorf("%w: task %#x", errMissing, id)
 		}
+		if k, err = k.decoded(); err != nil {
+			return nil, false, err
+		}
+		b.state.tasks[id] = k
 		return k.t, k.once, nil
 	}
 	t = new(storepb.Task)
@@ -196,22 +217,24 @@ func (s *stateWrites) wroteDeadLetter(id uint64, d *storepb.DeadLetter) {
 }
 
 // Prefetch reads ahead, with one iterator, the stored tasks that the
-// commands about to be applied replace or delete: for many of them that
+// entries about to be applied replace or delete: for many of them that
 // is several times cheaper than reading each when its mutation applies.
 //
 // Tasks known to c, if not nil, are taken from it instead.
-func (b *Batch) Prefetch(cmds []*storepb.Command, c *TaskCache) error {
+func (b *Batch) Prefetch(entries []*Entry, c *TaskCache) error {
 	if b.state == nil {
 		return nil
 	}
 	var ids []uint64
-	for _, c := range cmds {
-		for _, m := range c.Mutations {
-			switch c := m.Change.(type) {
-			case *storepb.Mutation_ReplaceTask:
-				ids = append(ids, c.ReplaceTask.Id)
-			case *storepb.Mutation_DeleteTask:
-				ids = append(ids, c.DeleteTask)
+	for _, e := range entries {
+		for _, cmd := range e.Commands {
+			for _, m := range cmd.muts {
+				switch c := m.m.GetChange().(type) {
+				case *storepb.Mutation_ReplaceTask:
+					ids = append(ids, c.ReplaceTask.Id)
+				case *storepb.Mutation_DeleteTask:
+					ids = append(ids, c.DeleteTask)
+				}
 			}
 		}
 	}

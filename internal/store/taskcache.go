@@ -1,6 +1,10 @@
 package store
 
-import "github.com/boomerangd/boomerang/internal/store/storepb"
+import (
+	"bytes"
+
+	"github.com/boomerangd/boomerang/internal/store/storepb"
+)
 
 // TaskCache holds task records, decoded, as the state batches of one
 // owner left them: the tasks a batch wrote or read ahead, and those the
@@ -29,7 +33,16 @@ func NewTaskCache(max int) *TaskCache {
 // changed.
 func (c *TaskCache) Task(id uint64) (*storepb.Task, bool) {
 	k, ok := c.m[id]
-	return k.t, ok
+	if !ok || k.t != nil {
+		return k.t, ok
+	}
+	k, err := k.decoded()
+	if err != nil { // not a record: read it from the store, which says so
+		delete(c.m, id)
+		return nil, false
+	}
+	c.m[id] = k
+	return k.t, true
 }
 
 // Clear forgets every task.
@@ -46,15 +59,19 @@ func (c *TaskCache) Absorb(b *Batch) {
 		return
 	}
 	for id, k := range b.state.tasks {
-		if k.t == nil {
+		switch {
+		case !k.exists():
 			delete(c.m, id)
 			continue
-		}
-		// Readers never see written_once (once keeps it), and the
-		// batch, committed, no longer reads it. Only a record read from
-		// Pebble by this batch has it set, and no one else holds that
-		// record yet.
-		if k.t.WrittenOnce {
+		case k.t == nil:
+			// A view of a log entry: copied, so that the cache does not
+			// keep the entry.
+			k.enc = bytes.Clone(k.enc)
+		case k.t.WrittenOnce:
+			// Readers never see written_once (once keeps it), and the
+			// batch, committed, no longer reads it. Only a record read
+			// from Pebble by this batch has it set, and no one else holds
+			// that record yet.
 			k.t.WrittenOnce = false
 		}
 		c.m[id] = k
@@ -101,7 +118,15 @@ func (c *TaskCache) Tasks(s *Store, ids []uint64, fn func(id uint64, t *storepb.
 		return err
 	}
 	for _, id := range ids {
-		fn(id, c.m[id].t) // nil: no such task
+		k, ok := c.m[id]
+		if ok && k.t == nil {
+			var err error
+			if k, err = k.decoded(); err != nil {
+				return err
+			}
+			c.m[id] = k
+		}
+		fn(id, k.t) // nil: no such task
 	}
 	c.trim()
 	return nil
