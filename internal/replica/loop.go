@@ -79,7 +79,7 @@ func (n *Node) step(props []proposal, msgs []Envelope, tick bool) {
 			_ = g.rn.Step(e.Msg) // a message from an old term or a removed peer is ignored
 		}
 	}
-	for _, p := range props {
+	for _, p := range n.merge(props) {
 		if g := n.groups[p.shard]; g != nil {
 			if len(g.held) == 0 {
 				n.holding = append(n.holding, g)
@@ -103,6 +103,40 @@ func (n *Node) step(props []proposal, msgs []Envelope, tick bool) {
 		n.renewLeases()
 		n.syncDue = true
 	}
+}
+
+// maxMerged bounds the data of proposals merged into one (Raft's largest
+// append message).
+const maxMerged = 1 << 20
+
+// merge joins, when Config.Mergeable allows it, the proposals to one shard
+// that came for this turn into one, in order, up to maxMerged bytes each.
+func (n *Node) merge(props []proposal) []proposal {
+	if !n.cfg.Mergeable || len(props) < 2 {
+		return props
+	}
+	type joined struct {
+		i     int  // in out
+		owned bool // out[i].data is a buffer of merge's
+	}
+	out := props[:0] // written only at or before the proposal read
+	at := make(map[uint16]joined)
+	for _, p := range props {
+		if j, ok := at[p.shard]; ok && len(out[j.i].data)+len(p.data) <= maxMerged {
+			d := out[j.i].data
+			if !j.owned { // the proposer's: copied, never written
+				d = append(make([]byte, 0, 2*(len(d)+len(p.data))), d...)
+				at[p.shard] = joined{i: j.i, owned: true}
+			}
+			out[j.i].data = append(d, p.data...)
+			continue
+		}
+		if p.shard != store.SystemShard {
+			at[p.shard] = joined{i: len(out)}
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // stray reports whether m is a heartbeat that commits past g's log, and

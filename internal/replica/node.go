@@ -74,6 +74,13 @@ type Config struct {
 	Store *store.Store
 	// StateMachine is fed the committed entries. Required.
 	StateMachine StateMachine
+	// Mergeable says that proposals to one of StateMachine's shards may
+	// be joined into one entry, their data concatenated in order: true
+	// for entries that are protobuf messages of repeated fields (the
+	// scheduler's storepb.CommandBatch), whose concatenation decodes as
+	// each one's fields in turn. The proposals that wait for a shard when
+	// a turn begins then cost the log one entry, up to maxMerged bytes.
+	Mergeable bool
 	// System, if set, is the state machine of the system group
 	// (store.SystemShard), which the node hosts when Shards names it or
 	// Host adds it; StateMachine gets every other shard's entries.

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"testing"
@@ -210,4 +211,43 @@ func TestLaggingReplicaCatchesUpFromASnapshot(t *testing.T) {
 			c.caughtUp(up, batch{"after", 10})
 		})
 	}
+}
+
+// merge joins the proposals to one shard that wait for a turn, in order,
+// when the state machine allows it; never the system group's, never past
+// maxMerged, and never by writing into a proposer's buffer.
+func TestMergeJoinsProposalsToAShard(t *testing.T) {
+	buf := make([]byte, 1, 64)
+	buf[0] = 'a'
+	big := make([]byte, maxMerged)
+	props := []proposal{
+		{shard: 1, data: buf}, {shard: 2, data: []byte("b")}, {shard: 1, data: []byte("c")},
+		{shard: store.SystemShard, data: []byte("x")}, {shard: store.SystemShard, data: []byte("y")},
+		{shard: 1, data: []byte("d")}, {shard: 2, data: big}, {shard: 2, data: []byte("e")},
+	}
+	n := &Node{cfg: Config{Mergeable: true}}
+	got := n.merge(slices.Clone(props))
+	want := []proposal{
+		{shard: 1, data: []byte("acd")}, {shard: 2, data: []byte("b")},
+		{shard: store.SystemShard, data: []byte("x")}, {shard: store.SystemShard, data: []byte("y")},
+		{shard: 2, data: big}, {shard: 2, data: []byte("e")},
+	}
+	if !slices.EqualFunc(got, want, func(a, b proposal) bool { return a.shard == b.shard && bytes.Equal(a.data, b.data) }) {
+		t.Fatalf("merged %d proposals: %q, want %q", len(props), shardData(got), shardData(want))
+	}
+	if string(buf[:cap(buf)][:2]) != "a\x00" {
+		t.Fatalf("merge wrote into a proposer's buffer: %q", buf[:2:2])
+	}
+	n.cfg.Mergeable = false
+	if got := n.merge(slices.Clone(props)); len(got) != len(props) {
+		t.Fatalf("without Mergeable, %d proposals became %d", len(props), len(got))
+	}
+}
+
+func shardData(ps []proposal) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("%d:%.8s", p.shard, p.data))
+	}
+	return out
 }

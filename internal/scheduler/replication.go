@@ -30,7 +30,7 @@ func (s *Scheduler) startNode() error {
 	}
 	node, err := replica.New(replica.Config{
 		ID: s.cfg.NodeID, Peers: s.cfg.Peers, Shards: shards,
-		Store: s.cfg.Store, StateMachine: s, System: s.cfg.System, Transport: s.cfg.Transport,
+		Store: s.cfg.Store, StateMachine: s, Mergeable: true, System: s.cfg.System, Transport: s.cfg.Transport,
 		Tick: s.cfg.RaftTick, ElectionTicks: s.cfg.ElectionTicks, CompactEvery: s.cfg.LogRetention,
 		Failed: s.fail, Logger: s.cfg.Logger.With("component", "replica"),
 	})
