@@ -5,16 +5,20 @@
 // # The loop
 //
 // Each turn the loop hands the proposals and messages that arrived to
-// their groups, ticks them if a tick is due, then collects the Ready of
-// every group that has one and:
+// their groups (the proposals to one shard joined into one entry when
+// Config.Mergeable allows it), ticks them if a tick is due, then collects
+// the Ready of every group that has one and:
 //
 //  1. sends the messages that do not vouch for this node's storage (a
 //     leader's appends and heartbeats, vote requests), so that followers
 //     write a leader's entries while it does (Raft thesis, 10.2.1; Raft
 //     counts the leader's own copy only once it is written);
-//  2. persists every group's new entries and hard state in one synced
-//     store batch: one fsync a turn however many shards had work (group
-//     commit across shards);
+//  2. persists every group's new entries, and its hard state if its term
+//     or vote changed, in one synced store batch: one fsync a turn however
+//     many shards had work (group commit across shards). A hard state
+//     that only commits more is not written: Raft keeps the commit index
+//     in volatile state, and a restart takes the applied index as
+//     committed;
 //  3. sends the other messages, acknowledgements of appends and votes,
 //     which must not be seen before what they vouch for is durable;
 //  4. gives each group's committed entries to the StateMachine, in log
@@ -33,9 +37,12 @@
 // reports what it wrote with Applied. The log is the durable copy: a
 // synced batch of the loop makes every earlier write durable (the store's
 // write-ahead log is sequential), so the state it covered is durable from
-// then on, and the log before it can go. On restart each group reloads
-// its log and hard state, and the state machine replays the entries
-// after its applied index.
+// then on, and the log before it can go: the loop single-deletes each
+// entry (every entry is written once since its last deletion), which
+// vanishes with its write in a flush, instead of a range deletion, which
+// every iterator made while it sits in the memtable would sort again. On
+// restart each group reloads its log and hard state, and the state
+// machine replays the entries after its applied index.
 //
 // # The TCP transport
 //

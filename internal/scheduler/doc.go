@@ -15,39 +15,38 @@
 // that alone decides every change to its shards' tasks and owns their
 // timers and running groups.
 //
-// # Journal, then apply, then acknowledge
+// # Decide, replicate, apply, acknowledge
 //
 // A request reaches its partition's inbox. The loop validates it against
 // its state, decides everything the change needs (id, sequence, times),
-// and adds the records to the partition's open journal batch. A journal
-// goroutine per partition writes batches to the store's log in order, the
-// next one while the last one syncs (at most two at a time), and reports
-// each back to the loop once it is synced; meanwhile the loop fills the
-// next batch, so under load one fsync covers many changes, and the store
-// shares fsyncs between partitions too. When a batch is synced the loop
-// applies it (timers, group runs) and only then answers the callers.
-// Deciding may only suppress work before it is durable (a cancel removes
-// the task's timer at once), never start any: no task is delivered that a
-// power loss could make unregistered.
+// and records the decision as a command of typed mutations for its shard
+// (store.Command). At the end of a loop turn each shard's commands are
+// proposed as one entry of the shard's replicated log (package replica,
+// docs/replication.md). Once the entry is committed (by the node's synced
+// write alone, or by a quorum's in a cluster) every replica applies it to
+// its state in one unsynced batch with the shard's applied index, and on
+// the leader the decisions' continuations run: only then do callers hear
+// of their changes. Deciding may only suppress work before it is applied
+// (a cancel removes the task's timer at once), never start any: no task
+// is delivered that a power loss could make unregistered.
 //
-// Every batch is synced, the scheduler's own changes (delivery outcomes,
-// retries, dead-lettering, sweeps) as much as callers': a group's next
-// task starts only once its predecessor's outcome is synced, so a power
-// loss can repeat the delivery under way but never undo an outcome that
-// let a group go on. What survives is a prefix of the batches, and
-// nothing unsynced is ever acted on: the unsynced window is one batch per
-// partition, none of it acknowledged or acted on.
+// Every change goes through the log, the scheduler's own (delivery
+// outcomes, retries, dead-lettering, sweeps) as much as callers': a
+// group's next task starts only once its predecessor's outcome is
+// committed, so a power loss or a failover can repeat the delivery under
+// way but never undo an outcome that let a group go on.
 //
 // A record that cannot be stored (one that does not encode) fails only
-// the operation it belongs to, never the batch: text from receivers is
+// the operation it belongs to, never the entry: text from receivers is
 // made safe first (package sanitize), and names from clients are
 // validated. A storage failure stops the scheduler: every waiting caller
 // gets the error, Err reports it, Stats says Stopped, and the store holds
 // exactly what was acknowledged.
 //
-// Ids never repeat, across power losses too: each shard's ids come from
-// reservations of idBlock ids, the next written when half of the last is
-// used, and recovery resumes above the last synced reservation.
+// Ids never repeat: a shard's ids count up from the highest its state
+// holds, which a new leader takes up once it has applied everything
+// committed before its term; an id a deposed leader issued in an entry
+// that was never committed was never acknowledged either.
 //
 // # Group order
 //
@@ -126,10 +125,13 @@
 //
 // # Recovery
 //
-// Start rebuilds each partition from the store: id reservations, blocked
-// groups (before anything else of theirs can run), idempotency key counts,
-// and from the due index up to the horizon the ungrouped tasks' timers
-// (overdue ones straight into the ready queue) and one wake per group.
+// On start, the replica node replays each shard's log after the state's
+// applied index. A partition that starts to lead a shard (at start, or
+// after a failover) rebuilds the shard's runtime from its state: the
+// highest id, blocked groups (before anything else of theirs can run),
+// idempotency key counts, and from the due index up to the horizon the
+// ungrouped tasks' timers (overdue ones straight into the ready queue)
+// and one wake per group.
 // Tasks that were under way at the crash are due, so they fire again
 // (at-least-once); a retry resumes at its stored next attempt time, and a
 // group's order is read from the store as before.
