@@ -1,8 +1,12 @@
 package store
 
 import (
+	"bytes"
+	"slices"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // simplify leaves out of a state batch the writes Pebble need not see.
@@ -45,4 +49,23 @@ func TestSimplifyHeldWrites(t *testing.T) {
 			t.Errorf("%q: %q reach Pebble, want %q", in, got.String(), want)
 		}
 	}
+}
+
+// sort orders held writes by key, those of one key as they were made,
+// whatever their key spaces, shards and lengths.
+func TestSortOrdersHeldWrites(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		var s stateWrites
+		for range rapid.IntRange(0, 300).Draw(rt, "writes") {
+			k := rapid.SliceOfN(rapid.SampledFrom([]byte{0, 1, 2, 't', 0xff}), 0, 5).Draw(rt, "key")
+			s.hold(writeSet, k, nil)
+		}
+		want := slices.Clone(s.writes)
+		key := func(w heldWrite) []byte { return s.arena[w.start:w.mid] }
+		slices.SortStableFunc(want, func(a, b heldWrite) int { return bytes.Compare(key(a), key(b)) })
+		s.sort(key)
+		if !slices.Equal(s.writes, want) {
+			rt.Fatalf("sorted %d writes out of order", len(want))
+		}
+	})
 }
