@@ -267,6 +267,19 @@ func (b *Batch) PutGroup(g *storepb.Group) error {
 	return b.done()
 }
 
+// putEncodedGroup is PutGroup of a group as a log entry encodes it.
+func (b *Batch) putEncodedGroup(g *encodedGroup) error {
+	if err := b.checkShard(g.shard); err != nil {
+		return err
+	}
+	shard := uint16(g.shard)
+	b.set(groupKey(shard, g.client, g.group), g.enc)
+	if g.blocked {
+		b.set(blockedKey(shard, g.client, g.group), nil)
+	}
+	return b.done()
+}
+
 // UnblockGroup removes a group from the index of blocked groups.
 func (b *Batch) UnblockGroup(shard uint16, client, group string) error {
 	if err := b.checkShard(uint32(shard)); err != nil {

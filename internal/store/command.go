@@ -211,10 +211,13 @@ func (b *Batch) ApplyEntry(e *Entry, lastID func(shard uint16, id uint64), each 
 	for _, c := range e.Commands {
 		for _, m := range c.muts {
 			var err error
-			if m.put != nil {
+			switch {
+			case m.put != nil:
 				lastID(ShardOf(m.put.keys.id), m.put.keys.id)
 				err = b.putEncodedTask(m.put)
-			} else {
+			case m.group != nil:
+				err = b.putEncodedGroup(m.group)
+			default:
 				err = b.applyMutation(m.m, lastID)
 			}
 			if err != nil {

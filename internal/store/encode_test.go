@@ -52,7 +52,8 @@ func addMutation(rt *rapid.T, c *Command) error {
 	case 2:
 		return c.DeleteTask(task)
 	case 3:
-		return c.PutGroup(&storepb.Group{Shard: uint32(shard), Client: task.Client, Group: task.Group, Tasks: task.Seq, RecentStartsMs: []int64{task.DueMs}})
+		return c.PutGroup(&storepb.Group{Shard: uint32(shard), Client: task.Client, Group: task.Group, Tasks: task.Seq, RecentStartsMs: []int64{task.DueMs},
+			BlockedTask: rapid.SampledFrom([]uint64{0, id}).Draw(rt, "blocked")})
 	case 4:
 		return c.DeleteGroup(shard, task.Client, task.Group)
 	case 5:

@@ -11,11 +11,10 @@ import (
 )
 
 // Entry is a log entry's commands (a storepb.CommandBatch) as ApplyEntry
-// takes them. A task record that a command puts stays as the entry
-// encodes it, with only the fields its index entries need read out:
-// applying it writes those bytes, so a registration costs no decode and
-// no second encode of its record on any replica. Every other mutation is
-// decoded.
+// takes them. A task or group record that a command puts stays as the
+// entry encodes it, with only the fields its keys need read out: applying
+// it writes those bytes, so a registration costs no decode and no second
+// encode of its records on any replica. Every other mutation is decoded.
 type Entry struct {
 	Commands []EntryCommand
 }
@@ -29,11 +28,21 @@ type EntryCommand struct {
 	muts     []entryMutation
 }
 
-// entryMutation is a put of an encoded task (put), or any mutation
-// decoded (m).
+// entryMutation is a put of an encoded task (put) or group (group), or
+// any other mutation decoded (m).
 type entryMutation struct {
-	put *encodedTask
-	m   *storepb.Mutation
+	put   *encodedTask
+	group *encodedGroup
+	m     *storepb.Mutation
+}
+
+// encodedGroup is a group record as encoded, and the fields of it that
+// its keys are made of.
+type encodedGroup struct {
+	enc           []byte
+	shard         uint32
+	client, group string
+	blocked       bool // it has a blocked task
 }
 
 // encodedTask is a task record as encoded, and the fields of it that its
@@ -43,9 +52,15 @@ type encodedTask struct {
 	keys taskKeys
 }
 
-// Field numbers of storepb.Mutation and storepb.Task read here.
+// Field numbers of storepb.Mutation, storepb.Task and storepb.Group read
+// here.
 const (
 	putTaskField     = 1 // Mutation.put_task
+	putGroupField    = 4 // Mutation.put_group
+	groupShardField  = 1
+	groupClientField = 2
+	groupGroupField  = 3
+	groupBlockField  = 5
 	taskIDField      = 1
 	taskClientField  = 2
 	taskGroupField   = 3
@@ -99,13 +114,17 @@ func decodeEntryCommand(data []byte) (EntryCommand, error) {
 	return c, err
 }
 
-// decodeEntryMutation keeps a mutation that is a put_task and nothing
-// else as its encoded task; any other is decoded.
+// decodeEntryMutation keeps a mutation that is a put_task or a put_group
+// and nothing else as its encoded record; any other is decoded.
 func decodeEntryMutation(data []byte) (entryMutation, error) {
 	num, typ, n := protowire.ConsumeTag(data)
-	if n > 0 && num == putTaskField && typ == protowire.BytesType {
+	if n > 0 && (num == putTaskField || num == putGroupField) && typ == protowire.BytesType {
 		enc, m := protowire.ConsumeBytes(data[n:])
 		if m > 0 && n+m == len(data) {
+			if num == putGroupField {
+				g, err := readGroupKeys(enc)
+				return entryMutation{group: g}, err
+			}
 			keys, err := readTaskKeys(enc)
 			if err != nil {
 				return entryMutation{}, err
@@ -163,6 +182,38 @@ func readTaskKeys(enc []byte) (taskKeys, error) {
 	})
 	k.ordered = k.group != "" && mode != storepb.DispatchMode_DISPATCH_MODE_IMMEDIATE
 	return k, err
+}
+
+// readGroupKeys reads the fields of an encoded group record that its keys
+// are made of, as readTaskKeys does a task's.
+func readGroupKeys(enc []byte) (*encodedGroup, error) {
+	g := &encodedGroup{enc: enc}
+	err := eachField(enc, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
+		if typ == protowire.BytesType {
+			var s *string
+			switch num {
+			case groupClientField:
+				s = &g.client
+			case groupGroupField:
+				s = &g.group
+			default:
+				return nil
+			}
+			if !utf8.Valid(v) {
+				return fmt.Errorf("group field %d is not UTF-8", num)
+			}
+			*s = string(v)
+			return nil
+		}
+		switch num {
+		case groupShardField:
+			g.shard = uint32(n)
+		case groupBlockField:
+			g.blocked = n != 0
+		}
+		return nil
+	})
+	return g, err
 }
 
 // eachField calls fn with every field of an encoded message in order: its

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"reflect"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -12,7 +13,8 @@ import (
 // TestDecodeEntryMatchesUnmarshal builds entries of random commands of
 // every kind of mutation and checks that DecodeEntry reads what
 // proto.Unmarshal reads: the same commands, each put task's bytes
-// decoding to its record, and its index fields the record's.
+// decoding to its record, and its index fields the record's; the same for
+// a put group.
 func TestDecodeEntryMatchesUnmarshal(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
@@ -74,6 +76,17 @@ func checkDecodeEntry(t interface {
 		}
 		for j, wm := range w.Mutations {
 			gm := g.muts[j]
+			if gm.group != nil {
+				rec := new(storepb.Group)
+				if err := proto.Unmarshal(gm.group.enc, rec); err != nil || !proto.Equal(rec, wm.GetPutGroup()) {
+					t.Fatalf("command %d mutation %d: put %v (%v), want %v", i, j, rec, err, wm)
+				}
+				keys := encodedGroup{enc: gm.group.enc, shard: rec.Shard, client: rec.Client, group: rec.Group, blocked: rec.BlockedTask != 0}
+				if !reflect.DeepEqual(*gm.group, keys) {
+					t.Fatalf("command %d mutation %d: key fields %+v, want %+v", i, j, *gm.group, keys)
+				}
+				continue
+			}
 			if gm.m != nil {
 				if !proto.Equal(gm.m, wm) {
 					t.Fatalf("command %d mutation %d: %v, want %v", i, j, gm.m, wm)
