@@ -16,16 +16,9 @@ import (
 func TestAppendCommandsDecodes(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
-		var cmds []*Command
+		cmds := randomCommands(rt)
 		want := &storepb.CommandBatch{}
-		for range rapid.IntRange(0, 4).Draw(rt, "commands") {
-			c := NewCommand(storepb.Op(rapid.IntRange(0, 9).Draw(rt, "op")))
-			c.Proto().Node = rapid.Uint64().Draw(rt, "node")
-			c.Proto().Proposal = rapid.Uint64().Draw(rt, "proposal")
-			for range rapid.IntRange(0, 5).Draw(rt, "mutations") {
-				must(rt, addMutation(rt, c))
-			}
-			cmds = append(cmds, c)
+		for _, c := range cmds {
 			want.Commands = append(want.Commands, c.Proto())
 		}
 		var got storepb.CommandBatch
@@ -36,6 +29,22 @@ func TestAppendCommandsDecodes(t *testing.T) {
 			rt.Fatalf("decoded %v\nwant    %v", &got, want)
 		}
 	})
+}
+
+// randomCommands returns up to four commands of random ops, nodes,
+// proposals and mutations of every kind.
+func randomCommands(rt *rapid.T) []*Command {
+	var cmds []*Command
+	for range rapid.IntRange(0, 4).Draw(rt, "commands") {
+		c := NewCommand(storepb.Op(rapid.IntRange(0, 9).Draw(rt, "op")))
+		c.Proto().Node = rapid.Uint64().Draw(rt, "node")
+		c.Proto().Proposal = rapid.Uint64().Draw(rt, "proposal")
+		for range rapid.IntRange(0, 5).Draw(rt, "mutations") {
+			must(rt, addMutation(rt, c))
+		}
+		cmds = append(cmds, c)
+	}
+	return cmds
 }
 
 func addMutation(rt *rapid.T, c *Command) error {

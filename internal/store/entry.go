@@ -149,21 +149,14 @@ func readTaskKeys(enc []byte) (taskKeys, error) {
 		// A field of another wire type than its own is, to
 		// proto.Unmarshal, an unknown field.
 		if typ == protowire.BytesType {
-			var s *string
 			switch num {
 			case taskClientField:
-				s = &k.client
+				return readString(&k.client, "task", num, v)
 			case taskGroupField:
-				s = &k.group
+				return readString(&k.group, "task", num, v)
 			case taskReplaceField:
-				s = &k.replaceKey
-			default:
-				return nil
+				return readString(&k.replaceKey, "task", num, v)
 			}
-			if !utf8.Valid(v) {
-				return fmt.Errorf("task field %d is not UTF-8", num)
-			}
-			*s = string(v)
 			return nil
 		}
 		switch num {
@@ -190,19 +183,12 @@ func readGroupKeys(enc []byte) (*encodedGroup, error) {
 	g := &encodedGroup{enc: enc}
 	err := eachField(enc, func(num protowire.Number, typ protowire.Type, v []byte, n uint64) error {
 		if typ == protowire.BytesType {
-			var s *string
 			switch num {
 			case groupClientField:
-				s = &g.client
+				return readString(&g.client, "group", num, v)
 			case groupGroupField:
-				s = &g.group
-			default:
-				return nil
+				return readString(&g.group, "group", num, v)
 			}
-			if !utf8.Valid(v) {
-				return fmt.Errorf("group field %d is not UTF-8", num)
-			}
-			*s = string(v)
 			return nil
 		}
 		switch num {
@@ -214,6 +200,15 @@ func readGroupKeys(enc []byte) (*encodedGroup, error) {
 		return nil
 	})
 	return g, err
+}
+
+// readString sets *s to a string field's value, which must be UTF-8.
+func readString(s *string, record string, num protowire.Number, v []byte) error {
+	if !utf8.Valid(v) {
+		return fmt.Errorf("%s field %d is not UTF-8", record, num)
+	}
+	*s = string(v)
+	return nil
 }
 
 // eachField calls fn with every field of an encoded message in order: its

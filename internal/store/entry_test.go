@@ -18,17 +18,7 @@ import (
 func TestDecodeEntryMatchesUnmarshal(t *testing.T) {
 	t.Parallel()
 	rapid.Check(t, func(rt *rapid.T) {
-		var cmds []*Command
-		for range rapid.IntRange(0, 4).Draw(rt, "commands") {
-			c := NewCommand(storepb.Op(rapid.IntRange(0, 9).Draw(rt, "op")))
-			c.Proto().Node = rapid.Uint64().Draw(rt, "node")
-			c.Proto().Proposal = rapid.Uint64().Draw(rt, "proposal")
-			for range rapid.IntRange(0, 5).Draw(rt, "mutations") {
-				must(rt, addMutation(rt, c))
-			}
-			cmds = append(cmds, c)
-		}
-		checkDecodeEntry(rt, AppendCommands(nil, cmds))
+		checkDecodeEntry(rt, AppendCommands(nil, randomCommands(rt)))
 	})
 }
 
