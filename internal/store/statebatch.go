@@ -32,11 +32,12 @@ func (s *Store) NewStateBatch() *Batch {
 type stateWrites struct {
 	arena  []byte      // the held keys and values, back to back
 	writes []heldWrite // in the order they were made
-	// scratch for sort
+	tasks  map[uint64]knownTask
+	dead   map[uint64]*storepb.DeadLetter // written by the batch; nil: deleted
+
+	// sort's scratch
 	spread             []heldWrite
 	tagEnds, shardEnds []int
-	tasks              map[uint64]knownTask
-	dead               map[uint64]*storepb.DeadLetter // written by the batch; nil: deleted
 }
 
 // sortHeldWrites is false only in a benchmark's baseline.
