@@ -11,8 +11,8 @@ import (
 )
 
 // Command collects the mutations of one decided change to a shard, to be
-// replicated and then applied to the state of every replica with
-// Batch.Apply. Each method checks its record as the store would (ids,
+// replicated in a log entry (AppendCommands) and then applied to the state
+// of every replica (DecodeEntry, Batch.ApplyEntry). Each method checks its record as the store would (ids,
 // shards, encoding) and adds nothing when it returns an error, so a record
 // that cannot be stored fails its decision before anything is proposed.
 //
