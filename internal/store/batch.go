@@ -99,8 +99,13 @@ func (b *Batch) putEncodedTask(e *encodedTask) error {
 		return err
 	}
 	b.state.wroteTask(e.keys.id, knownTask{enc: e.enc, once: true})
-	b.rec = markWrittenOnce(append(b.rec[:0], e.enc...), true)
-	b.set(taskKey(e.keys.id), b.rec)
+	var mark [4]byte
+	once := markWrittenOnce(mark[:0], true)
+	if b.state != nil { // the record and its mark copied once, into the held writes
+		b.state.hold(writeSet, taskKey(e.keys.id), e.enc, once)
+	} else {
+		b.set(taskKey(e.keys.id), append(append(b.rec[:0], e.enc...), once...))
+	}
 	b.putTaskIndexes(e.keys)
 	return b.done()
 }

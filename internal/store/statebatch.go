@@ -87,11 +87,14 @@ func (k knownTask) decoded() (knownTask, error) {
 	return knownTask{t: t, once: k.once}, nil
 }
 
-func (s *stateWrites) hold(kind writeKind, key, value []byte) {
+// hold keeps a write of key whose value is value's parts, back to back.
+func (s *stateWrites) hold(kind writeKind, key []byte, value ...[]byte) {
 	start := len(s.arena)
 	s.arena = append(s.arena, key...)
 	mid := len(s.arena)
-	s.arena = append(s.arena, value...)
+	for _, v := range value {
+		s.arena = append(s.arena, v...)
+	}
 	s.writes = append(s.writes, heldWrite{kind: kind, start: start, mid: mid, end: len(s.arena)})
 }
 
