@@ -84,29 +84,32 @@ func (b *Batch) PutTask(t *storepb.Task) error {
 	if err := b.encodeTask(t); err != nil {
 		return err
 	}
-	b.state.wroteTask(t.Id, knownTask{t: t, once: true})
-	b.set(taskKey(t.Id), markWrittenOnce(b.rec, true))
-	b.putTaskIndexes(keysOf(t))
-	return b.done()
+	return b.putTask(keysOf(t), knownTask{t: t, once: true}, b.rec)
 }
 
 // putEncodedTask is PutTask of a task as a log entry encodes it.
 func (b *Batch) putEncodedTask(e *encodedTask) error {
-	if e.keys.id == 0 {
-		return invalidf("task id 0")
+	if err := checkTaskID(e.keys.id); err != nil {
+		return err
 	}
 	if err := b.checkShard(uint32(ShardOf(e.keys.id))); err != nil {
 		return err
 	}
-	b.state.wroteTask(e.keys.id, knownTask{enc: e.enc, once: true})
+	return b.putTask(e.keys, knownTask{enc: e.enc, once: true}, e.enc)
+}
+
+// putTask writes a new task's record, enc, marked written once, and its
+// index entries.
+func (b *Batch) putTask(k taskKeys, known knownTask, enc []byte) error {
+	b.state.wroteTask(k.id, known)
 	var mark [4]byte
 	once := markWrittenOnce(mark[:0], true)
 	if b.state != nil { // the record and its mark copied once, into the held writes
-		b.state.hold(writeSet, taskKey(e.keys.id), e.enc, once)
+		b.state.hold(writeSet, taskKey(k.id), enc, once)
 	} else {
-		b.set(taskKey(e.keys.id), append(append(b.rec[:0], e.enc...), once...))
+		b.set(taskKey(k.id), append(append(b.rec[:0], enc...), once...))
 	}
-	b.putTaskIndexes(e.keys)
+	b.putTaskIndexes(k)
 	return b.done()
 }
 
@@ -264,12 +267,7 @@ func (b *Batch) PutGroup(g *storepb.Group) error {
 	if err := b.encode(g); err != nil {
 		return err
 	}
-	shard := uint16(g.Shard)
-	b.set(groupKey(shard, g.Client, g.Group), b.rec)
-	if g.BlockedTask != 0 {
-		b.set(blockedKey(shard, g.Client, g.Group), nil)
-	}
-	return b.done()
+	return b.putGroup(uint16(g.Shard), g.Client, g.Group, g.BlockedTask != 0, b.rec)
 }
 
 // putEncodedGroup is PutGroup of a group as a log entry encodes it.
@@ -277,10 +275,15 @@ func (b *Batch) putEncodedGroup(g *encodedGroup) error {
 	if err := b.checkShard(g.shard); err != nil {
 		return err
 	}
-	shard := uint16(g.shard)
-	b.set(groupKey(shard, g.client, g.group), g.enc)
-	if g.blocked {
-		b.set(blockedKey(shard, g.client, g.group), nil)
+	return b.putGroup(uint16(g.shard), g.client, g.group, g.blocked, g.enc)
+}
+
+// putGroup writes a group's record, enc, and files a blocked one in the
+// index of blocked groups.
+func (b *Batch) putGroup(shard uint16, client, group string, blocked bool, enc []byte) error {
+	b.set(groupKey(shard, client, group), enc)
+	if blocked {
+		b.set(blockedKey(shard, client, group), nil)
 	}
 	return b.done()
 }

@@ -12,9 +12,10 @@ import (
 
 // Command collects the mutations of one decided change to a shard, to be
 // replicated in a log entry (AppendCommands) and then applied to the state
-// of every replica (DecodeEntry, Batch.ApplyEntry). Each method checks its record as the store would (ids,
-// shards, encoding) and adds nothing when it returns an error, so a record
-// that cannot be stored fails its decision before anything is proposed.
+// of every replica (DecodeEntry, Batch.ApplyEntry). Each method checks its
+// record as the store would (ids, shards, encoding) and adds nothing when
+// it returns an error, so a record that cannot be stored fails its
+// decision before anything is proposed.
 //
 // A mutation is encoded once, when it is added: AppendCommands builds a
 // log entry from those encodings. What a record holds when it is added is
@@ -177,13 +178,18 @@ func (c *Command) DeleteIdempotency(shard uint16, client, key string, createdMs 
 }
 
 func checkTaskRecord(t *storepb.Task) error {
-	switch {
-	case t == nil:
+	if t == nil {
 		return invalidf("nil task")
-	case t.Id == 0:
+	}
+	return checkTaskID(t.Id)
+}
+
+func checkTaskID(id uint64) error {
+	switch {
+	case id == 0:
 		return invalidf("task id 0")
-	case ShardOf(t.Id) >= MaxShards:
-		return invalidf("task id %#x has shard %d >= %d", t.Id, ShardOf(t.Id), MaxShards)
+	case ShardOf(id) >= MaxShards:
+		return invalidf("task id %#x has shard %d >= %d", id, ShardOf(id), MaxShards)
 	}
 	return nil
 }

@@ -32,17 +32,27 @@ func NewTaskCache(max int) *TaskCache {
 // Task returns the cached record of task id, if known. It must not be
 // changed.
 func (c *TaskCache) Task(id uint64) (*storepb.Task, bool) {
-	k, ok := c.m[id]
-	if !ok || k.t != nil {
-		return k.t, ok
-	}
-	k, err := k.decoded()
+	t, ok, err := c.task(id)
 	if err != nil { // not a record: read it from the store, which says so
 		delete(c.m, id)
 		return nil, false
 	}
+	return t, ok
+}
+
+// task returns the cached record of task id, decoding it first if it is
+// held as a log entry encodes it.
+func (c *TaskCache) task(id uint64) (*storepb.Task, bool, error) {
+	k, ok := c.m[id]
+	if !ok || k.t != nil {
+		return k.t, ok, nil
+	}
+	k, err := k.decoded()
+	if err != nil {
+		return nil, false, err
+	}
 	c.m[id] = k
-	return k.t, true
+	return k.t, true, nil
 }
 
 // Clear forgets every task.
@@ -118,15 +128,11 @@ func (c *TaskCache) Tasks(s *Store, ids []uint64, fn func(id uint64, t *storepb.
 		return err
 	}
 	for _, id := range ids {
-		k, ok := c.m[id]
-		if ok && k.t == nil {
-			var err error
-			if k, err = k.decoded(); err != nil {
-				return err
-			}
-			c.m[id] = k
+		t, _, err := c.task(id)
+		if err != nil {
+			return err
 		}
-		fn(id, k.t) // nil: no such task
+		fn(id, t) // nil: no such task
 	}
 	c.trim()
 	return nil
