@@ -27,12 +27,22 @@ func (s *Scheduler) RegisterBatch(ctx context.Context, reqs []RegisterRequest) (
 		return nil, invalid("tasks", "at most %d per batch, got %d", MaxRegisterBatch, len(reqs))
 	}
 	out := make([]RegisterResult, len(reqs))
+	anywhere := make([]bool, len(reqs))
+	sp := spreader{s: s}
 	err := s.perShard(ctx, len(reqs), func(i int) (uint16, error) {
 		if err := s.validateRegister(&reqs[i]); err != nil {
 			return 0, err
 		}
-		return s.shardFor(&reqs[i]), nil
+		shard, free := s.keyShard(&reqs[i])
+		anywhere[i] = free
+		if free {
+			shard = sp.next()
+		}
+		return shard, nil
 	}, func(p *partition, shard uint16, i int, done func()) {
+		if anywhere[i] {
+			shard = p.place(shard)
+		}
 		p.register(&reqs[i], shard, func(r result) {
 			out[i] = RegisterResult{View: r.view, Created: r.created, Err: r.err}
 			done()
@@ -42,6 +52,25 @@ func (s *Scheduler) RegisterBatch(ctx context.Context, reqs []RegisterRequest) (
 		return nil, err
 	}
 	return out, nil
+}
+
+// spreader places the tasks of a batch that may go anywhere: the next
+// shard in turn until each partition has one, then those shards in turn,
+// so that the batch keeps every partition busy and costs one log entry
+// a partition.
+type spreader struct {
+	s      *Scheduler
+	shards []uint16
+	n      int
+}
+
+func (sp *spreader) next() uint16 {
+	if len(sp.shards) < len(sp.s.parts) {
+		sp.shards = append(sp.shards, sp.s.anyShard())
+	}
+	shard := sp.shards[sp.n%len(sp.shards)]
+	sp.n++
+	return shard
 }
 
 // UpdateResult is one task's answer in a batch update.

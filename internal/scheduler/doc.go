@@ -9,11 +9,14 @@
 // Keys in the store carry one of store.Shards virtual shards. A grouped
 // task lives on store.GroupShard(client, group), so a group always lives on
 // one shard; an ungrouped task with an idempotency key on the shard of its
-// key, so a repeat lands in the same place; other ungrouped tasks are
-// spread round-robin. Task ids carry their shard. Shard s belongs to
-// partition s & (Partitions-1), and each partition is one loop goroutine
-// that alone decides every change to its shards' tasks and owns their
-// timers and running groups.
+// key, so a repeat lands in the same place. Other ungrouped tasks go
+// anywhere this node leads: a call picks the next led shard in turn, and
+// its partition keeps the tasks of one loop turn on the shard its first
+// went to (partition.place), so that they share one log entry; a batch's
+// such tasks all go to one shard. Task ids carry their shard. Shard s
+// belongs to partition s & (Partitions-1), and each partition is one loop
+// goroutine that alone decides every change to its shards' tasks and owns
+// their timers and running groups.
 //
 // # Decide, replicate, apply, acknowledge
 //

@@ -51,8 +51,23 @@ func (p *partition) cmd() *store.Command { return p.cur.c }
 // error that kept it from being applied.
 func (p *partition) then(fn func(err error)) { p.cur.ops = append(p.cur.ops, fn) }
 
-// flush proposes each shard's decided commands as one log entry.
+// place is the shard for a new task that may go anywhere, given
+// candidate, a shard this partition leads: the shard the turn's first
+// such task went to while this partition leads it, else candidate. A
+// turn's tasks then share one log entry, and turns follow the candidates
+// around the shards.
+func (p *partition) place(candidate uint16) uint16 {
+	if p.anywhere >= 0 && p.leads(uint16(p.anywhere)) {
+		return uint16(p.anywhere)
+	}
+	p.anywhere = int32(candidate)
+	return candidate
+}
+
+// flush proposes each shard's decided commands as one log entry, and
+// ends the turn's placement of tasks that may go anywhere.
 func (p *partition) flush() {
+	p.anywhere = -1
 	for shard, cmds := range p.open {
 		var batch []*store.Command
 		var live []*pendingCmd

@@ -73,6 +73,7 @@ type partition struct {
 	open      map[uint16][]*pendingCmd // decided this turn, by shard
 	proposed  map[uint16][]*pendingCmd // proposed, not yet applied, in order
 	proposals uint64                   // proposal numbers issued
+	anywhere  int32                    // this turn's shard for tasks that may go anywhere, or -1 (place)
 
 	fired    []firedTimer
 	unread   int // messages of the current batch not yet run
@@ -178,6 +179,7 @@ func newPartition(s *Scheduler, index int) (*partition, error) {
 		issued:       make(map[uint16]uint64),
 		appliedIndex: make(map[uint16]uint64),
 		open:         make(map[uint16][]*pendingCmd),
+		anywhere:     -1,
 		proposed:     make(map[uint16][]*pendingCmd),
 		done:         make(chan struct{}),
 	}

@@ -205,25 +205,41 @@ func (s *Scheduler) Register(ctx context.Context, req RegisterRequest) (view Tas
 	if err := s.validateRegister(&req); err != nil {
 		return TaskView{}, false, err
 	}
-	shard := s.shardFor(&req)
-	r, err := s.onLeader(ctx, shard, func(p *partition, done func(result)) { p.register(&req, shard, done) })
+	shard, anywhere := s.keyShard(&req)
+	if anywhere {
+		shard = s.anyShard()
+	}
+	r, err := s.onLeader(ctx, shard, func(p *partition, done func(result)) {
+		sh := shard
+		if anywhere {
+			sh = p.place(shard)
+		}
+		p.register(&req, sh, done)
+	})
 	return r.view, r.created, err
 }
 
-// shardFor places a new task: with its group, with its idempotency or
-// replace key (so a repeat finds it), or anywhere.
-func (s *Scheduler) shardFor(req *RegisterRequest) uint16 {
+// keyShard is the shard a new task's group, or its idempotency or
+// replace key, places it on (so that a repeat finds it); anywhere
+// reports that nothing does.
+func (s *Scheduler) keyShard(req *RegisterRequest) (shard uint16, anywhere bool) {
 	switch {
 	case req.Group != "":
-		return s.cfg.Store.GroupShard(req.Client, req.Group)
+		return s.cfg.Store.GroupShard(req.Client, req.Group), false
 	case req.IdempotencyKey != "":
-		return s.cfg.Store.GroupShard(req.Client, "\x00"+req.IdempotencyKey)
+		return s.cfg.Store.GroupShard(req.Client, "\x00"+req.IdempotencyKey), false
 	case req.ReplaceKey != "":
-		return s.cfg.Store.ReplaceKeyShard(req.Client, req.ReplaceKey)
+		return s.cfg.Store.ReplaceKeyShard(req.Client, req.ReplaceKey), false
 	}
-	// Anywhere this node leads, so that a node of a cluster places the
-	// task itself; a node that leads nothing answers ErrNotLeader for the
-	// first shard tried.
+	return 0, true
+}
+
+// anyShard is the next shard in turn that this node leads, so that a
+// node of a cluster places the tasks that may go anywhere itself; a node
+// that leads nothing answers ErrNotLeader for the first shard tried. The
+// partition of the shard may place the task on another of its shards
+// (partition.place).
+func (s *Scheduler) anyShard() uint16 {
 	n := uint32(s.cfg.Store.Shards())
 	first := s.rr.Add(1)
 	for i := range n {

@@ -1,0 +1,82 @@
+package scheduler
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/boomerangd/boomerang/internal/store"
+)
+
+// The tasks a batch may place anywhere share one shard a partition, so
+// one log entry a partition: spread over the shards they would cost a log
+// entry and a Raft turn a shard.
+func TestBatchPlacesFreeTasksOnAShardAPartition(t *testing.T) {
+	h := newHarness(t, nil)
+	reqs := make([]RegisterRequest, 50)
+	for i := range reqs {
+		reqs[i] = RegisterRequest{Client: "acme", Payload: payload("p"), Delay: time.Hour}
+	}
+	reqs[7].Group = "g" // placed by its group
+	res, err := h.s.RegisterBatch(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards := make(map[uint16]int)
+	parts := make(map[*partition]bool)
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("task %d: %v", i, r.Err)
+		}
+		if i != 7 {
+			shard := store.ShardOf(r.View.Task.Id)
+			shards[shard]++
+			parts[h.s.partitionOf(shard)] = true
+		}
+	}
+	if len(shards) != len(h.s.parts) || len(parts) != len(h.s.parts) {
+		t.Errorf("the batch's free tasks went to shards %v, want one in each of %d partitions", shards, len(h.s.parts))
+	}
+	if got, want := store.ShardOf(res[7].View.Task.Id), h.st.GroupShard("acme", "g"); got != want {
+		t.Errorf("grouped task on shard %d, want its group's %d", got, want)
+	}
+}
+
+// Within a partition turn every free task goes where the turn's first
+// went; the next turn starts from its own first task.
+func TestPlaceKeepsATurnOnOneShard(t *testing.T) {
+	h := newHarness(t, nil)
+	p := h.s.parts[0]
+	a, b := p.shards[1], p.shards[2]
+	var first, second, next uint16
+	turn := func(f func()) {
+		t.Helper()
+		_, err := h.s.call(context.Background(), p, func(done func(result)) { f(); done(result{}) })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	turn(func() { first, second = p.place(a), p.place(b) })
+	turn(func() { next = p.place(b) })
+	if first != a || second != a {
+		t.Errorf("one turn placed on %d then %d, want %d twice", first, second, a)
+	}
+	if next != b {
+		t.Errorf("the next turn placed on %d, want its candidate %d", next, b)
+	}
+}
+
+// Free tasks registered one after the other, each in its own turn, go
+// round the shards.
+func TestFreeTasksSpreadOverShards(t *testing.T) {
+	h := newHarness(t, nil)
+	n := h.st.Shards()
+	shards := make(map[uint16]bool)
+	for range n {
+		v := h.register(RegisterRequest{Client: "acme", Payload: payload("p"), Delay: time.Hour})
+		shards[store.ShardOf(v.Task.Id)] = true
+	}
+	if len(shards) != n {
+		t.Errorf("%d tasks registered one by one went to %d shards, want %d", n, len(shards), n)
+	}
+}
