@@ -358,6 +358,7 @@ func TestInvalidRequestsNameTheField(t *testing.T) {
 		{RegisterRequest{Client: "c", Retry: &storepb.RetryPolicy{Jitter: 2}}, "retry.jitter"},
 		{RegisterRequest{Client: "c", Group: "\xff"}, "group"},
 		{RegisterRequest{Client: "c", IdempotencyKey: "\xc3"}, "idempotency_key"},
+		{RegisterRequest{Client: "c", Group: "\xff", Cron: "\xff", ReplaceKey: "\xff"}, "group"}, // the first of several
 	} {
 		_, _, err := h.s.Register(context.Background(), tc.req)
 		var fe *FieldError

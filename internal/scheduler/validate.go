@@ -22,13 +22,15 @@ func (s *Scheduler) validateRegister(req *RegisterRequest) error {
 	now := s.cfg.Clock.Now()
 	// Strings are stored in protobuf records, which must be UTF-8: a bad
 	// one would make the store refuse the whole journal batch.
-	for field, v := range map[string]string{
-		"client": req.Client, "group": req.Group, "idempotency_key": req.IdempotencyKey,
-		"callback.endpoint": req.Callback.GetEndpoint(), "callback.pool": req.Callback.GetPool(),
-		"cron": req.Cron, "time_zone": req.TimeZone, "replace_key": req.ReplaceKey,
+	// In a fixed order, so that a request with several bad fields is
+	// always refused for the same one.
+	for _, f := range [...]struct{ name, v string }{
+		{"client", req.Client}, {"group", req.Group}, {"idempotency_key", req.IdempotencyKey},
+		{"callback.endpoint", req.Callback.GetEndpoint()}, {"callback.pool", req.Callback.GetPool()},
+		{"cron", req.Cron}, {"time_zone", req.TimeZone}, {"replace_key", req.ReplaceKey},
 	} {
-		if !utf8.ValidString(v) {
-			return invalid(field, "must be valid UTF-8")
+		if !utf8.ValidString(f.v) {
+			return invalid(f.name, "must be valid UTF-8")
 		}
 	}
 	switch {
