@@ -114,15 +114,17 @@ func benchRegister(b *testing.B, groups int) {
 }
 
 // bulkLoad writes n ungrouped tasks straight into st, in big batches, with
-// due times from due(i); it is setup for the recovery and firing
-// benchmarks, not a measured path.
+// due times from due(i), each on the next shard; it is setup for the
+// recovery and firing benchmarks, not a measured path.
 func bulkLoad(b *testing.B, st *store.Store, n int, due func(i int) int64) {
 	b.Helper()
-	bulkLoadGroups(b, st, n, 0, due)
+	bulkLoadGroups(b, st, n, 0, 1, due)
 }
 
-// bulkLoadGroups is bulkLoad with the tasks spread over groups (0: none).
-func bulkLoadGroups(b *testing.B, st *store.Store, n, groups int, due func(i int) int64) {
+// bulkLoadGroups is bulkLoad with the tasks spread over groups (0: none),
+// or, ungrouped, with runs of run consecutive tasks on one shard, as
+// tasks registered together are placed.
+func bulkLoadGroups(b *testing.B, st *store.Store, n, groups, run int, due func(i int) int64) {
 	b.Helper()
 	payload := make([]byte, 64)
 	const perBatch = 10000
@@ -130,7 +132,7 @@ func bulkLoadGroups(b *testing.B, st *store.Store, n, groups int, due func(i int
 	for start := 0; start < n; start += perBatch {
 		batch := st.NewBatch()
 		for i := start; i < min(n, start+perBatch); i++ {
-			shard, group := uint16(i%st.Shards()), ""
+			shard, group := uint16(i/run%st.Shards()), ""
 			if groups > 0 {
 				group = fmt.Sprint("g", i%groups)
 				shard = st.GroupShard("bench", group)
@@ -211,7 +213,7 @@ func BenchmarkRecoveryOverdue(b *testing.B) {
 				b.Fatal(err)
 			}
 			past := time.Now().Add(-time.Hour)
-			bulkLoadGroups(b, st, 1_000_000, groups, func(i int) int64 { return past.Add(time.Duration(i) * time.Microsecond).UnixMilli() })
+			bulkLoadGroups(b, st, 1_000_000, groups, 1, func(i int) int64 { return past.Add(time.Duration(i) * time.Microsecond).UnixMilli() })
 			if err := st.Close(); err != nil {
 				b.Fatal(err)
 			}
@@ -281,8 +283,16 @@ var (
 // for 10 seconds, starts the scheduler on the real clock, and reports how
 // late each delivery attempt starts after its due time (p50, p99, max).
 // Due times have millisecond resolution, so a task due at 12 ms fires from
-// 12.000 ms on.
+// 12.000 ms on. With run=1 the tasks due together are spread over every
+// shard, as the tasks of many groups are; with run=16 runs of 16 share a
+// shard, as ungrouped tasks registered together do (partition.place).
 func BenchmarkFireLateness(b *testing.B) {
+	for _, run := range []int{1, 16} {
+		b.Run(fmt.Sprintf("run=%d", run), func(b *testing.B) { benchFireLateness(b, run) })
+	}
+}
+
+func benchFireLateness(b *testing.B, run int) {
 	for range b.N {
 		n := *fireRate * 10
 		st, err := store.Open(b.TempDir(), store.Options{})
@@ -290,7 +300,7 @@ func BenchmarkFireLateness(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now().Add(*fireLead)
-		bulkLoad(b, st, n, func(i int) int64 {
+		bulkLoadGroups(b, st, n, 0, run, func(i int) int64 {
 			return start.Add(time.Duration(i) * time.Second / time.Duration(*fireRate)).UnixMilli()
 		})
 		if time.Now().After(start) {
