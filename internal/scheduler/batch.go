@@ -36,12 +36,12 @@ func (s *Scheduler) RegisterBatch(ctx context.Context, reqs []RegisterRequest) (
 		shard, free := s.keyShard(&reqs[i])
 		anywhere[i] = free
 		if free {
-			shard = sp.next()
+			shard = sp.next(len(reqs[i].Payload))
 		}
 		return shard, nil
 	}, func(p *partition, shard uint16, i int, done func()) {
 		if anywhere[i] {
-			shard = p.place(shard)
+			shard = p.place(shard, len(reqs[i].Payload))
 		}
 		p.register(&reqs[i], shard, func(r result) {
 			out[i] = RegisterResult{View: r.view, Created: r.created, Err: r.err}
@@ -56,21 +56,27 @@ func (s *Scheduler) RegisterBatch(ctx context.Context, reqs []RegisterRequest) (
 
 // spreader places the tasks of a batch that may go anywhere: the next
 // shard in turn until each partition has one, then those shards in turn,
-// so that the batch keeps every partition busy and costs one log entry
-// a partition.
+// so that the batch keeps every partition busy and costs one log entry a
+// partition; a shard given maxPlaced payload bytes is replaced by the
+// next in turn.
 type spreader struct {
 	s      *Scheduler
 	shards []uint16
+	bytes  []int // given to each shard
 	n      int
 }
 
-func (sp *spreader) next() uint16 {
+func (sp *spreader) next(size int) uint16 {
 	if len(sp.shards) < len(sp.s.parts) {
-		sp.shards = append(sp.shards, sp.s.anyShard())
+		sp.shards, sp.bytes = append(sp.shards, sp.s.anyShard()), append(sp.bytes, 0)
 	}
-	shard := sp.shards[sp.n%len(sp.shards)]
+	i := sp.n % len(sp.shards)
 	sp.n++
-	return shard
+	if sp.bytes[i] > 0 && sp.bytes[i]+size > maxPlaced {
+		sp.shards[i], sp.bytes[i] = sp.s.anyShard(), 0
+	}
+	sp.bytes[i] += size
+	return sp.shards[i]
 }
 
 // UpdateResult is one task's answer in a batch update.

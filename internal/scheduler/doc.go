@@ -12,11 +12,12 @@
 // key, so a repeat lands in the same place. Other ungrouped tasks go
 // anywhere this node leads: a call picks the next led shard in turn, and
 // its partition keeps the tasks of one loop turn on the shard its first
-// went to (partition.place), so that they share one log entry; a batch's
-// such tasks all go to one shard. Task ids carry their shard. Shard s
-// belongs to partition s & (Partitions-1), and each partition is one loop
-// goroutine that alone decides every change to its shards' tasks and owns
-// their timers and running groups.
+// went to (partition.place), up to maxPlaced payload bytes, so that they
+// share one log entry; a batch's such tasks go to one shard a partition.
+// Task ids carry their shard. Shard s belongs to partition
+// s & (Partitions-1), and each partition is one loop goroutine that alone
+// decides every change to its shards' tasks and owns their timers and
+// running groups.
 //
 // # Decide, replicate, apply, acknowledge
 //

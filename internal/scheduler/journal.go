@@ -51,16 +51,23 @@ func (p *partition) cmd() *store.Command { return p.cur.c }
 // error that kept it from being applied.
 func (p *partition) then(fn func(err error)) { p.cur.ops = append(p.cur.ops, fn) }
 
-// place is the shard for a new task that may go anywhere, given
-// candidate, a shard this partition leads: the shard the turn's first
-// such task went to while this partition leads it, else candidate. A
-// turn's tasks then share one log entry, and turns follow the candidates
-// around the shards.
-func (p *partition) place(candidate uint16) uint16 {
-	if p.anywhere >= 0 && p.leads(uint16(p.anywhere)) {
+// maxPlaced bounds the payload bytes that tasks placed anywhere put on
+// one shard in a turn (place) or a batch (spreader): past it they move
+// on, so that such a shard's log entry stays about the size Raft sends in
+// one message, and a turn of large tasks does not land on one shard.
+const maxPlaced = 1 << 20
+
+// place is the shard for a new task of size payload bytes that may go
+// anywhere, given candidate, a shard this partition leads: the shard the
+// turn's first such task went to while this partition leads it and it
+// has room (maxPlaced), else candidate. A turn's tasks then share one log
+// entry, and turns follow the candidates around the shards.
+func (p *partition) place(candidate uint16, size int) uint16 {
+	if p.anywhere >= 0 && p.leads(uint16(p.anywhere)) && p.placed+size <= maxPlaced {
+		p.placed += size
 		return uint16(p.anywhere)
 	}
-	p.anywhere = int32(candidate)
+	p.anywhere, p.placed = int32(candidate), size
 	return candidate
 }
 

@@ -74,6 +74,7 @@ type partition struct {
 	proposed  map[uint16][]*pendingCmd // proposed, not yet applied, in order
 	proposals uint64                   // proposal numbers issued
 	anywhere  int32                    // this turn's shard for tasks that may go anywhere, or -1 (place)
+	placed    int                      // the payload bytes placed on it
 
 	fired    []firedTimer
 	unread   int // messages of the current batch not yet run

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -56,8 +57,8 @@ func TestPlaceKeepsATurnOnOneShard(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	turn(func() { first, second = p.place(a), p.place(b) })
-	turn(func() { next = p.place(b) })
+	turn(func() { first, second = p.place(a, 10), p.place(b, 10) })
+	turn(func() { next = p.place(b, 10) })
 	if first != a || second != a {
 		t.Errorf("one turn placed on %d then %d, want %d twice", first, second, a)
 	}
@@ -78,5 +79,44 @@ func TestFreeTasksSpreadOverShards(t *testing.T) {
 	}
 	if len(shards) != n {
 		t.Errorf("%d tasks registered one by one went to %d shards, want %d", n, len(shards), n)
+	}
+}
+
+// Large tasks that may go anywhere move on to the next shard once one
+// has maxPlaced payload bytes, in a batch and within a turn.
+func TestLargeFreeTasksSpreadByTheirBytes(t *testing.T) {
+	h := newHarness(t, nil)
+	const size = maxPlaced / 3
+	reqs := make([]RegisterRequest, 12)
+	for i := range reqs {
+		reqs[i] = RegisterRequest{Client: "acme", Payload: make([]byte, size), Delay: time.Hour}
+	}
+	res, err := h.s.RegisterBatch(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bytes := make(map[uint16]int)
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("task %d: %v", i, r.Err)
+		}
+		bytes[store.ShardOf(r.View.Task.Id)] += size
+	}
+	if len(bytes) < 4 { // 12 tasks of a third of maxPlaced each
+		t.Errorf("the batch's %d-byte tasks went to shards %v, want at least 4", size, bytes)
+	}
+	p := h.s.parts[0]
+	var got []uint16
+	_, err = h.s.call(context.Background(), p, func(done func(result)) {
+		for _, c := range p.shards[:4] {
+			got = append(got, p.place(c, size))
+		}
+		done(result{})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []uint16{p.shards[0], p.shards[0], p.shards[0], p.shards[3]}; !slices.Equal(got, want) {
+		t.Errorf("a turn placed %d-byte tasks on %v, want %v", size, got, want)
 	}
 }

@@ -212,7 +212,7 @@ func (s *Scheduler) Register(ctx context.Context, req RegisterRequest) (view Tas
 	r, err := s.onLeader(ctx, shard, func(p *partition, done func(result)) {
 		sh := shard
 		if anywhere {
-			sh = p.place(shard)
+			sh = p.place(shard, len(req.Payload))
 		}
 		p.register(&req, sh, done)
 	})
