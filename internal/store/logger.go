@@ -60,12 +60,19 @@ func recoverFatal(err *error) {
 // eventListener logs Pebble's events through l. Data corruption found in
 // the background is counted and logged, not fatal: the read or compaction
 // that found it fails with a corruption error, which callers see as
-// ErrCorrupt.
-func eventListener(l pebbleLogger, c *counters) *pebble.EventListener {
+// ErrCorrupt. The events around a new read state poke pins (pin.go).
+func eventListener(l pebbleLogger, c *counters, pins *pinner) *pebble.EventListener {
 	el := pebble.MakeLoggingEventListener(l)
 	el.DataCorruption = func(info pebble.DataCorruptionInfo) {
 		c.corruptions.Add(1)
 		l.Errorf("%s", info)
 	}
+	walCreated, flushBegin, flushEnd := el.WALCreated, el.FlushBegin, el.FlushEnd
+	compactionBegin, compactionEnd := el.CompactionBegin, el.CompactionEnd
+	el.WALCreated = func(info pebble.WALCreateInfo) { walCreated(info); pins.poke() }
+	el.FlushBegin = func(info pebble.FlushInfo) { flushBegin(info); pins.poke() }
+	el.FlushEnd = func(info pebble.FlushInfo) { flushEnd(info); pins.poke() }
+	el.CompactionBegin = func(info pebble.CompactionInfo) { compactionBegin(info); pins.poke() }
+	el.CompactionEnd = func(info pebble.CompactionInfo) { compactionEnd(info); pins.poke() }
 	return &el
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"log/slog"
+	"time"
 )
 
 // DefaultCacheBytes is the block cache size when Options.CacheBytes is 0.
@@ -32,6 +33,11 @@ type Options struct {
 	// memTableBytes is the size of a full memtable: memTableBytes unless
 	// a test sets it.
 	memTableBytes int64
+	// pinOverlap is how long the pinner holds a read state after it
+	// pinned a newer one: pinOverlap unless a test sets it.
+	pinOverlap time.Duration
+	// manualCompactions leaves compactions to a test's calls.
+	manualCompactions bool
 }
 
 func (o *Options) validate() error {
@@ -47,6 +53,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.memTableBytes <= 0 {
 		o.memTableBytes = memTableBytes
+	}
+	if o.pinOverlap <= 0 {
+		o.pinOverlap = pinOverlap
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -47,6 +47,7 @@ type Store struct {
 	shards int
 	floors floors    // where group order scans may start (floor.go)
 	idem   *idemKeys // the idempotency keys held, hashed (idem.go)
+	pins   *pinner   // holds Pebble's read states for the callers (pin.go)
 
 	failure atomic.Pointer[error] // set once Pebble hit a fatal write error
 
@@ -83,7 +84,7 @@ func open(dir string, o Options, filesystem vfs.FS) (_ *Store, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, lock: lock, gate: gate.New(), c: new(counters), log: o.Logger}
+	s := &Store{dir: dir, lock: lock, gate: gate.New(), c: new(counters), log: o.Logger, pins: newPinner(o.pinOverlap)}
 	opened := false
 	defer func() {
 		if !opened {
@@ -99,7 +100,7 @@ func open(dir string, o Options, filesystem vfs.FS) (_ *Store, err error) {
 
 	cache := pebble.NewCache(o.CacheBytes + memTableReserve(o))
 	defer cache.Unref() // the DB holds its own reference
-	s.db, err = pebble.Open(dir, pebbleOptions(o, filesystem, s.c, lock, cache))
+	s.db, err = pebble.Open(dir, pebbleOptions(o, filesystem, s.c, s.pins, lock, cache))
 	if err != nil {
 		return nil, openError(dir, existed, err)
 	}
@@ -113,11 +114,12 @@ func open(dir string, o Options, filesystem vfs.FS) (_ *Store, err error) {
 	if err := s.idem.load(s.db); err != nil {
 		return nil, err
 	}
+	s.pins.start(s.db)
 	opened = true
 	return s, nil
 }
 
-func pebbleOptions(o Options, filesystem vfs.FS, c *counters, lock *dirLock, cache *pebble.Cache) *pebble.Options {
+func pebbleOptions(o Options, filesystem vfs.FS, c *counters, pins *pinner, lock *dirLock, cache *pebble.Cache) *pebble.Options {
 	logger := pebbleLogger{log: o.Logger}
 	po := &pebble.Options{
 		FS:                          countingFS{FS: filesystem, c: c},
@@ -128,7 +130,8 @@ func pebbleOptions(o Options, filesystem vfs.FS, c *counters, lock *dirLock, cac
 		MemTableStopWritesThreshold: memTableStopWrites,
 		MaxOpenFiles:                maxOpenFiles,
 		Logger:                      logger,
-		EventListener:               eventListener(logger, c),
+		EventListener:               eventListener(logger, c, pins),
+		DisableAutomaticCompactions: o.manualCompactions,
 	}
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
@@ -284,6 +287,7 @@ func (s *Store) Close() error {
 		// it under a running Commit or scan.
 		s.gate.Shut()
 		_ = s.gate.Wait(context.Background())
+		s.pins.close()
 		err := closeDB(s.db)
 		if lerr := s.lock.release(); err == nil && lerr != nil {
 			err = fmt.Errorf("store: release lock: %w", lerr)
