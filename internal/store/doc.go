@@ -69,6 +69,12 @@
 // scheduler's apply stage) do so after their own Commit returns, as the
 // journal-then-apply design requires.
 //
+// A read never pays for Pebble's clean-up: the store's pinner holds each
+// read state Pebble installs until the reads begun on the one before have
+// ended, so that closing a caller's iterator is never what frees the
+// tables a compaction replaced, with their thousands of cached blocks to
+// evict (pin.go).
+//
 // Open creates a missing directory, and any missing parents, readable by
 // its owner only, and syncs each new directory's parent, so that a power
 // loss right after the first commit does not lose the directory that
