@@ -12,17 +12,24 @@ import (
 	"github.com/boomerangd/boomerang/internal/testwait"
 )
 
-// pinKeys bounds the keys of the pinner's tests, outside every key space
+// pinLo and pinHi bound the keys of the pinner's tests, outside every key space
 // of the store.
 var pinLo, pinHi = []byte("\xfepin/"), []byte("\xfepin0")
 
-// cachedThenCompacted writes two overlapping tables, reads them into the
-// block cache, opens an iterator as a caller's read would, and compacts
-// the tables into a new one: once the last reader of the old state lets
-// go, the old tables' blocks are evicted. It returns the open iterator and
-// the number of blocks cached before the compaction.
-func cachedThenCompacted(t *testing.T, s *Store) (*pebble.Iterator, int64) {
+// cachedThenCompacted opens a store whose pinner holds a replaced read
+// state for overlap (0: the default), with compactions left to the test;
+// writes two overlapping tables, reads them into the block cache, opens an
+// iterator as a caller's read would, and compacts the tables into a new
+// one: once the last reader of the old state lets go, the old tables'
+// blocks are evicted. It returns the store, the open iterator and the
+// number of blocks cached before the compaction.
+func cachedThenCompacted(t *testing.T, overlap time.Duration) (*Store, *pebble.Iterator, int64) {
 	t.Helper()
+	s, err := Open(t.TempDir(), Options{pinOverlap: overlap, manualCompactions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeStore(t, s) })
 	value := bytes.Repeat([]byte{'v'}, 1000)
 	for range 2 {
 		for i := range 2000 {
@@ -54,7 +61,7 @@ func cachedThenCompacted(t *testing.T, s *Store) (*pebble.Iterator, int64) {
 	if err := s.db.Compact(context.Background(), pinLo, pinHi, false); err != nil {
 		t.Fatal(err)
 	}
-	return it, cached
+	return s, it, cached
 }
 
 // TestReaderDoesNotEvictTheTablesItOutlived closes the last caller's
@@ -65,12 +72,7 @@ func cachedThenCompacted(t *testing.T, s *Store) (*pebble.Iterator, int64) {
 // after every five blocks.
 func TestReaderDoesNotEvictTheTablesItOutlived(t *testing.T) {
 	t.Parallel()
-	s, err := Open(t.TempDir(), Options{pinOverlap: time.Hour, manualCompactions: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeStore(t, s) })
-	it, cached := cachedThenCompacted(t, s)
+	s, it, cached := cachedThenCompacted(t, time.Hour)
 	if err := it.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -84,12 +86,7 @@ func TestReaderDoesNotEvictTheTablesItOutlived(t *testing.T) {
 // tables' blocks leave the cache.
 func TestPinnerLetsGoOfOldTables(t *testing.T) {
 	t.Parallel()
-	s, err := Open(t.TempDir(), Options{manualCompactions: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeStore(t, s) })
-	it, cached := cachedThenCompacted(t, s)
+	s, it, cached := cachedThenCompacted(t, 0)
 	if err := it.Close(); err != nil {
 		t.Fatal(err)
 	}
