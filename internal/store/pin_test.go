@@ -12,8 +12,8 @@ import (
 	"github.com/boomerangd/boomerang/internal/testwait"
 )
 
-// pinLo and pinHi bound the keys of the pinner's tests, outside every key space
-// of the store.
+// pinLo and pinHi bound the keys of the pinner's tests, outside every
+// key space of the store.
 var pinLo, pinHi = []byte("\xfepin/"), []byte("\xfepin0")
 
 // cachedThenCompacted opens a store whose pinner holds a replaced read
