@@ -31,6 +31,7 @@ type Batch struct {
 	spent     bool         // a commit failed; Pebble will not take this batch again
 	rec       []byte       // the record being written
 	buf       []byte       // scratch for small values
+	keys      []byte       // scratch for an operation's index keys (keyScratch)
 	state     *stateWrites // a state batch's (NewStateBatch); nil otherwise
 	orders    []orderWrite // order entries written and deleted, for the group floors
 	rewrites  bool         // whole ranges of state replaced: floors are void
@@ -187,23 +188,33 @@ func (k taskKeys) wake() int64 {
 }
 
 // taskIndexes returns a task's index entries: due, group order, client,
-// replace key.
-func taskIndexes(k taskKeys) [4]indexEntry {
+// replace key. The due and client keys are appended to *scratch (the
+// writes copy their keys); the others, which orders may keep, are not.
+func taskIndexes(k taskKeys, scratch *[]byte) [4]indexEntry {
 	var e [4]indexEntry
-	e[0].key = dueKey(k.wake(), k.id)
+	start := len(*scratch)
+	*scratch = appendDueKey(*scratch, k.wake(), k.id)
+	e[0].key = since(*scratch, start)
 	if k.ordered {
 		e[0].value = []byte(GroupRef(k.client, k.group))
 		e[1] = indexEntry{key: orderKey(ShardOf(k.id), k.client, k.group, k.due, k.seq, k.id), order: true}
 	}
-	e[2].key = clientIndexKey(tagClientIndex, k.client, k.id)
+	start = len(*scratch)
+	*scratch = appendClientIndexKey(*scratch, tagClientIndex, k.client, k.id)
+	e[2].key = since(*scratch, start)
 	if k.replaceKey != "" {
 		e[3].key = replaceKey(ShardOf(k.id), k.client, k.group, k.replaceKey, k.id)
 	}
 	return e
 }
 
+// since returns what b holds from start on, capped so that nothing
+// appended to it reaches past it. A key taken so stays as it was when b
+// grows later: it keeps the old array.
+func since(b []byte, start int) []byte { return b[start:len(b):len(b)] }
+
 func (b *Batch) putTaskIndexes(k taskKeys) {
-	for _, e := range taskIndexes(k) {
+	for _, e := range taskIndexes(k, b.keyScratch()) {
 		b.putEntry(e)
 	}
 }
@@ -212,9 +223,16 @@ func (b *Batch) putTaskIndexes(k taskKeys) {
 // each entry is written once between deletions, since it is only written
 // for a new task or after its old entries were removed.
 func (b *Batch) deleteTaskIndexes(t *storepb.Task) {
-	for _, e := range taskIndexes(keysOf(t)) {
+	for _, e := range taskIndexes(keysOf(t), b.keyScratch()) {
 		b.deleteEntry(e)
 	}
+}
+
+// keyScratch empties the batch's scratch for keys, which the keys of
+// the last operation held, and returns it.
+func (b *Batch) keyScratch() *[]byte {
+	b.keys = b.keys[:0]
+	return &b.keys
 }
 
 // moveTaskIndexes moves the index entries of a task replaced by updated
@@ -222,7 +240,8 @@ func (b *Batch) deleteTaskIndexes(t *storepb.Task) {
 // written once. A release of a held task, for one, moves its due and
 // order entries and leaves its client entry alone.
 func (b *Batch) moveTaskIndexes(old, updated *storepb.Task) {
-	was, now := taskIndexes(keysOf(old)), taskIndexes(keysOf(updated))
+	scratch := b.keyScratch()
+	was, now := taskIndexes(keysOf(old), scratch), taskIndexes(keysOf(updated), scratch)
 	for i := range was {
 		if bytes.Equal(was[i].key, now[i].key) && bytes.Equal(was[i].value, now[i].value) {
 			continue

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -20,16 +21,30 @@ import (
 // A mutation is encoded once, when it is added: AppendCommands builds a
 // log entry from those encodings. What a record holds when it is added is
 // what is proposed; a later change to the record is not.
+//
+// The zero Command is an empty command of no op (Start sets one); a
+// Command must not be copied once used.
 type Command struct {
-	pb  *storepb.Command
+	pb  storepb.Command
 	enc []byte // the mutations, encoded as Command fields
 }
 
 // NewCommand starts an empty command.
-func NewCommand(op storepb.Op) *Command { return &Command{pb: &storepb.Command{Op: op}} }
+func NewCommand(op storepb.Op) *Command {
+	c := new(Command)
+	c.Start(op)
+	return c
+}
+
+// Start makes c an empty command of op, as NewCommand would, reusing
+// nothing it held.
+func (c *Command) Start(op storepb.Op) {
+	c.pb.Reset()
+	c.pb.Op, c.enc = op, nil
+}
 
 // Proto returns the command record.
-func (c *Command) Proto() *storepb.Command { return c.pb }
+func (c *Command) Proto() *storepb.Command { return &c.pb }
 
 // Len returns the number of mutations.
 func (c *Command) Len() int { return len(c.pb.Mutations) }
@@ -39,6 +54,7 @@ func (c *Command) Len() int { return len(c.pb.Mutations) }
 func (c *Command) add(m *storepb.Mutation) error {
 	n := len(c.enc)
 	size := proto.Size(m) // and cached in m for the encoding
+	c.enc = slices.Grow(c.enc, 1+binary.MaxVarintLen64+size)
 	c.enc = protowire.AppendTag(c.enc, mutationsField, protowire.BytesType)
 	c.enc = protowire.AppendVarint(c.enc, uint64(size))
 	var err error
@@ -63,8 +79,13 @@ const (
 // cmds, each with the op, node and proposal of its Proto and the
 // mutations as they were added.
 func AppendCommands(dst []byte, cmds []*Command) []byte {
+	size := 0
 	for _, c := range cmds {
-		var head [3 * (1 + binary.MaxVarintLen64)]byte // three varint fields, tags of one byte
+		size += 1 + binary.MaxVarintLen64 + commandHead + len(c.enc)
+	}
+	dst = slices.Grow(dst, size)
+	for _, c := range cmds {
+		var head [commandHead]byte
 		h := appendVarintField(head[:0], opField, uint64(c.pb.Op))
 		h = appendVarintField(h, nodeField, c.pb.Node)
 		h = appendVarintField(h, proposalField, c.pb.Proposal)
@@ -74,6 +95,10 @@ func AppendCommands(dst []byte, cmds []*Command) []byte {
 	}
 	return dst
 }
+
+// commandHead bounds the encoding of a command's op, node and proposal:
+// three varint fields with tags of one byte.
+const commandHead = 3 * (1 + binary.MaxVarintLen64)
 
 // appendVarintField appends a varint field, left out when v is zero as
 // proto3 leaves it out.

@@ -63,13 +63,19 @@ func taskKey(id uint64) []byte {
 	return binary.BigEndian.AppendUint64(appendShard(make([]byte, 0, 11), tagTask, ShardOf(id)), id)
 }
 
-func dueKey(due int64, id uint64) []byte {
-	k := appendDue(appendShard(make([]byte, 0, 19), tagDue, ShardOf(id)), due)
+func dueKey(due int64, id uint64) []byte { return appendDueKey(make([]byte, 0, 19), due, id) }
+
+func appendDueKey(k []byte, due int64, id uint64) []byte {
+	k = appendDue(appendShard(k, tagDue, ShardOf(id)), due)
 	return binary.BigEndian.AppendUint64(k, id)
 }
 
 func clientIndexKey(tag byte, client string, id uint64) []byte {
-	k := appendString(appendShard(make([]byte, 0, 16+len(client)), tag, ShardOf(id)), client)
+	return appendClientIndexKey(make([]byte, 0, 16+len(client)), tag, client, id)
+}
+
+func appendClientIndexKey(k []byte, tag byte, client string, id uint64) []byte {
+	k = appendString(appendShard(k, tag, ShardOf(id)), client)
 	return binary.BigEndian.AppendUint64(k, id)
 }
 
