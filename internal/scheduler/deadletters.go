@@ -38,9 +38,9 @@ func (p *partition) unblock(c Caller, client, group string, done func(result)) {
 	p.clearBlocked(g)
 	g.rec.Tasks++
 	p.saveGroup(g)
-	undo := p.decide(t.Id, t)
+	dec := p.decide(t.Id, t)
 	p.then(func(err error) {
-		undo()
+		p.undo(dec)
 		releaseRec()
 		if err == nil {
 			p.reopen(client, group)
@@ -160,9 +160,9 @@ func (p *partition) replay(c Caller, id uint64, done func(result)) {
 	}
 	_ = p.cmd().DeleteDeadLetter(dl)
 	p.decideDL(dl.Id, dl, nil)
-	undo := p.decide(t.Id, t)
+	dec := p.decide(t.Id, t)
 	p.then(func(err error) {
-		undo()
+		p.undo(dec)
 		releaseRec()
 		if err == nil {
 			p.applyTask(t)

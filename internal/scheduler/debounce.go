@@ -89,9 +89,9 @@ func (p *partition) replaceWaiting(req *RegisterRequest, shard uint16, done func
 		done(result{err: err})
 		return true
 	}
-	undo := p.decide(upd.Id, upd)
+	dec := p.decide(upd.Id, upd)
 	p.then(func(err error) {
-		undo()
+		p.undo(dec)
 		if err == nil {
 			p.changed(upd, true)
 		}

@@ -24,14 +24,15 @@ import (
 // pendingCmd is a decided command until it is applied.
 type pendingCmd struct {
 	shard uint16
-	c     *store.Command
+	c     store.Command
 	ops   []func(err error)
 	id    uint64 // proposal number, once proposed
 }
 
 // begin starts the command of a decision on shard.
 func (p *partition) begin(shard uint16, op storepb.Op) {
-	p.cur = &pendingCmd{shard: shard, c: store.NewCommand(op)}
+	p.cur = &pendingCmd{shard: shard}
+	p.cur.c.Start(op)
 	p.open[shard] = append(p.open[shard], p.cur)
 }
 
@@ -41,11 +42,11 @@ func (p *partition) abandon() {
 	q := p.open[p.cur.shard]
 	p.open[p.cur.shard] = q[:len(q)-1]
 	finish(p.cur, ErrClosed)
-	p.cur = &pendingCmd{shard: p.cur.shard, c: store.NewCommand(storepb.Op_OP_UNSPECIFIED)}
+	p.cur = &pendingCmd{shard: p.cur.shard}
 }
 
 // cmd is the command being decided.
-func (p *partition) cmd() *store.Command { return p.cur.c }
+func (p *partition) cmd() *store.Command { return &p.cur.c }
 
 // then queues fn to run once the current decision is applied, or with the
 // error that kept it from being applied.
@@ -87,7 +88,7 @@ func (p *partition) flush() {
 			pc.id = p.proposals
 			c := pc.c.Proto()
 			c.Node, c.Proposal = p.s.cfg.NodeID, pc.id
-			batch = append(batch, pc.c)
+			batch = append(batch, &pc.c)
 			live = append(live, pc)
 		}
 		if len(live) == 0 {

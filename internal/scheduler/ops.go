@@ -79,9 +79,9 @@ func (p *partition) register(req *RegisterRequest, shard uint16, done func(resul
 		w = &idemWait{task: t}
 		p.idem[ik] = w
 	}
-	undo := p.decide(t.Id, t)
+	dec := p.decide(t.Id, t)
 	p.then(func(err error) {
-		undo()
+		p.undo(dec)
 		releaseRec()
 		if w != nil {
 			delete(p.idem, ik)
@@ -230,9 +230,9 @@ func (p *partition) update(c Caller, req *UpdateRequest, done func(result)) {
 		done(result{err: err})
 		return
 	}
-	undo := p.decide(upd.Id, upd)
+	dec := p.decide(upd.Id, upd)
 	p.then(func(err error) {
-		undo()
+		p.undo(dec)
 		if err == nil {
 			p.changed(upd, req.At != nil || req.Cron != nil)
 		}
@@ -269,9 +269,9 @@ func (p *partition) drop(t *storepb.Task) error {
 		return err
 	}
 	p.unschedule(t.Id) // suppress it at once; the deletion is not durable yet
-	undo := p.decide(t.Id, nil)
+	dec := p.decide(t.Id, nil)
 	p.then(func(err error) {
-		undo()
+		p.undo(dec)
 		releaseRec()
 		if err == nil {
 			p.changed(t, true)

@@ -176,9 +176,9 @@ func (p *partition) commitOutcome(t, next *storepb.Task) error {
 		}
 		release = func() {}
 	}
-	undo := p.decide(t.Id, next)
+	dec := p.decide(t.Id, next)
 	p.then(func(error) {
-		undo()
+		p.undo(dec)
 		release()
 	})
 	return nil

@@ -34,10 +34,16 @@ func (p *partition) current(id uint64) (*storepb.Task, bool, error) {
 	return t, err == nil, err
 }
 
+// decision is a task's overlay entry held by one decision.
+type decision struct {
+	id uint64
+	pt *pendingTask
+}
+
 // decide records t (nil: deleted) as the task's state until the journal
-// makes it durable; the returned func releases the overlay entry, and
-// once no decision on the task is pending runs whatever waited for that.
-func (p *partition) decide(id uint64, t *storepb.Task) func() {
+// makes it durable; undo, given what it returns, releases the overlay
+// entry.
+func (p *partition) decide(id uint64, t *storepb.Task) decision {
 	pt := p.pending[id]
 	if pt == nil {
 		pt = &pendingTask{}
@@ -45,15 +51,19 @@ func (p *partition) decide(id uint64, t *storepb.Task) func() {
 	}
 	pt.task = t
 	pt.refs++
-	return func() {
-		if pt.refs--; pt.refs > 0 {
-			return
-		}
-		delete(p.pending, id)
-		if w := p.waiters[id]; w != nil {
-			delete(p.waiters, id)
-			w()
-		}
+	return decision{id: id, pt: pt}
+}
+
+// undo releases d's overlay entry, and once no decision on the task is
+// pending runs whatever waited for that.
+func (p *partition) undo(d decision) {
+	if d.pt.refs--; d.pt.refs > 0 {
+		return
+	}
+	delete(p.pending, d.id)
+	if w := p.waiters[d.id]; w != nil {
+		delete(p.waiters, d.id)
+		w()
 	}
 }
 
