@@ -25,14 +25,17 @@ import (
 type pendingCmd struct {
 	shard uint16
 	c     store.Command
-	ops   []func(err error)
-	id    uint64 // proposal number, once proposed
+	ops   []func(err error) // in opsBuf while they fit
+	id    uint64            // proposal number, once proposed
+
+	opsBuf [2]func(err error)
 }
 
 // begin starts the command of a decision on shard.
 func (p *partition) begin(shard uint16, op storepb.Op) {
 	p.cur = &pendingCmd{shard: shard}
 	p.cur.c.Start(op)
+	p.cur.ops = p.cur.opsBuf[:0]
 	p.open[shard] = append(p.open[shard], p.cur)
 }
 
@@ -203,7 +206,9 @@ func (p *partition) applyNow(committed []replica.Committed) {
 	var done []*pendingCmd
 	err := applyCommitted(b, committed, p.tasks, p.lastID, func(shard uint16, cmd store.EntryCommand) {
 		if cmd.Node == p.s.cfg.NodeID {
-			done = append(done, p.applied(shard, cmd.Proposal)...)
+			if pc := p.applied(shard, cmd.Proposal); pc != nil {
+				done = append(done, pc)
+			}
 		}
 	})
 	if err == nil {
@@ -303,22 +308,22 @@ func applyCommands(b *store.Batch, shard uint16, index uint64, entry *store.Entr
 	return nil
 }
 
-// applied returns this node's command that was just applied, and before
-// it any of the shard's that were proposed earlier and dropped (a lost
-// leadership), which fail.
-func (p *partition) applied(shard uint16, proposal uint64) []*pendingCmd {
+// applied returns this node's command that was just applied, or nil,
+// and fails any of the shard's that were proposed before it and dropped
+// (a lost leadership).
+func (p *partition) applied(shard uint16, proposal uint64) *pendingCmd {
 	q := p.proposed[shard]
-	var out []*pendingCmd
 	for len(q) > 0 && q[0].id < proposal {
 		finish(q[0], ErrNotLeader)
 		q = q[1:]
 	}
+	var pc *pendingCmd
 	if len(q) > 0 && q[0].id == proposal {
-		out = append(out, q[0])
+		pc = q[0]
 		q = q[1:]
 	}
 	p.proposed[shard] = q
-	return out
+	return pc
 }
 
 // ErrNotLeader: this node does not lead the shard a request is for (or
