@@ -31,11 +31,16 @@ type pendingCmd struct {
 	opsBuf [2]func(err error)
 }
 
+func newPendingCmd(shard uint16, op storepb.Op) *pendingCmd {
+	pc := &pendingCmd{shard: shard}
+	pc.c.Start(op)
+	pc.ops = pc.opsBuf[:0]
+	return pc
+}
+
 // begin starts the command of a decision on shard.
 func (p *partition) begin(shard uint16, op storepb.Op) {
-	p.cur = &pendingCmd{shard: shard}
-	p.cur.c.Start(op)
-	p.cur.ops = p.cur.opsBuf[:0]
+	p.cur = newPendingCmd(shard, op)
 	p.open[shard] = append(p.open[shard], p.cur)
 }
 
@@ -45,7 +50,7 @@ func (p *partition) abandon() {
 	q := p.open[p.cur.shard]
 	p.open[p.cur.shard] = q[:len(q)-1]
 	finish(p.cur, ErrClosed)
-	p.cur = &pendingCmd{shard: p.cur.shard}
+	p.cur = newPendingCmd(p.cur.shard, storepb.Op_OP_UNSPECIFIED)
 }
 
 // cmd is the command being decided.
