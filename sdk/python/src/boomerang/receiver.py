@@ -180,18 +180,23 @@ class WebhookReceiver:
             raise ValueError(f"WebhookReceiver serves HTTP, not {scope['type']}")
         declared = next((v for k, v in scope["headers"] if k.lower() == b"content-length"), b"")
         body = bytearray()
-        too_large = declared.isdigit() and int(declared) > self.max_body
-        while not too_large:
+        size = 0
+        unread = declared.isdigit() and int(declared) > self.max_body + _DRAIN_LIMIT
+        while not unread:
             message = await receive()
             if message["type"] == "http.disconnect":
                 return
-            body += message.get("body", b"")
-            too_large = len(body) > self.max_body
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size <= self.max_body:
+                body += chunk
+            unread = size > self.max_body + _DRAIN_LIMIT
             if not message.get("more_body", False):
                 break
+        too_large = unread or size > self.max_body
         a = self.too_large() if too_large else await self.receive_async(scope["method"], scope["headers"], bytes(body))
         headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in a.headers.items()]
-        if too_large:
+        if unread:
             headers.append((b"connection", b"close"))  # the rest of the body is not read
         await send({"type": "http.response.start", "status": a.status, "headers": headers})
         await send({"type": "http.response.body", "body": a.body.encode()})
@@ -225,11 +230,15 @@ class WebhookReceiver:
             a = _answer(411, "a Content-Length is required")
         elif length is not None and not length.strip().isdigit():
             a = _answer(400, "bad Content-Length")
+        elif length is not None and int(length) > self.max_body + _DRAIN_LIMIT:
+            a = self.too_large()
+            h.close_connection = True  # the body is not read
         elif length is not None and int(length) > self.max_body:
+            h.rfile.read(int(length))
             a = self.too_large()
         else:
             a = self.receive(h.command, h.headers, h.rfile.read(int(length or 0)))
-        if a.status in (400, 411, 413):
+        if a.status in (400, 411):
             h.close_connection = True  # the body was not read
         h.send_response(a.status)
         for name, value in a.headers.items():
@@ -241,6 +250,14 @@ class WebhookReceiver:
             h.send_header("Connection", "close")
         h.end_headers()
         h.wfile.write(body)
+
+
+# A body too large by up to _DRAIN_LIMIT bytes is read and dropped before
+# the 413 goes out, and the connection kept: closed with the body still
+# arriving, the connection would be reset, and the sender might see the
+# reset instead of the answer. A larger one is answered at once, and the
+# connection closed.
+_DRAIN_LIMIT = 1 << 20
 
 
 def _is_async(handler: Callable[..., Any]) -> bool:
