@@ -203,6 +203,38 @@ class WebhookAnswersTest(unittest.TestCase):
         )
 
 
+class WebhookTooLargeTest(unittest.TestCase):
+    def test_a_body_a_little_too_large_is_read_and_the_connection_kept(self) -> None:
+        seen: list[pb.Delivery] = []
+
+        async def async_handler(d: pb.Delivery) -> None:
+            seen.append(d)
+
+        def receiver(h: Callable[[pb.Delivery], Any]) -> boomerang.WebhookReceiver:
+            return boomerang.WebhookReceiver("whsec_example", h, clock=lambda: 1767225600.0, max_body=64)
+
+        # wsgiref answers HTTP/1.0, one request a connection: not here.
+        servers = {
+            "http.server": serve_in_thread(self, ThreadingHTTPServer(("127.0.0.1", 0), receiver(seen.append).http_handler)),
+            "ASGI": asgi_server(self, receiver(async_handler).asgi),
+        }
+        good = b'{"invoice":42}'
+        for via, base in servers.items():
+            with self.subTest(via=via):
+                conn = http.client.HTTPConnection(urlsplit(base).netloc, timeout=WAIT_LIMIT)
+                self.addCleanup(conn.close)
+                conn.request("POST", "/hook", body=b"x" * 65, headers=signed(b"x" * 65))
+                resp = conn.getresponse()
+                resp.read()
+                self.assertEqual(resp.status, 413)
+                self.assertNotEqual((resp.getheader("Connection") or "").lower(), "close")
+                conn.request("POST", "/hook", body=good, headers=signed(good))
+                resp = conn.getresponse()
+                resp.read()
+                self.assertEqual(resp.status, 204, "the next delivery on the same connection")
+        self.assertEqual([d.payload for d in seen], [good, good])
+
+
 class TCPReceiverTest(unittest.TestCase):
     def test_the_tcp_receiver_takes_deliveries_and_answers_with_acks(self) -> None:
         s = start_server(self)

@@ -150,7 +150,10 @@ class WebhookReceiver:
         server, or mount it in a framework's router."""
         method = environ.get("REQUEST_METHOD", "")
         length = environ.get("CONTENT_LENGTH") or ""
-        if length.isdigit() and int(length) > self.max_body:
+        if length.isdigit() and int(length) > self.max_body + _DRAIN_LIMIT:
+            a = self.too_large()  # the server deals with the unread body
+        elif length.isdigit() and int(length) > self.max_body:
+            environ["wsgi.input"].read(int(length))
             a = self.too_large()
         else:
             body = _read_wsgi_body(environ, int(length) if length.isdigit() else None, self.max_body)
