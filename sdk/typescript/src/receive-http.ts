@@ -29,6 +29,15 @@ export interface FastifyReplyLike {
 }
 
 /**
+ * A body too large by up to drainLimit bytes is read and dropped before the
+ * 413 goes out, and the connection kept: closed with the body still
+ * arriving, the connection would be reset, and the sender might see the
+ * reset instead of the answer. A larger one is answered at once, and the
+ * connection closed.
+ */
+const drainLimit = 1 << 20;
+
+/**
  * HTTPReceiver is a WebhookReceiver for Node.js servers:
  *
  *     const receiver = new HTTPReceiver({ secret, handler });
@@ -52,18 +61,22 @@ export class HTTPReceiver extends WebhookReceiver {
     let a: WebhookAnswer;
     try {
       const body = await this.#body(req);
-      a = body === "too large" ? this.tooLarge() : await this.receive(req.method ?? "", req.headers, body, closed(res));
+      a = typeof body === "string" ? this.tooLarge() : await this.receive(req.method ?? "", req.headers, body, closed(res));
+      if (body === "unread") {
+        res.setHeader("Connection", "close"); // the rest of the body is not read
+      }
     } catch (err) {
       a = { status: 500, headers: {}, body: err instanceof Error ? err.message : String(err) };
-    }
-    if (a.status === 413) {
-      res.setHeader("Connection", "close"); // the rest of the body is not read
     }
     res.writeHead(a.status, a.headers).end(a.body === "" ? undefined : a.body);
   }
 
-  /** The raw body: from a raw body parser, or read from the request. */
-  async #body(req: IncomingMessage): Promise<Uint8Array | "too large"> {
+  /**
+   * The raw body: from a raw body parser, or read from the request. A body
+   * over maxBody is "too large" once read and dropped, and "unread" when it
+   * is over by more than drainLimit (see there).
+   */
+  async #body(req: IncomingMessage): Promise<Uint8Array | "too large" | "unread"> {
     const parsed = (req as { body?: unknown }).body;
     if (parsed instanceof Uint8Array) {
       return parsed;
@@ -74,19 +87,21 @@ export class HTTPReceiver extends WebhookReceiver {
       }
       throw new Error("the body was parsed before the webhook receiver saw it; mount the receiver before body parsers or use express.raw()");
     }
-    if (Number(req.headers["content-length"] ?? 0) > this.maxBody) {
-      return "too large";
+    if (Number(req.headers["content-length"] ?? 0) > this.maxBody + drainLimit) {
+      return "unread";
     }
     const chunks: Buffer[] = [];
     let size = 0;
     for await (const chunk of req as AsyncIterable<Buffer>) {
       size += chunk.length;
-      if (size > this.maxBody) {
-        return "too large";
+      if (size > this.maxBody + drainLimit) {
+        return "unread";
       }
-      chunks.push(chunk);
+      if (size <= this.maxBody) {
+        chunks.push(chunk);
+      }
     }
-    return Buffer.concat(chunks);
+    return size > this.maxBody ? "too large" : Buffer.concat(chunks);
   }
 
   /**

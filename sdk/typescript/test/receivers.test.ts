@@ -146,6 +146,10 @@ test("the webhook receiver answers as documented", async (t) => {
       if (c.status === 405) {
         assert.equal(resp.headers.get("allow"), "POST");
       }
+      if (c.status === 413 && via === "Node.js http") {
+        // A little too large: read and dropped, the connection kept.
+        assert.notEqual(resp.headers.get("connection"), "close", c.name);
+      }
     }
   }
   assert.equal(seen.length, 4, "the handler saw the signed deliveries only");
