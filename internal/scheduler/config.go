@@ -28,6 +28,7 @@ const (
 	DefaultRetryDelay           = time.Second
 	DefaultMaxDelivering        = 1 << 14
 	DefaultRefusalDelay         = time.Second
+	DefaultOutcomeLinger        = 4 * time.Millisecond
 	DefaultGroupLimit           = 100_000
 	DefaultMinInterval          = time.Second
 	DefaultIdempotencyRetention = 24 * time.Hour
@@ -139,6 +140,16 @@ type Config struct {
 	// waits before it is tried again. Default one second.
 	RefusalDelay time.Duration
 
+	// OutcomeLinger is how long the recorded outcome of an attempt at a
+	// task of no ordered group may wait for others of its shard, so that
+	// up to 16 share one log entry and one round of replication: fewer
+	// rounds a fire, at the price of up to this long before each outcome
+	// is durable. Outcomes in an ordered group, which its next task waits
+	// for, never wait. Measured on the system's monotonic clock, not
+	// Clock: it bounds a batch and decides nothing. Default
+	// DefaultOutcomeLinger; negative: none.
+	OutcomeLinger time.Duration
+
 	// GroupLimit returns how many tasks one group of a client may hold;
 	// a registration beyond it fails with ErrGroupFull. Default (nil, or
 	// an answer of 0): DefaultGroupLimit.
@@ -228,6 +239,9 @@ func (c *Config) ensureLimits() {
 	}
 	if c.RefusalDelay == 0 {
 		c.RefusalDelay = DefaultRefusalDelay
+	}
+	if c.OutcomeLinger == 0 {
+		c.OutcomeLinger = DefaultOutcomeLinger
 	}
 	if c.MinInterval == 0 {
 		c.MinInterval = DefaultMinInterval

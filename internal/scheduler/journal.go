@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -27,6 +28,11 @@ type pendingCmd struct {
 	c     store.Command
 	ops   []func(err error) // in opsBuf while they fit
 	id    uint64            // proposal number, once proposed
+	// linger: no one waits for the command but the partition itself, so
+	// it may wait for others of its shard to share a log entry (hold).
+	linger bool
+	// until is when a command held back must be proposed (mono).
+	until time.Time
 
 	opsBuf [2]func(err error)
 }
@@ -80,11 +86,18 @@ func (p *partition) place(candidate uint16, size int) uint16 {
 	return candidate
 }
 
-// flush proposes each shard's decided commands as one log entry, and
-// ends the turn's placement of tasks that may go anywhere.
+// flush proposes each shard's decided commands as one log entry, except
+// those it holds back (hold), and ends the turn's placement of tasks that
+// may go anywhere.
 func (p *partition) flush() {
 	p.anywhere = -1
+	p.lingerUntil = time.Time{}
+	var now time.Time
 	for shard, cmds := range p.open {
+		if p.hold(cmds, &now) {
+			continue
+		}
+		delete(p.open, shard)
 		var batch []*store.Command
 		var live []*pendingCmd
 		for _, pc := range cmds {
@@ -114,7 +127,45 @@ func (p *partition) flush() {
 		}
 		p.proposed[shard] = append(p.proposed[shard], live...)
 	}
-	clear(p.open)
+}
+
+// maxHeld bounds the commands of a shard that flush holds back.
+const maxHeld = 16
+
+// hold reports whether flush holds back a shard's commands, cmds, for the
+// next turn, so that more can share their log entry: while every one of
+// them may linger, they are fewer than maxHeld, the partition is not
+// stopping, and the first of them was held less than Config.OutcomeLinger
+// ago. The outcome of an ungrouped task's attempt is such a command: an
+// entry, its round of Raft and its applied index then serve several
+// fires, at the price of up to the linger before each outcome is durable
+// (the task's delivery slot is free already). now, the system's
+// monotonic time (not Config.Clock: the linger bounds a batch, it decides
+// nothing), is read once a flush, when first needed.
+func (p *partition) hold(cmds []*pendingCmd, now *time.Time) bool {
+	linger := p.s.cfg.OutcomeLinger
+	if linger <= 0 || p.stopping || len(cmds) >= maxHeld {
+		return false
+	}
+	for _, pc := range cmds {
+		if !pc.linger {
+			return false
+		}
+	}
+	if now.IsZero() {
+		*now = time.Now()
+	}
+	first := cmds[0]
+	if first.until.IsZero() {
+		first.until = now.Add(linger)
+	}
+	if !now.Before(first.until) {
+		return false
+	}
+	if p.lingerUntil.IsZero() || first.until.Before(p.lingerUntil) {
+		p.lingerUntil = first.until
+	}
+	return true
 }
 
 // propose proposes cmds as one entry of shard's log, built from the

@@ -33,6 +33,7 @@ func (p *partition) delivered(f *flight, derr error) {
 	t := f.task
 	now := p.wall()
 	p.begin(store.ShardOf(t.Id), storepb.Op_OP_OUTCOME)
+	p.cur.linger = f.run == nil // a group's outcome holds up its next task
 	err := p.noteStart(f, t)
 	switch {
 	case err != nil:

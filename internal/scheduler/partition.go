@@ -73,8 +73,13 @@ type partition struct {
 	open      map[uint16][]*pendingCmd // decided this turn, by shard
 	proposed  map[uint16][]*pendingCmd // proposed, not yet applied, in order
 	proposals uint64                   // proposal numbers issued
-	anywhere  int32                    // this turn's shard for tasks that may go anywhere, or -1 (place)
-	placed    int                      // the payload bytes placed on it
+	// lingerUntil is when the first commands held back (hold) must be
+	// proposed, on the system's monotonic clock; zero: none are held.
+	// lingerTimer wakes the loop then.
+	lingerUntil time.Time
+	lingerTimer *time.Timer
+	anywhere    int32 // this turn's shard for tasks that may go anywhere, or -1 (place)
+	placed      int   // the payload bytes placed on it
 
 	fired    []firedTimer
 	unread   int // messages of the current batch not yet run
@@ -225,6 +230,11 @@ func (p *partition) run(stop, abort <-chan struct{}) {
 	defer p.followers.close()
 	timer := p.s.cfg.Clock.NewTimer(time.Hour)
 	defer timer.Stop()
+	defer func() {
+		if p.lingerTimer != nil {
+			p.lingerTimer.Stop()
+		}
+	}()
 	for {
 		msgs := p.inbox.take()
 		p.publish(len(msgs))
@@ -274,12 +284,28 @@ func (p *partition) sleep(timer clockwork.Timer, stop, abort <-chan struct{}) bo
 	select {
 	case <-p.inbox.signal:
 	case <-timer.Chan():
+	case <-p.lingerC():
 	case <-stop:
 		p.stopping = true
 	case <-abort:
 		return false
 	}
 	return true
+}
+
+// lingerC is a channel that receives when commands held back must be
+// proposed, or nil when none are held.
+func (p *partition) lingerC() <-chan time.Time {
+	if p.lingerUntil.IsZero() {
+		return nil
+	}
+	d := time.Until(p.lingerUntil)
+	if p.lingerTimer == nil {
+		p.lingerTimer = time.NewTimer(d)
+	} else {
+		p.lingerTimer.Reset(d)
+	}
+	return p.lingerTimer.C
 }
 
 // drained reports that a stopping partition has nothing left that it
