@@ -181,7 +181,13 @@ func statusOf(t *storepb.Task, nowMs int64) Status {
 	return StatusScheduled
 }
 
+// get answers once no decision on the task is pending, so that it shows
+// only what is durable: a task Get no longer finds is gone from List too.
 func (p *partition) get(c Caller, id uint64, done func(result)) {
+	if _, changing := p.pending[id]; changing {
+		p.waitFor(id, func() { p.get(c, id, done) })
+		return
+	}
 	t, err := p.lookup(c, id)
 	done(result{view: p.view(t), err: err})
 }

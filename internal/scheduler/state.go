@@ -67,8 +67,15 @@ func (p *partition) undo(d decision) {
 	}
 }
 
-// waitFor runs fn once the pending decision on task id is applied.
-func (p *partition) waitFor(id uint64, fn func()) { p.waiters[id] = fn }
+// waitFor runs fn once the pending decision on task id is applied, after
+// whatever waited for it before.
+func (p *partition) waitFor(id uint64, fn func()) {
+	if w := p.waiters[id]; w != nil {
+		p.waiters[id] = func() { w(); fn() }
+		return
+	}
+	p.waiters[id] = fn
+}
 
 // currentDL returns a dead letter as the loop last decided it.
 func (p *partition) currentDL(id uint64) (*storepb.DeadLetter, bool, error) {
