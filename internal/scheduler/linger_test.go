@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"testing"
@@ -98,4 +99,19 @@ func TestStopProposesHeldOutcomes(t *testing.T) {
 	h.restart()
 	h.settle()
 	h.none()
+}
+
+// Get shows only what is durable: a task it no longer finds after its
+// delivery is gone from the store too, though its outcome waited.
+func TestGetWaitsForAHeldOutcome(t *testing.T) {
+	h := newHarness(t, nil) // the default linger
+	v := h.register(RegisterRequest{Payload: payload("a")})
+	h.next().done(nil)
+	h.roundTrip() // the outcome is decided and held
+	if _, err := h.s.Get(context.Background(), Caller{Client: "acme"}, v.Task.Id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get after delivery: %v, want ErrNotFound", err)
+	}
+	if _, err := h.st.Task(v.Task.Id); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the store after Get found no task: %v, want ErrNotFound", err)
+	}
 }
