@@ -31,7 +31,8 @@ type pendingCmd struct {
 	// linger: no one waits for the command but the partition itself, so
 	// it may wait for others of its shard to share a log entry (hold).
 	linger bool
-	// until is when a command held back must be proposed (mono).
+	// until is when a command held back must be proposed, on the
+	// system's monotonic clock.
 	until time.Time
 
 	opsBuf [2]func(err error)
@@ -92,9 +93,8 @@ func (p *partition) place(candidate uint16, size int) uint16 {
 func (p *partition) flush() {
 	p.anywhere = -1
 	p.lingerUntil = time.Time{}
-	var now time.Time
 	for shard, cmds := range p.open {
-		if p.hold(cmds, &now) {
+		if p.hold(cmds) {
 			continue
 		}
 		delete(p.open, shard)
@@ -139,10 +139,10 @@ const maxHeld = 16
 // ago. The outcome of an ungrouped task's attempt is such a command: an
 // entry, its round of Raft and its applied index then serve several
 // fires, at the price of up to the linger before each outcome is durable
-// (the task's delivery slot is free already). now, the system's
-// monotonic time (not Config.Clock: the linger bounds a batch, it decides
-// nothing), is read once a flush, when first needed.
-func (p *partition) hold(cmds []*pendingCmd, now *time.Time) bool {
+// (the task's delivery slot is free already). The linger runs on the
+// system's monotonic clock, not Config.Clock: it bounds a batch and
+// decides nothing.
+func (p *partition) hold(cmds []*pendingCmd) bool {
 	linger := p.s.cfg.OutcomeLinger
 	if linger <= 0 || p.stopping || len(cmds) >= maxHeld {
 		return false
@@ -152,9 +152,7 @@ func (p *partition) hold(cmds []*pendingCmd, now *time.Time) bool {
 			return false
 		}
 	}
-	if now.IsZero() {
-		*now = time.Now()
-	}
+	now := time.Now()
 	first := cmds[0]
 	if first.until.IsZero() {
 		first.until = now.Add(linger)
