@@ -120,6 +120,11 @@ func benchRegister(b *testing.B, groups int) {
 	if syncs := after.WALSyncs - before.WALSyncs; syncs > 0 {
 		b.ReportMetric(float64(b.N)/float64(syncs), "regs/fsync")
 	}
+	// Bytes written a registration: to the write-ahead log, and to
+	// sstables by flushes and the compactions done within the run.
+	b.ReportMetric(float64(after.WALBytes-before.WALBytes)/float64(b.N), "wal-B/reg")
+	sst := after.FlushedBytes + after.CompactedBytes - before.FlushedBytes - before.CompactedBytes
+	b.ReportMetric(float64(sst)/float64(b.N), "sst-B/reg")
 }
 
 // bulkLoad writes n ungrouped tasks straight into st, in big batches, with

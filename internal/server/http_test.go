@@ -66,6 +66,7 @@ func TestHealthAndMetrics(t *testing.T) {
 		"boomerang_tcp_connections 1",
 		"boomerang_sessions 1",
 		"boomerang_store_commits_total", "boomerang_store_synced_commits_total",
+		"boomerang_store_flushed_bytes_total", "boomerang_store_compacted_bytes_total",
 		"go_goroutines",
 	}
 	// A raw TCP request is counted once its response is flushed, which

@@ -1,7 +1,8 @@
 package store
 
 // Stats is a snapshot of the store's counters. Counters only grow from
-// Open; DiskBytes is a current value.
+// Open; DiskBytes is a current value, and it and the flushed and
+// compacted bytes are left zero after Close.
 type Stats struct {
 	Commits       uint64 // successful non-empty commits, Commit and CommitNoSync
 	SyncedCommits uint64 // those by Commit, which waits for an fsync
@@ -11,6 +12,11 @@ type Stats struct {
 	Syncs         uint64 // fsyncs of any file or directory, WAL included
 	Corruptions   uint64 // corruption Pebble found in files while running
 	DiskBytes     uint64 // bytes of every file Pebble holds: WAL, sstables, MANIFEST
+	// FlushedBytes and CompactedBytes are the sstable bytes flushes and
+	// compactions wrote since Open: with WALBytes, the write
+	// amplification.
+	FlushedBytes   uint64
+	CompactedBytes uint64
 }
 
 // CommitsPerSync is the group commit factor: how many synced commits one
@@ -36,7 +42,12 @@ func (s *Store) Stats() Stats {
 	}
 	if s.enter() == nil {
 		defer s.gate.Exit()
-		st.DiskBytes = s.db.Metrics().DiskSpaceUsage()
+		m := s.db.Metrics()
+		st.DiskBytes = m.DiskSpaceUsage()
+		for _, l := range m.Levels {
+			st.FlushedBytes += l.TableBytesFlushed + l.BlobBytesFlushed
+			st.CompactedBytes += l.TableBytesCompacted + l.BlobBytesCompacted
+		}
 	}
 	return st
 }
