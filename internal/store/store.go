@@ -40,8 +40,8 @@ const (
 	// whole key space, and each compaction out of L0 rewrites the level
 	// below it whole: gathering four times as many flushes first cuts the
 	// bytes rewritten, at the price of more sublevels for a read to
-	// check (their bloom filters answer most). docs/benchmarks.md, round
-	// thirteen.
+	// check: a bloom filter probe each for a point read, a seek each for
+	// an iterator's. docs/benchmarks.md, round thirteen.
 	l0CompactAt = 16
 	// l0StopWritesAt keeps Pebble's ratio of the stall to the compaction
 	// threshold.
