@@ -151,7 +151,7 @@ var stateMetrics = []metricSpec{
 		func(_ scheduler.Stats, s store.Stats) float64 { return float64(s.WALSyncs) }),
 	spec("boomerang_store_flushed_bytes_total", "Bytes of sstables the store's memtable flushes wrote.", counter,
 		func(_ scheduler.Stats, s store.Stats) float64 { return float64(s.FlushedBytes) }),
-	spec("boomerang_store_compacted_bytes_total", "Bytes of sstables the store's compactions wrote; with WAL and flushed bytes, its write amplification.", counter,
+	spec("boomerang_store_compacted_bytes_total", "Bytes of sstables the store's compactions wrote; against the flushed bytes, how often a byte is rewritten.", counter,
 		func(_ scheduler.Stats, s store.Stats) float64 { return float64(s.CompactedBytes) }),
 	spec("boomerang_store_disk_bytes", "Bytes of the store's files on disk.", gauge,
 		func(_ scheduler.Stats, s store.Stats) float64 { return float64(s.DiskBytes) }),
