@@ -116,5 +116,6 @@
 // bucket's own cascade, and happens only after as many cancels. Advance
 // costs O(1) per timer fired, O(1) per timer a cascade moves, O(1) per
 // stale handle skipped, and O(Levels) per non-empty slot reached.
-// NextExpiry is O(Levels); Len and Now are O(1).
+// NextExpiry is O(Levels); Upcoming is O(1) per timer it visits and per
+// non-empty slot it reaches; Len and Now are O(1).
 package wheel

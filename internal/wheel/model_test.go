@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -230,8 +231,10 @@ func (r *randomRun) run(t *testing.T, ops int) {
 			r.cancel(r.pickID())
 		case n == 61:
 			r.cancelRecent()
-		case n < 93:
+		case n < 92:
 			r.advanceTo(r.pickNow())
+		case n == 92:
+			r.upcoming(r.w.Now().Add(time.Duration(r.ticks(2*r.slots)*r.tick + r.subTick())))
 		default:
 			if wake, ok := r.w.NextExpiry(); ok {
 				r.advanceTo(wake)
@@ -246,6 +249,42 @@ func (r *randomRun) run(t *testing.T, ops int) {
 	if err := r.w.verify(); err != nil {
 		r.fatalf("%v", err)
 	}
+}
+
+// upcoming checks Upcoming(until) against the reference: the pending
+// timers due after the current tick and at or before until, up to the
+// end of the lowest level's turn, each once with its due, by due tick.
+func (h *lockstep) upcoming(until time.Time) {
+	last := min(h.m.tickOf(until), h.m.cur|h.w.slotMask)
+	var want []int
+	for _, it := range h.m.order {
+		tm := h.m.timers[it.id]
+		if d := max(tm.due, -1) / h.m.tick; tm.state == refPending && d > h.m.cur && d <= last {
+			want = append(want, it.id)
+		}
+	}
+	var got []int
+	prev := int64(math.MinInt64)
+	through := h.w.Upcoming(until, func(due time.Time, v uint64) {
+		if !due.Equal(h.dueOf(int(v))) {
+			h.fatalf("Upcoming gave timer %d with due %v, want %v", v, due, h.dueOf(int(v)))
+		}
+		if d := h.m.tickOf(due); d < prev {
+			h.fatalf("Upcoming gave timer %d (tick %d) after one of tick %d", v, d, prev)
+		} else {
+			prev = d
+		}
+		got = append(got, int(v))
+	})
+	if wantThrough := h.m.timeOfTick(max(last, h.m.cur)); !through.Equal(wantThrough) {
+		h.fatalf("Upcoming(%v) at tick %d covered through %v, want %v", until, h.m.cur, through, wantThrough)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		h.fatalf("Upcoming(%v) at tick %d gave timers %v, want %v", until, h.m.cur, got, want)
+	}
+	h.ops++
 }
 
 func (r *randomRun) advanceTo(now time.Time) {

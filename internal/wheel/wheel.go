@@ -348,3 +348,35 @@ func (w *Wheel[T]) release(t Timer) {
 	e.bucket = w.free
 	w.free = int32(t.index)
 }
+
+// Upcoming calls fn for the pending timers due after the current tick and
+// at or before until that are on the lowest level, slot by slot, in each
+// slot as added, and returns the start of the last tick it covered. Those
+// are all such timers up to the end of the lowest level's current turn
+// (the SlotsPerLevel ticks that share the current tick's higher digits),
+// where it stops: later ones are visited once Advance has cascaded them
+// down. An owner uses it to prepare what is about to fire. fn must not
+// change the wheel.
+func (w *Wheel[T]) Upcoming(until time.Time, fn func(due time.Time, v T)) time.Time {
+	last := min(w.tickOfNanos(int64(until.Sub(w.epoch))), w.cur|w.slotMask)
+	if last <= w.cur {
+		return w.Now()
+	}
+	for slot := int(w.cur & w.slotMask); ; {
+		next, ok := w.occupied[0].nextAfter(slot)
+		if !ok || int64(next) > last&w.slotMask {
+			return w.timeOfTick(last)
+		}
+		slot = next
+		for c := w.buckets[slot].head; c != none; c = w.chunks[c].next {
+			ch := &w.chunks[c]
+			for _, t := range ch.items[:ch.n] {
+				// A single level is also the top: its slots hold later
+				// turns too.
+				if e := &w.slab[t.index]; e.gen == t.gen && e.due/w.tick <= last {
+					fn(w.epoch.Add(time.Duration(e.due)), e.value)
+				}
+			}
+		}
+	}
+}
