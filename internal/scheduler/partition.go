@@ -66,6 +66,9 @@ type partition struct {
 	behindEntries int                  // the entries in behind
 	followers     *followWorker        // applies what was gathered (follow.go)
 	loadedUntil   int64                // tasks due before this (Unix ms) are in the wheel
+	readThrough   time.Time            // wheel time through which due tasks were gathered to read ahead
+	toRead        []uint64             // their ids, ascending (readAhead)
+	readNext      int                  // toRead[readNext:] are still to be read
 	nextLoad      time.Time            // monotonic
 	nextSweep     time.Time            // monotonic
 
@@ -259,6 +262,9 @@ func (p *partition) run(stop, abort <-chan struct{}) {
 		}
 		p.flush()
 		p.cur = nil
+		if !p.stopping {
+			p.readAhead()
+		}
 		if p.stopping && p.drained() {
 			return
 		}
