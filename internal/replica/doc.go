@@ -51,8 +51,9 @@
 // node listens on its cluster address and dials one stream to each
 // peer; a stream carries messages one way, from the node that dialed.
 // Frames are varint-length-delimited protobuf (replicapb): a Hello, a
-// HelloReply, then one Frame per message, holding the shard and the
-// marshaled raftpb.Message.
+// HelloReply, then one Frame per message, holding the shard, the
+// marshaled raftpb.Message and the configuration indexes of both ends'
+// copies (see Envelope).
 //
 // The handshake carries the wire version, the cluster name and the ids
 // of both ends. The accepting node refuses, with its reason in the reply
@@ -84,6 +85,14 @@
 // (store.SystemShard: registered clients and sessions), when the node
 // hosts it, go to Config.System instead of Config.StateMachine. Its followers forward
 // their proposals to its leader; the task shards' do not (see system.go).
+//
+// # Copies of a replica
+//
+// Raft names a replica by its node, but a node may drop its copy of a
+// shard and be given a new, empty one later. Messages carry the index of
+// the configuration change that added each end's copy (Envelope), and a
+// node drops an acknowledgement from a copy added before the change that
+// last added its sender here: it describes a log that is gone.
 //
 // # New groups
 //

@@ -15,6 +15,7 @@ import (
 // group is one shard's Raft group on this node.
 type group struct {
 	shard   uint16
+	self    uint64 // this node
 	rn      *raft.RawNode
 	storage *logStorage
 
@@ -35,6 +36,13 @@ type group struct {
 	snapSent    map[uint64]int // followers sent a snapshot: ticks since
 	leaseFloor  time.Time      // confirmations asked before it extend no lease
 	held        [][]byte       // proposals raft dropped while it led: see proposeHeld
+
+	// added is the index of the configuration change that added this copy
+	// of the replica to the group, as far as it knows (see Envelope);
+	// peerAdded holds, for each replica, that of the last change applied
+	// here that added it.
+	added     uint64
+	peerAdded map[uint64]uint64
 }
 
 // initialIndex is where a new group's log starts: an initial snapshot
@@ -50,7 +58,7 @@ func (n *Node) load(shard uint16, voters []uint64, b *store.Batch) (*group, erro
 	if err != nil {
 		return nil, err
 	}
-	g := &group{shard: shard, storage: newLogStorage(n, shard), snapSent: make(map[uint64]int)}
+	g := &group{shard: shard, self: n.cfg.ID, storage: newLogStorage(n, shard), snapSent: make(map[uint64]int), peerAdded: make(map[uint64]uint64)}
 	if l.Truncated.GetIndex() == 0 && len(voters) > 0 {
 		l.Truncated = &raftpb.SnapshotMetadata{
 			Index:     proto.Uint64(initialIndex),

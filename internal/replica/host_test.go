@@ -128,10 +128,7 @@ func TestDemotedReplicaUnhosts(t *testing.T) {
 	if err := l.node.ChangeConf(ctx, 0, Demote, gone.id); err != nil {
 		t.Fatalf("demote: %v", err)
 	}
-	waitFor(t, "the demotion applied on the demoted replica", func() bool {
-		st, err := gone.node.Status(ctx)
-		return err == nil && len(st) == 1 && slices.Contains(st[0].Learners, gone.id)
-	})
+	awaitLearner(t, gone, 0)
 	if err := gone.node.Unhost(ctx, 0); err != nil {
 		t.Fatalf("Unhost of a learner: %v", err)
 	}
@@ -203,10 +200,7 @@ func TestReplicaPlacedBackAfterItsDrop(t *testing.T) {
 	if err := l.node.ChangeConf(ctx, sh, Demote, gone.id); err != nil {
 		t.Fatalf("demote: %v", err)
 	}
-	waitFor(t, "the demotion applied on the demoted replica", func() bool {
-		st, err := gone.node.Status(ctx)
-		return err == nil && len(st) == 1 && slices.Contains(st[0].Learners, gone.id)
-	})
+	awaitLearner(t, gone, 0)
 	if err := gone.node.Unhost(ctx, sh); err != nil {
 		t.Fatalf("unhost: %v", err)
 	}
@@ -259,4 +253,78 @@ func TestStrayHeartbeatIsDropped(t *testing.T) {
 	if !logs.has("earlier copy", "commit=203", "last=0") {
 		t.Fatalf("no word of the dropped heartbeat in %q", logs.lines)
 	}
+}
+
+// An acknowledgement the dropped copy of a replica sent before its
+// removal, reaching the leader after the replica was placed back, is
+// dropped: stepped, it would have the leader take the new, empty copy to
+// hold the old one's log, and never send it what it lacks.
+func TestStaleAcknowledgementIsDropped(t *testing.T) {
+	for _, tn := range networks[:2] {
+		t.Run(tn.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+			defer cancel()
+			nw := tn.new(t)
+			defer nw.close()
+			c := startCluster(t, nw, shards[:1])
+			defer c.stop()
+			const sh = 0
+			c.commit("before", 200) // past what a log keeps
+			l := c.leader(sh)
+			gone := c.rs[slices.IndexFunc(c.rs, func(r *replica) bool { return r != l })]
+			if err := l.node.ChangeConf(ctx, sh, Demote, gone.id); err != nil {
+				t.Fatalf("demote: %v", err)
+			}
+			awaitLearner(t, gone, sh)
+			if err := gone.node.Unhost(ctx, sh); err != nil {
+				t.Fatalf("unhost: %v", err)
+			}
+			if err := l.node.ChangeConf(ctx, sh, Remove, gone.id); err != nil {
+				t.Fatalf("remove: %v", err)
+			}
+			nw.isolate(gone.id, true) // the new copy acknowledges nothing
+			if err := gone.node.Host(ctx, sh, nil); err != nil {
+				t.Fatalf("host again: %v", err)
+			}
+			if err := l.node.ChangeConf(ctx, sh, AddLearner, gone.id); err != nil {
+				t.Fatalf("add learner again: %v", err)
+			}
+			st := l.shardStatus(t, sh)
+			ack := &raftpb.Message{
+				Type: raftpb.MessageType_MsgAppResp.Enum(), From: proto.Uint64(gone.id), To: proto.Uint64(l.id),
+				Term: proto.Uint64(st.Term), Index: proto.Uint64(st.Commit),
+			}
+			l.node.Receive([]Envelope{{Shard: sh, Msg: ack}}) // the old copy was added with the group: FromAdded 0
+			l.shardStatus(t, sh)                              // a turn after the message's
+			if st := l.shardStatus(t, sh); st.Match[gone.id] != 0 {
+				t.Fatalf("the leader takes the new copy to match its log up to %d", st.Match[gone.id])
+			}
+			nw.isolate(gone.id, false)
+			c.commit("after", 10)
+			c.caughtUp(gone, batch{"after", 10})
+		})
+	}
+}
+
+// awaitLearner waits until r applied its demotion to learner of shard.
+func awaitLearner(t *testing.T, r *replica, shard uint16) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("replica %d to apply its demotion on shard %d", r.id, shard), func() bool {
+		st, err := r.node.Status(context.Background())
+		return err == nil && len(st) == 1 && slices.Contains(st[0].Learners, r.id)
+	})
+}
+
+// shardStatus returns what r's node knows of shard.
+func (r *replica) shardStatus(t *testing.T, shard uint16) ShardStatus {
+	t.Helper()
+	st, err := r.node.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(st, func(s ShardStatus) bool { return s.Shard == shard })
+	if i < 0 {
+		t.Fatalf("replica %d does not host shard %d", r.id, shard)
+	}
+	return st[i]
 }

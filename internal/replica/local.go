@@ -105,7 +105,8 @@ func (nw *LocalNetwork) Send(from uint64, envs []Envelope) {
 	byPeer := map[uint64][]Envelope{}
 	for _, e := range envs {
 		to := e.Msg.GetTo()
-		byPeer[to] = append(byPeer[to], Envelope{Shard: e.Shard, Msg: proto.CloneOf(e.Msg)})
+		e.Msg = proto.CloneOf(e.Msg)
+		byPeer[to] = append(byPeer[to], e)
 	}
 	var direct []func()
 	defer func() {

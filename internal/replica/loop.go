@@ -75,9 +75,12 @@ func (n *Node) hasReady() bool {
 // step hands the groups what arrived.
 func (n *Node) step(props []proposal, msgs []Envelope, tick bool) {
 	for _, e := range msgs {
-		if g := n.groups[e.Shard]; g != nil && !n.stray(g, e.Msg) {
-			_ = g.rn.Step(e.Msg) // a message from an old term or a removed peer is ignored
+		g := n.groups[e.Shard]
+		if g == nil || n.stray(g, e.Msg) || n.stale(g, e) {
+			continue
 		}
+		g.added = max(g.added, e.ToAdded)
+		_ = g.rn.Step(e.Msg) // a message from an old term or a removed peer is ignored
 	}
 	for _, p := range n.merge(props) {
 		if g := n.groups[p.shard]; g != nil {
@@ -156,6 +159,31 @@ func (n *Node) stray(g *group, m *raftpb.Message) bool {
 	}
 	n.cfg.Logger.Warn("dropped a heartbeat meant for an earlier copy of this replica",
 		"shard", g.shard, "from", m.GetFrom(), "commit", m.GetCommit(), "last", last)
+	return true
+}
+
+// stale reports whether e acknowledges what an earlier copy of its
+// sender's replica held: its copy was added to the group before the
+// change that last added the sender here. Raft names replicas by node, so
+// a leader stepped with an acknowledgement the dropped copy sent before
+// its removal would take the new, empty copy to hold what the old one
+// did: it would count it toward commits and never send it what it lacks.
+// Only a message of the leader's own term could do it (Raft ignores older
+// ones), and a leader applies every change of its term, so it knows the
+// index whenever that matters. Dropping the message is what losing it
+// does.
+func (n *Node) stale(g *group, e Envelope) bool {
+	switch e.Msg.GetType() {
+	case raftpb.MessageType_MsgAppResp, raftpb.MessageType_MsgHeartbeatResp:
+	default:
+		return false
+	}
+	added := g.peerAdded[e.Msg.GetFrom()]
+	if e.FromAdded >= added {
+		return false
+	}
+	n.cfg.Logger.Warn("dropped an acknowledgement from an earlier copy of a replica",
+		"shard", g.shard, "from", e.Msg.GetFrom(), "type", e.Msg.GetType().String(), "copy", e.FromAdded, "added", added)
 	return true
 }
 
@@ -244,7 +272,7 @@ func (n *Node) send(rds []groupReady, durable bool) {
 	for _, r := range rds {
 		for _, m := range r.rd.Messages {
 			if vouches(m) == durable {
-				out = append(out, Envelope{Shard: r.g.shard, Msg: m})
+				out = append(out, Envelope{Shard: r.g.shard, Msg: m, ToAdded: r.g.peerAdded[m.GetTo()], FromAdded: r.g.added})
 			}
 		}
 	}
@@ -436,8 +464,23 @@ func (n *Node) confChange(g *group, e *raftpb.Entry) error {
 // applyConf makes cc, the change of log entry index, the group's
 // configuration.
 func (g *group) applyConf(cc raftpb.ConfChangeI, index uint64) {
+	before := members(g.conf)
 	g.conf = g.rn.ApplyConfChange(cc)
 	g.storage.setConf(index, g.conf)
+	for _, id := range members(g.conf) {
+		if slices.Contains(before, id) {
+			continue
+		}
+		g.peerAdded[id] = index
+		if id == g.self {
+			g.added = max(g.added, index)
+		}
+	}
+}
+
+// members returns the replicas a configuration holds, voters or learners.
+func members(c *raftpb.ConfState) []uint64 {
+	return slices.Concat(c.GetVoters(), c.GetVotersOutgoing(), c.GetLearners(), c.GetLearnersNext())
 }
 
 // decodeConfChange returns the configuration change an entry holds, or

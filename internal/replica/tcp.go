@@ -24,8 +24,9 @@ const (
 )
 
 // tcpVersion is the version of the transport's wire format, sent in the
-// handshake; a node refuses a stream of another version.
-const tcpVersion = 1
+// handshake; a node refuses a stream of another version. Version 2: frames
+// carry the configuration indexes of the replicas' copies.
+const tcpVersion = 2
 
 // ErrTransportClosed: the transport was closed.
 var ErrTransportClosed = errors.New("replica: transport closed")

@@ -183,7 +183,7 @@ func (t *TCPTransport) readFrame(br *bufio.Reader, opts protodelim.UnmarshalOpti
 	if m.GetFrom() != from || m.GetTo() != t.cfg.ID {
 		return Envelope{}, fmt.Errorf("a message from node %d to node %d on the stream from node %d", m.GetFrom(), m.GetTo(), from)
 	}
-	return Envelope{Shard: uint16(f.GetShard()), Msg: m}, nil
+	return Envelope{Shard: uint16(f.GetShard()), Msg: m, ToAdded: f.GetToAdded(), FromAdded: f.GetFromAdded()}, nil
 }
 
 // countingReader counts the bytes read through it.

@@ -228,7 +228,7 @@ func (s *stream) encode(batch []Envelope) []Envelope {
 	framed := batch[:0]
 	for _, e := range batch {
 		msg, err := proto.Marshal(e.Msg)
-		f := &replicapb.Frame{Shard: uint32(e.Shard), Message: msg}
+		f := &replicapb.Frame{Shard: uint32(e.Shard), Message: msg, ToAdded: e.ToAdded, FromAdded: e.FromAdded}
 		size := proto.Size(f)
 		if err == nil && size > s.t.cfg.MaxFrameSize {
 			err = fmt.Errorf("%d bytes, over the %d-byte frame limit", size, s.t.cfg.MaxFrameSize)

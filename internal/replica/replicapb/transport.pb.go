@@ -152,9 +152,14 @@ func (x *HelloReply) GetRefused() string {
 
 // Frame is one Raft message of one shard's group.
 type Frame struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Shard         uint32                 `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
-	Message       []byte                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"` // a raftpb.Message (go.etcd.io/raft/v3/raftpb)
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Shard   uint32                 `protobuf:"varint,1,opt,name=shard,proto3" json:"shard,omitempty"`
+	Message []byte                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"` // a raftpb.Message (go.etcd.io/raft/v3/raftpb)
+	// The index of the configuration change that added the receiver's copy
+	// of its replica to the group, as the sender knows it, and the sender's
+	// own (replica.Envelope); 0: not known.
+	ToAdded       uint64 `protobuf:"varint,3,opt,name=to_added,json=toAdded,proto3" json:"to_added,omitempty"`
+	FromAdded     uint64 `protobuf:"varint,4,opt,name=from_added,json=fromAdded,proto3" json:"from_added,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -203,6 +208,20 @@ func (x *Frame) GetMessage() []byte {
 	return nil
 }
 
+func (x *Frame) GetToAdded() uint64 {
+	if x != nil {
+		return x.ToAdded
+	}
+	return 0
+}
+
+func (x *Frame) GetFromAdded() uint64 {
+	if x != nil {
+		return x.FromAdded
+	}
+	return 0
+}
+
 var File_internal_replica_replicapb_transport_proto protoreflect.FileDescriptor
 
 const file_internal_replica_replicapb_transport_proto_rawDesc = "" +
@@ -216,10 +235,13 @@ const file_internal_replica_replicapb_transport_proto_rawDesc = "" +
 	"\n" +
 	"HelloReply\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x18\n" +
-	"\arefused\x18\x02 \x01(\tR\arefused\"7\n" +
+	"\arefused\x18\x02 \x01(\tR\arefused\"q\n" +
 	"\x05Frame\x12\x14\n" +
 	"\x05shard\x18\x01 \x01(\rR\x05shard\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\fR\amessageB<Z:github.com/boomerangd/boomerang/internal/replica/replicapbb\x06proto3"
+	"\amessage\x18\x02 \x01(\fR\amessage\x12\x19\n" +
+	"\bto_added\x18\x03 \x01(\x04R\atoAdded\x12\x1d\n" +
+	"\n" +
+	"from_added\x18\x04 \x01(\x04R\tfromAddedB<Z:github.com/boomerangd/boomerang/internal/replica/replicapbb\x06proto3"
 
 var (
 	file_internal_replica_replicapb_transport_proto_rawDescOnce sync.Once
