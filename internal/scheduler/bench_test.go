@@ -299,9 +299,10 @@ var (
 // Due times have millisecond resolution, so a task due at 12 ms fires from
 // 12.000 ms on. With run=1 the tasks due together are spread over every
 // shard, as the tasks of many groups are; with run=16 runs of 16 share a
-// shard, as ungrouped tasks registered together do (partition.place).
+// shard, and with run=1024 runs of 1,024, as ungrouped tasks registered
+// one after the other do (a partition's stint on a shard, partition.place).
 func BenchmarkFireLateness(b *testing.B) {
-	for _, run := range []int{1, 16} {
+	for _, run := range []int{1, 16, 1024} {
 		b.Run(fmt.Sprintf("run=%d", run), func(b *testing.B) { benchFireLateness(b, run) })
 	}
 }

@@ -11,9 +11,11 @@
 // one shard; an ungrouped task with an idempotency key on the shard of its
 // key, so a repeat lands in the same place. Other ungrouped tasks go
 // anywhere this node leads: a call picks the next led shard in turn, and
-// its partition keeps the tasks of one loop turn on the shard its first
-// went to (partition.place), up to maxPlaced payload bytes, so that they
-// share one log entry; a batch's such tasks go to one shard a partition.
+// its partition keeps such tasks on one shard until it has been given
+// maxPlaced bytes (partition.place), then moves on to the candidate of
+// the call at hand, so that tasks that come one after the other share a
+// log entry and make long runs of neighbouring keys in the state; a
+// batch's such tasks go to one shard a partition.
 // Task ids carry their shard. Shard s belongs to partition
 // s & (Partitions-1), and each partition is one loop goroutine that alone
 // decides every change to its shards' tasks and owns their timers and

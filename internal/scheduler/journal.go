@@ -67,31 +67,36 @@ func (p *partition) cmd() *store.Command { return &p.cur.c }
 // error that kept it from being applied.
 func (p *partition) then(fn func(err error)) { p.cur.ops = append(p.cur.ops, fn) }
 
-// maxPlaced bounds the payload bytes that tasks placed anywhere put on
-// one shard in a turn (place) or a batch (spreader): past it they move
-// on, so that such a shard's log entry stays about the size Raft sends in
-// one message, and a turn of large tasks does not land on one shard.
+// maxPlaced bounds the bytes that tasks placed anywhere put on one shard
+// in a stint (place) or a batch (spreader): past it they move on, so that
+// they still go round the shards, and so that a shard's log entry stays
+// about the size Raft sends in one message.
 const maxPlaced = 1 << 20
+
+// placedOverhead is what place counts for a task besides its payload, so
+// that tasks with small payloads move on too.
+const placedOverhead = 64
 
 // place is the shard for a new task of size payload bytes that may go
 // anywhere, given candidate, a shard this partition leads: the shard the
-// turn's first such task went to while this partition leads it and it
-// has room (maxPlaced), else candidate. A turn's tasks then share one log
-// entry, and turns follow the candidates around the shards.
+// partition's stint of such tasks is on, while the partition leads it
+// and it has room (maxPlaced), else candidate, which starts the next
+// stint. Tasks that come one after the other then share one log entry a
+// node turn and make long runs of neighbouring keys in the state, and
+// stints follow the candidates around the shards.
 func (p *partition) place(candidate uint16, size int) uint16 {
-	if p.anywhere >= 0 && p.leads(uint16(p.anywhere)) && p.placed+size <= maxPlaced {
-		p.placed += size
+	cost := size + placedOverhead
+	if p.anywhere >= 0 && p.leads(uint16(p.anywhere)) && p.placed+cost <= maxPlaced {
+		p.placed += cost
 		return uint16(p.anywhere)
 	}
-	p.anywhere, p.placed = int32(candidate), size
+	p.anywhere, p.placed = int32(candidate), cost
 	return candidate
 }
 
 // flush proposes each shard's decided commands as one log entry, except
-// those it holds back (hold), and ends the turn's placement of tasks that
-// may go anywhere.
+// those it holds back (hold).
 func (p *partition) flush() {
-	p.anywhere = -1
 	p.lingerUntil = time.Time{}
 	for shard, cmds := range p.open {
 		if p.hold(cmds) {

@@ -81,8 +81,8 @@ type partition struct {
 	// lingerTimer wakes the loop then.
 	lingerUntil time.Time
 	lingerTimer *time.Timer
-	anywhere    int32 // this turn's shard for tasks that may go anywhere, or -1 (place)
-	placed      int   // the payload bytes placed on it
+	anywhere    int32 // the stint's shard for tasks that may go anywhere, or -1 (place)
+	placed      int   // the bytes placed on it in the stint
 
 	fired    []firedTimer
 	unread   int // messages of the current batch not yet run

@@ -43,13 +43,13 @@ func TestBatchPlacesFreeTasksOnAShardAPartition(t *testing.T) {
 	}
 }
 
-// Within a partition turn every free task goes where the turn's first
-// went; the next turn starts from its own first task.
-func TestPlaceKeepsATurnOnOneShard(t *testing.T) {
+// A partition keeps free tasks on one shard from turn to turn until the
+// shard has had maxPlaced bytes; the task that does not fit starts the
+// next stint on its own candidate.
+func TestPlaceKeepsAStintOnOneShard(t *testing.T) {
 	h := newHarness(t, nil)
 	p := h.s.parts[0]
-	a, b := p.shards[1], p.shards[2]
-	var first, second, next uint16
+	a, b, c := p.shards[1], p.shards[2], p.shards[3] // c: a candidate that a stint with room ignores
 	turn := func(f func()) {
 		t.Helper()
 		_, err := h.s.call(context.Background(), p, func(done func(result)) { f(); done(result{}) })
@@ -57,33 +57,32 @@ func TestPlaceKeepsATurnOnOneShard(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	turn(func() { first, second = p.place(a, 10), p.place(b, 10) })
-	turn(func() { next = p.place(b, 10) })
-	if first != a || second != a {
-		t.Errorf("one turn placed on %d then %d, want %d twice", first, second, a)
-	}
-	if next != b {
-		t.Errorf("the next turn placed on %d, want its candidate %d", next, b)
+	var got []uint16
+	turn(func() { p.anywhere = -1; got = append(got, p.place(a, 10), p.place(b, 10)) })
+	turn(func() { got = append(got, p.place(b, 10)) })
+	turn(func() { got = append(got, p.place(c, maxPlaced-3*(10+placedOverhead)-placedOverhead), p.place(b, 1)) })
+	if want := []uint16{a, a, a, a, b}; !slices.Equal(got, want) {
+		t.Errorf("placed on %v, want %v", got, want)
 	}
 }
 
-// Free tasks registered one after the other, each in its own turn, go
-// round the shards.
+// Free tasks registered one after the other go round the shards, a
+// stint each: here a stint holds one task.
 func TestFreeTasksSpreadOverShards(t *testing.T) {
 	h := newHarness(t, nil)
 	n := h.st.Shards()
 	shards := make(map[uint16]bool)
 	for range n {
-		v := h.register(RegisterRequest{Client: "acme", Payload: payload("p"), Delay: time.Hour})
+		v := h.register(RegisterRequest{Client: "acme", Payload: make([]byte, maxPlaced/2), Delay: time.Hour})
 		shards[store.ShardOf(v.Task.Id)] = true
 	}
 	if len(shards) != n {
-		t.Errorf("%d tasks registered one by one went to %d shards, want %d", n, len(shards), n)
+		t.Errorf("%d tasks of half a stint registered one by one went to %d shards, want %d", n, len(shards), n)
 	}
 }
 
 // Large tasks that may go anywhere move on to the next shard once one
-// has maxPlaced payload bytes, in a batch and within a turn.
+// has maxPlaced bytes, in a batch and within a turn.
 func TestLargeFreeTasksSpreadByTheirBytes(t *testing.T) {
 	h := newHarness(t, nil)
 	const size = maxPlaced / 3
@@ -108,6 +107,7 @@ func TestLargeFreeTasksSpreadByTheirBytes(t *testing.T) {
 	p := h.s.parts[0]
 	var got []uint16
 	_, err = h.s.call(context.Background(), p, func(done func(result)) {
+		p.anywhere = -1 // a stint of its own, not the batch's
 		for _, c := range p.shards[:4] {
 			got = append(got, p.place(c, size))
 		}
@@ -116,7 +116,8 @@ func TestLargeFreeTasksSpreadByTheirBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []uint16{p.shards[0], p.shards[0], p.shards[0], p.shards[3]}; !slices.Equal(got, want) {
+	// A third of maxPlaced and the overhead: two fit in a stint.
+	if want := []uint16{p.shards[0], p.shards[0], p.shards[2], p.shards[2]}; !slices.Equal(got, want) {
 		t.Errorf("a turn placed %d-byte tasks on %v, want %v", size, got, want)
 	}
 }
