@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -21,7 +22,8 @@ import (
 var (
 	benchCallers    = flag.Int("scheduler.callers", 256, "concurrent callers in BenchmarkRegister")
 	benchPartitions = flag.Int("scheduler.partitions", 0, "Config.Partitions in BenchmarkRegister (0: the default)")
-	benchBatchers   = flag.Int("scheduler.batchers", 16, "callers registering batches in BenchmarkRegisterBatchReplicated")
+	benchBatchers   = flag.Int("scheduler.batchers", 16, "callers registering batches in BenchmarkRegisterBatch and BenchmarkRegisterBatchReplicated")
+	benchBatch      = flag.Int("scheduler.batch", 100, "tasks a batch in BenchmarkRegisterBatch")
 )
 
 // benchScheduler runs a scheduler on the real clock and a store in a temp
@@ -125,6 +127,57 @@ func benchRegister(b *testing.B, groups int) {
 	b.ReportMetric(float64(after.WALBytes-before.WALBytes)/float64(b.N), "wal-B/reg")
 	sst := after.FlushedBytes + after.CompactedBytes - before.FlushedBytes - before.CompactedBytes
 	b.ReportMetric(float64(sst)/float64(b.N), "sst-B/reg")
+}
+
+// BenchmarkRegisterBatch is BenchmarkRegister's load in batches, in
+// process: -scheduler.batchers callers each register batches of
+// -scheduler.batch tasks (256-byte payloads due in an hour) with
+// RegisterBatch and wait for each batch, as a program that embeds the
+// scheduler, or a server's reader, registers what it has at hand.
+func BenchmarkRegisterBatch(b *testing.B) {
+	for _, groups := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("groups=%d", groups), func(b *testing.B) { benchRegisterBatch(b, groups) })
+	}
+}
+
+func benchRegisterBatch(b *testing.B, groups int) {
+	s, _ := benchScheduler(b, func(c *Config) { c.Partitions = *benchPartitions })
+	payload := make([]byte, 256)
+	perBatch := int64(*benchBatch)
+	var next atomic.Int64
+	b.ResetTimer()
+	begin, cpu0 := time.Now(), cpuTime()
+	var wg sync.WaitGroup
+	for range *benchBatchers {
+		wg.Go(func() {
+			reqs := make([]RegisterRequest, perBatch)
+			for {
+				first := next.Add(perBatch) - perBatch
+				if first >= int64(b.N) {
+					return
+				}
+				batch := reqs[:min(perBatch, int64(b.N)-first)]
+				for i := range batch {
+					batch[i] = RegisterRequest{Client: "bench", Payload: payload, Delay: time.Hour}
+					if groups > 0 {
+						batch[i].Group = fmt.Sprint("g", (first+int64(i))%int64(groups))
+					}
+				}
+				results, err := s.RegisterBatch(context.Background(), batch)
+				for _, r := range results {
+					err = cmp.Or(err, r.Err)
+				}
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed, cpu := time.Since(begin), cpuTime()-cpu0
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tasks/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/task")
 }
 
 // bulkLoad writes n ungrouped tasks straight into st, in big batches, with
