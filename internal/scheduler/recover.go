@@ -48,6 +48,7 @@ func (p *partition) lead(shard uint16, term uint64) {
 	}
 	p.leading[shard] = term
 	p.issued[shard] = store.CounterOf(p.lastID[shard])
+	p.dropRecords(shard)
 	if err := p.rebuild(shard); err != nil {
 		p.s.fail(err)
 		return
@@ -89,9 +90,9 @@ func (p *partition) rebuild(shard uint16) error {
 }
 
 // follow drops the shard's runtime when this node no longer leads it:
-// timers, groups, started tasks and waiting work go; decisions not yet
-// applied fail with ErrNotLeader (they may still be committed by the new
-// leader); attempts under way finish unheard. The new leader delivers
+// timers, groups and their cached records, started tasks and waiting work
+// go; decisions not yet applied fail with ErrNotLeader (they may still be
+// committed by the new leader); attempts under way finish unheard. The new leader delivers
 // again whatever had no durable outcome.
 func (p *partition) follow(shard uint16) {
 	delete(p.leading, shard)
@@ -104,6 +105,7 @@ func (p *partition) follow(shard uint16) {
 		finish(pc, ErrNotLeader)
 	}
 	delete(p.proposed, shard)
+	p.dropRecords(shard)
 	for id := range p.timers {
 		if store.ShardOf(id) == shard {
 			p.unschedule(id)

@@ -16,20 +16,23 @@ import (
 	"github.com/boomerangd/boomerang/internal/testwait"
 )
 
-// benchCluster is n schedulers in one process, each on its own store in a
-// temp dir on the real disk, their shards replicated over an in-process
+// localCluster is n schedulers in one process, each on its own store in
+// a temp dir on the real disk, their shards replicated over an in-process
 // network with the default Raft settings.
-type benchCluster struct {
-	b     *testing.B
+type localCluster struct {
+	tb    testing.TB
 	nw    *replica.LocalNetwork
 	nodes []*Scheduler
 	down  []bool
 	stops []func()
 }
 
-func newBenchCluster(b *testing.B, n int, del func(node int) Deliverer) *benchCluster {
-	b.Helper()
-	c := &benchCluster{b: b, nw: replica.NewLocalNetwork(1), down: make([]bool, n)}
+// newLocalCluster starts a localCluster whose nodes deliver through
+// del(node), their configurations changed by tune (nil: none), and waits
+// until every shard has a leader holding its lease.
+func newLocalCluster(tb testing.TB, n int, del func(node int) Deliverer, tune func(*Config)) *localCluster {
+	tb.Helper()
+	c := &localCluster{tb: tb, nw: replica.NewLocalNetwork(1), down: make([]bool, n)}
 	var peers []uint64
 	if n > 1 {
 		for i := range n {
@@ -37,20 +40,23 @@ func newBenchCluster(b *testing.B, n int, del func(node int) Deliverer) *benchCl
 		}
 	}
 	for i := range n {
-		st, err := store.Open(b.TempDir(), store.Options{})
+		st, err := store.Open(tb.TempDir(), store.Options{})
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		cfg := Config{Store: st, Deliverer: del(i), Partitions: *benchPartitions}
 		if n > 1 {
 			cfg.NodeID, cfg.Peers, cfg.Transport = uint64(i+1), peers, c.nw
 		}
+		if tune != nil {
+			tune(&cfg)
+		}
 		s, err := New(cfg)
 		if err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		if err := s.Start(context.Background()); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 		c.nw.Join(uint64(i+1), s.Node())
 		c.nodes = append(c.nodes, s)
@@ -59,17 +65,17 @@ func newBenchCluster(b *testing.B, n int, del func(node int) Deliverer) *benchCl
 				_ = s.Stop(context.Background())
 			}
 			if err := st.Close(); err != nil {
-				b.Error(err)
+				tb.Error(err)
 			}
 		})
 	}
-	b.Cleanup(c.stop)
+	tb.Cleanup(c.stop)
 	c.awaitLeases()
 	return c
 }
 
 // stop stops every node and closes its store, once.
-func (c *benchCluster) stop() {
+func (c *localCluster) stop() {
 	if c.stops == nil {
 		return
 	}
@@ -81,8 +87,8 @@ func (c *benchCluster) stop() {
 }
 
 // awaitLeases waits until every shard has a leader holding its lease.
-func (c *benchCluster) awaitLeases() {
-	waitUntil(c.b, 30*time.Second, "a leased leader for every shard", func() bool {
+func (c *localCluster) awaitLeases() {
+	waitUntil(c.tb, 30*time.Second, "a leased leader for every shard", func() bool {
 		for shard := range uint16(store.DefaultShards) {
 			if c.leader(shard) < 0 {
 				return false
@@ -93,7 +99,7 @@ func (c *benchCluster) awaitLeases() {
 }
 
 // leader returns the node holding shard's lease, or -1.
-func (c *benchCluster) leader(shard uint16) int {
+func (c *localCluster) leader(shard uint16) int {
 	for i, s := range c.nodes {
 		if !c.down[i] && s.Node().Leased(shard) {
 			return i
@@ -105,7 +111,7 @@ func (c *benchCluster) leader(shard uint16) int {
 // register registers on the node that leads the task's shard, or, for an
 // ungrouped task, on node hint, trying the next ones when a node leads
 // nothing.
-func (c *benchCluster) register(ctx context.Context, req RegisterRequest, hint int) (TaskView, error) {
+func (c *localCluster) register(ctx context.Context, req RegisterRequest, hint int) (TaskView, error) {
 	if req.Group != "" {
 		if l := c.leader(c.nodes[0].cfg.Store.GroupShard(req.Client, req.Group)); l >= 0 {
 			hint = l
@@ -132,9 +138,9 @@ func (c *benchCluster) register(ctx context.Context, req RegisterRequest, hint i
 func BenchmarkRegisterReplicated(b *testing.B) {
 	for _, n := range []int{1, 3} {
 		b.Run(fmt.Sprintf("replicas=%d", n), func(b *testing.B) {
-			c := newBenchCluster(b, n, func(int) Deliverer {
+			c := newLocalCluster(b, n, func(int) Deliverer {
 				return DelivererFunc(func(_ Delivery, done func(error)) { done(nil) })
-			})
+			}, nil)
 			payload := make([]byte, 256)
 			var next atomic.Int64
 			b.ResetTimer()
@@ -171,9 +177,9 @@ func BenchmarkRegisterBatchReplicated(b *testing.B) {
 	const perBatch = 64
 	for _, n := range []int{1, 3} {
 		b.Run(fmt.Sprintf("replicas=%d", n), func(b *testing.B) {
-			c := newBenchCluster(b, n, func(int) Deliverer {
+			c := newLocalCluster(b, n, func(int) Deliverer {
 				return DelivererFunc(func(_ Delivery, done func(error)) { done(nil) })
-			})
+			}, nil)
 			led := make([][]string, n) // each node's groups
 			for g := range 1000 {
 				group := fmt.Sprint("g", g)
@@ -227,12 +233,12 @@ func BenchmarkFailover(b *testing.B) {
 	var times []time.Duration
 	for range b.N {
 		fired := make(chan struct{}, 16)
-		c := newBenchCluster(b, 3, func(int) Deliverer {
+		c := newLocalCluster(b, 3, func(int) Deliverer {
 			return DelivererFunc(func(_ Delivery, done func(error)) {
 				fired <- struct{}{}
 				done(nil)
 			})
-		})
+		}, nil)
 		shard := c.nodes[0].cfg.Store.GroupShard("bench", "g")
 		old := c.leader(shard)
 		begin := time.Now()

@@ -130,10 +130,10 @@ type groupRec struct {
 
 // groupRecord returns a group's record for decisions, loading it on first
 // use (a group without one has no tasks and is not blocked); the returned
-// func releases it once those decisions are applied. The loop is the only
-// writer of its groups, so its copy is authoritative: records held by
-// decisions stay cached, and up to Config.GroupCache idle ones are kept,
-// least recently used first out.
+// func releases it once those decisions are applied. While it leads the
+// group's shard, the loop is the only writer of its groups, so its copy
+// is authoritative: records held by decisions stay cached, and up to
+// Config.GroupCache idle ones are kept, least recently used first out.
 func (p *partition) groupRecord(client, group string) (*groupRec, func(), error) {
 	k := store.GroupRef(client, group)
 	g := p.recs[k]
@@ -155,10 +155,28 @@ func (p *partition) groupRecord(client, group string) (*groupRec, func(), error)
 	}
 	g.refs++
 	return g, func() {
-		if g.refs--; g.refs == 0 {
+		// A record dropped meanwhile (dropRecords) is no longer the cache's.
+		if g.refs--; g.refs == 0 && p.recs[k] == g {
 			p.idleRecord(k, g)
 		}
 	}, nil
+}
+
+// dropRecords forgets the cached records of a shard's groups, when this
+// node starts or stops leading it: another leader may have changed them
+// since, and what decisions that were not applied did to them is not in
+// the store.
+func (p *partition) dropRecords(shard uint16) {
+	for k, g := range p.recs {
+		if uint16(g.rec.Shard) != shard {
+			continue
+		}
+		if g.idle != nil {
+			p.idleRecs.Remove(g.idle)
+			g.idle = nil
+		}
+		delete(p.recs, k)
+	}
 }
 
 // idleRecord keeps a released record in the idle cache, dropping the
