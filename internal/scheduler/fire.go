@@ -173,7 +173,7 @@ func (p *partition) applyTask(t *storepb.Task) {
 }
 
 func (p *partition) deliver(f *flight, t *storepb.Task) {
-	f.state, f.task, f.startedMs = flightDelivering, t, p.wallMs()
+	f.state, f.task = flightDelivering, t
 	p.busy++
 	p.s.deliveries.Add(1)
 	p.send(f)
@@ -182,7 +182,10 @@ func (p *partition) deliver(f *flight, t *storepb.Task) {
 // send hands a started attempt to the deliverer, if this node holds its
 // shard's lease: without it another node may lead the shard by now, so the
 // attempt waits until the lease is regained (leased) or the shard is
-// lost (follow).
+// lost (follow). The attempt starts, for its group's rate limit, when it
+// is handed over: one that waited for the lease would otherwise count as
+// started before it reached the receiver, and the receiver could see
+// more attempts in a window than the limit allows.
 func (p *partition) send(f *flight) {
 	shard := store.ShardOf(f.id)
 	f.held = !p.s.node.Leased(shard)
@@ -190,6 +193,7 @@ func (p *partition) send(f *flight) {
 		p.unleased[shard] = append(p.unleased[shard], f)
 		return
 	}
+	f.startedMs = p.wallMs()
 	p.s.counters.attempts.Add(1)
 	d := Delivery{Task: f.task, Attempt: int(f.task.Attempts) + 1, Term: p.leading[shard]}
 	p.s.cfg.Deliverer.Deliver(d, func(err error) {

@@ -129,8 +129,8 @@ type flight struct {
 	// while retrying (read again for the next attempt).
 	task *storepb.Task
 	held bool // delivering, but waiting for its shard's lease
-	// startedMs is when the attempt under way started (wall), which a
-	// rate limit counts once its outcome is recorded.
+	// startedMs is when the attempt under way was handed to the deliverer
+	// (wall), which a rate limit counts once its outcome is recorded.
 	startedMs int64
 }
 
