@@ -13,13 +13,14 @@ import (
 // until the oldest counted start leaves the window, and keeps its order:
 // nothing else of the group runs meanwhile.
 //
-// The times come from the leader: an attempt's start time is stored in
-// the group's record with the attempt's outcome, in the same command, so
-// every replica and any later leader counts the same starts. An attempt
-// cut short by a crash has no outcome and is not counted; it is made
-// again, and counted then. A group whose tasks are all done keeps its
-// record, with these times, until they leave the window (or, after a
-// restart, until the group is used again).
+// The times come from the leader: an attempt's start time (when it was
+// handed to the deliverer, see send) is stored in the group's record with
+// the attempt's outcome, in the same command, so every replica and any
+// later leader counts the same starts. An attempt cut short by a crash
+// has no outcome and is not counted; it is made again, and counted then.
+// A group whose tasks are all done keeps its record, with these times,
+// until they leave the window (or, after a restart, until the group is
+// used again).
 
 // RateLimit bounds a group's delivery attempts: at most Max start in any
 // Per. A zero Max or Per means no limit.
