@@ -92,8 +92,8 @@ func (p *partition) rebuild(shard uint16) error {
 // follow drops the shard's runtime when this node no longer leads it:
 // timers, groups and their cached records, started tasks and waiting work
 // go; decisions not yet applied fail with ErrNotLeader (they may still be
-// committed by the new leader); attempts under way finish unheard. The new leader delivers
-// again whatever had no durable outcome.
+// committed by the new leader); attempts under way finish unheard. The
+// new leader delivers again whatever had no durable outcome.
 func (p *partition) follow(shard uint16) {
 	delete(p.leading, shard)
 	delete(p.unleased, shard)
