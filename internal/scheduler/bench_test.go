@@ -143,12 +143,32 @@ func BenchmarkRegisterBatch(b *testing.B) {
 func benchRegisterBatch(b *testing.B, groups int) {
 	s, _ := benchScheduler(b, func(c *Config) { c.Partitions = *benchPartitions })
 	payload := make([]byte, 256)
-	perBatch := int64(*benchBatch)
-	var next atomic.Int64
 	b.ResetTimer()
 	begin, cpu0 := time.Now(), cpuTime()
+	batchLoad(b, *benchBatchers, int64(*benchBatch), func(_ int, first int64, batch []RegisterRequest) {
+		for i := range batch {
+			batch[i] = RegisterRequest{Client: "bench", Payload: payload, Delay: time.Hour}
+			if groups > 0 {
+				batch[i].Group = fmt.Sprint("g", (first+int64(i))%int64(groups))
+			}
+		}
+	}, func(_ int, batch []RegisterRequest) ([]RegisterResult, error) {
+		return s.RegisterBatch(context.Background(), batch)
+	})
+	elapsed, cpu := time.Since(begin), cpuTime()-cpu0
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tasks/s")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/task")
+}
+
+// batchLoad registers b.N tasks from callers goroutines, in batches of
+// perBatch: fill makes caller's batch, whose first task is the first-th,
+// and register sends it and waits for its answers. It returns once every
+// batch is answered, or after the first error.
+func batchLoad(b *testing.B, callers int, perBatch int64, fill func(caller int, first int64, batch []RegisterRequest),
+	register func(caller int, batch []RegisterRequest) ([]RegisterResult, error)) {
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range *benchBatchers {
+	for caller := range callers {
 		wg.Go(func() {
 			reqs := make([]RegisterRequest, perBatch)
 			for {
@@ -157,13 +177,8 @@ func benchRegisterBatch(b *testing.B, groups int) {
 					return
 				}
 				batch := reqs[:min(perBatch, int64(b.N)-first)]
-				for i := range batch {
-					batch[i] = RegisterRequest{Client: "bench", Payload: payload, Delay: time.Hour}
-					if groups > 0 {
-						batch[i].Group = fmt.Sprint("g", (first+int64(i))%int64(groups))
-					}
-				}
-				results, err := s.RegisterBatch(context.Background(), batch)
+				fill(caller, first, batch)
+				results, err := register(caller, batch)
 				for _, r := range results {
 					err = cmp.Or(err, r.Err)
 				}
@@ -175,9 +190,6 @@ func benchRegisterBatch(b *testing.B, groups int) {
 		})
 	}
 	wg.Wait()
-	elapsed, cpu := time.Since(begin), cpuTime()-cpu0
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tasks/s")
-	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/task")
 }
 
 // bulkLoad writes n ungrouped tasks straight into st, in big batches, with

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -188,38 +187,16 @@ func BenchmarkRegisterBatchReplicated(b *testing.B) {
 				}
 			}
 			payload := make([]byte, 256)
-			var next atomic.Int64
 			b.ResetTimer()
 			begin := time.Now()
-			var wg sync.WaitGroup
-			for caller := range *benchBatchers {
-				wg.Go(func() {
-					node := caller % n
-					groups := led[node]
-					reqs := make([]RegisterRequest, perBatch)
-					for {
-						first := next.Add(perBatch) - perBatch
-						if first >= int64(b.N) {
-							return
-						}
-						batch := reqs[:min(perBatch, int64(b.N)-first)]
-						for i := range batch {
-							batch[i] = RegisterRequest{Client: "bench", Group: groups[(first+int64(i))%int64(len(groups))], Payload: payload, Delay: time.Hour}
-						}
-						results, err := c.nodes[node].RegisterBatch(context.Background(), batch)
-						if err == nil {
-							for _, r := range results {
-								err = cmp.Or(err, r.Err)
-							}
-						}
-						if err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
+			batchLoad(b, *benchBatchers, perBatch, func(caller int, first int64, batch []RegisterRequest) {
+				groups := led[caller%n]
+				for i := range batch {
+					batch[i] = RegisterRequest{Client: "bench", Group: groups[(first+int64(i))%int64(len(groups))], Payload: payload, Delay: time.Hour}
+				}
+			}, func(caller int, batch []RegisterRequest) ([]RegisterResult, error) {
+				return c.nodes[caller%n].RegisterBatch(context.Background(), batch)
+			})
 			b.ReportMetric(float64(b.N)/time.Since(begin).Seconds(), "regs/s")
 		})
 	}
