@@ -79,6 +79,9 @@
 // Config.MaxDelivering delivery slots; a task's record, payload included,
 // is read when its attempt starts. A backlog of a million due tasks
 // therefore costs a few bytes each, and a stuck group holds only its head.
+// A turn of the loop starts what is due before it handles its inbox
+// (requests, committed entries to apply, delivery outcomes), and again
+// after: what was due when a turn began does not wait for a long inbox.
 //
 // # Outcomes
 //

@@ -241,6 +241,9 @@ func (p *partition) run(stop, abort <-chan struct{}) {
 	for {
 		msgs := p.inbox.take()
 		p.publish(len(msgs))
+		if len(msgs) > 0 && !p.stopping {
+			p.advance() // what is due first: the messages may take a while
+		}
 		for i, m := range msgs {
 			p.unread = len(msgs) - i - 1
 			m()
