@@ -241,7 +241,7 @@ func (p *partition) run(stop, abort <-chan struct{}) {
 	for {
 		msgs := p.inbox.take()
 		p.publish(len(msgs))
-		if len(msgs) > 0 && !p.stopping {
+		if len(msgs) > 0 && !p.stopping && p.s.failed() == nil {
 			p.advance() // what is due first: the messages may take a while
 		}
 		for i, m := range msgs {
