@@ -95,15 +95,22 @@ func (b *Batch) SetRaftHardState(shard uint16, hs *raftpb.HardState) error {
 	return b.done()
 }
 
-// TruncateRaftLog deletes a shard's log entries up to and including
-// meta.Index, whose state the shard holds, and records where the log now
-// starts: for a new log or one a snapshot replaces, whatever it held.
+// TruncateRaftLog deletes every log entry of a shard and records that
+// its log now starts after meta.Index, whose state the shard holds: for
+// a new log, or one a snapshot replaces. Raft drops the whole log when it
+// restores a snapshot, the entries beyond the snapshot's index too (they
+// are of an older term, or the snapshot would not have been needed), so
+// none may outlive it here: read back after a restart they would follow
+// the snapshot in the log, and a later append, not knowing of them, would
+// write their keys a second time, which CompactRaftLog's single deletions
+// do not allow.
 func (b *Batch) TruncateRaftLog(shard uint16, meta *raftpb.SnapshotMetadata) error {
 	if err := b.encode(meta); err != nil {
 		return err
 	}
 	b.set(appendShard(nil, tagRaftTruncated, shard), b.rec)
-	b.deleteRange(shardPrefix(tagRaftEntry, shard), raftEntryKey(shard, meta.GetIndex()+1))
+	p := shardPrefix(tagRaftEntry, shard)
+	b.deleteRange(p, prefixEnd(p))
 	return b.done()
 }
 

@@ -47,10 +47,10 @@ func TestRaftLogMatchesModel(t *testing.T) {
 				must(rt, b.CompactRaftLog(shard, m.start+1, &raftpb.SnapshotMetadata{Index: proto.Uint64(upTo), Term: proto.Uint64(1)}))
 				m.entries = m.entries[upTo-m.start:]
 				m.start = upTo
-			case 8: // a snapshot replaces the log up to some later index
+			case 8: // a snapshot at some later index replaces the whole log
 				at := rapid.Uint64Range(m.start, m.last()+3).Draw(rt, "snapshot")
 				must(rt, b.TruncateRaftLog(shard, &raftpb.SnapshotMetadata{Index: proto.Uint64(at), Term: proto.Uint64(1)}))
-				m.entries = m.entries[min(at-m.start, uint64(len(m.entries))):]
+				m.entries = nil
 				m.start = at
 			case 9:
 				must(rt, s.db.Flush())
@@ -83,5 +83,45 @@ func (m *raftLogModel) check(rt *rapid.T, shard uint16) {
 	}
 	if !slices.EqualFunc(l.Entries, m.entries, func(a, b *raftpb.Entry) bool { return proto.Equal(a, b) }) {
 		rt.Fatalf("log holds %v\nwant %v", l.Entries, m.entries)
+	}
+}
+
+// A snapshot replaces the whole log, entries beyond its index included,
+// as Raft's own log does when it restores one: appended to again from
+// the snapshot on and compacted, the log holds only the new entries.
+func TestSnapshotReplacesTheWholeLog(t *testing.T) {
+	t.Parallel()
+	s := openStore(t, t.TempDir())
+	const shard = 5
+	entries := func(from, to, term uint64) []*raftpb.Entry {
+		var es []*raftpb.Entry
+		for i := from; i <= to; i++ {
+			es = append(es, &raftpb.Entry{Index: proto.Uint64(i), Term: proto.Uint64(term), Data: fmt.Appendf(nil, "%d/%d", term, i)})
+		}
+		return es
+	}
+	// An old term's entries up to 10, never committed; a snapshot at 6.
+	commit(t, s, func(b *Batch) { must(t, b.AppendRaftEntries(shard, entries(1, 10, 1), 0)) })
+	commit(t, s, func(b *Batch) {
+		must(t, b.TruncateRaftLog(shard, &raftpb.SnapshotMetadata{Index: proto.Uint64(6), Term: proto.Uint64(2)}))
+	})
+	l, err := s.RaftLog(shard)
+	must(t, err)
+	if len(l.Entries) != 0 || l.Truncated.GetIndex() != 6 {
+		t.Fatalf("after the snapshot: log starts after %d and holds %v, want none after 6", l.Truncated.GetIndex(), l.Entries)
+	}
+	// The new leader's entries from the snapshot on, then a compaction of
+	// some of them, flushed and compacted in Pebble.
+	want := entries(7, 12, 2)
+	commit(t, s, func(b *Batch) { must(t, b.AppendRaftEntries(shard, want, 6)) })
+	commit(t, s, func(b *Batch) {
+		must(t, b.CompactRaftLog(shard, 7, &raftpb.SnapshotMetadata{Index: proto.Uint64(9), Term: proto.Uint64(2)}))
+	})
+	must(t, s.db.Flush())
+	must(t, s.db.Compact(t.Context(), []byte{tagRaftEntry}, []byte{tagRaftEntry + 1}, true))
+	l, err = s.RaftLog(shard)
+	must(t, err)
+	if !slices.EqualFunc(l.Entries, want[3:], func(a, b *raftpb.Entry) bool { return proto.Equal(a, b) }) {
+		t.Fatalf("log holds %v\nwant %v", l.Entries, want[3:])
 	}
 }
