@@ -45,7 +45,7 @@ func TestHeldAttemptStartsWhenSent(t *testing.T) {
 	clock.Advance(time.Second) // due: decided, and held
 	decided := clock.Now()
 	waitUntil(t, 30*time.Second, "the attempt to be decided", func() bool { return leader.deliveries.Load() == 1 })
-	if !leads(t, leader, shard) {
+	if leader.leadingTerm(t, shard) == 0 {
 		t.Fatal("the leader stepped down before the test could restore its followers (ticks too short for this machine)")
 	}
 	if n := leader.counters.attempts.Load(); n != 0 {
@@ -79,11 +79,6 @@ func TestHeldAttemptStartsWhenSent(t *testing.T) {
 		t.Fatalf("the attempt counts as started at %d, want %d, when it was sent (decided at %d)",
 			got, sent.UnixMilli(), decided.UnixMilli())
 	}
-}
-
-// leads reports whether s's partition believes it leads shard.
-func leads(t *testing.T, s *Scheduler, shard uint16) bool {
-	return s.leadingTerm(t, shard) != 0
 }
 
 // leadingTerm returns the term in which s's partition leads shard, or 0.
