@@ -120,7 +120,8 @@ func (ls *logStorage) confAt(index uint64) *raftpb.ConfState {
 // restore makes a snapshot that arrived the shard's state and the start of
 // its log: the state machine writes it once everything given to it before
 // is applied, in a synced batch with the log's new start and the hard
-// state. Entries of the same Ready follow in the turn's batch.
+// state (see restoredHardState). Entries of the same Ready follow in the
+// turn's batch.
 func (n *Node) restore(g *group, snap *raftpb.Snapshot, hs *raftpb.HardState) error {
 	meta := snap.GetMetadata()
 	written := make(chan error, 1)
@@ -131,7 +132,7 @@ func (n *Node) restore(g *group, snap *raftpb.Snapshot, hs *raftpb.HardState) er
 			err = b.TruncateRaftLog(g.shard, meta)
 		}
 		if err == nil && !raft.IsEmptyHardState(hs) {
-			err = b.SetRaftHardState(g.shard, hs)
+			err = b.SetRaftHardState(g.shard, restoredHardState(hs, meta.GetIndex()))
 		}
 		if err == nil {
 			err = n.cfg.Store.Commit(b)
@@ -155,6 +156,18 @@ func (n *Node) restore(g *group, snap *raftpb.Snapshot, hs *raftpb.HardState) er
 	g.persisted, g.truncated, g.durable = meta.GetIndex(), meta.GetIndex(), meta.GetIndex()
 	n.cfg.Logger.Info("restored a snapshot", "shard", g.shard, "index", meta.GetIndex(), "bytes", len(snap.Data))
 	return nil
+}
+
+// restoredHardState is the hard state written with a snapshot at index.
+// The Ready that brings a snapshot can bring the entries after it too
+// (its leader's appends, stepped in the same turn), and a commit index
+// among them; those entries go in the turn's batch, after this one, and a
+// power loss between the two would leave a hard state committing past
+// the log, which Raft refuses to start from. So the commit written here
+// stops at the snapshot: the commit index is Raft's volatile state (see
+// persist), learnt again from the leader.
+func restoredHardState(hs *raftpb.HardState, index uint64) *raftpb.HardState {
+	return &raftpb.HardState{Term: hs.Term, Vote: hs.Vote, Commit: proto.Uint64(min(hs.GetCommit(), index))}
 }
 
 // snapshotTicks is how long a follower may take to apply a snapshot sent

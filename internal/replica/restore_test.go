@@ -1,0 +1,102 @@
+package replica
+
+import (
+	"testing"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/store/storepb"
+)
+
+// A follower can get a snapshot and the entries after it in one turn (a
+// leader's snapshot, then its appends, both waiting when the loop wakes),
+// with a commit index past the snapshot. The snapshot is written in a
+// synced batch of its own before the turn's entries: a power loss
+// between the two must leave a log Raft can start from, whose hard state
+// commits nothing past its last entry.
+func TestPowerLossBetweenSnapshotAndItsEntries(t *testing.T) {
+	const sh, snapAt, last, term = 3, 50, 60, 2
+	nw := networks[0].new(t) // the test plays the leader, 1; nothing reaches 3
+	defer nw.close()
+	fs := store.NewMemFS()
+	r := startReplica(t, 2, []uint64{1, 2, 3}, []uint16{sh}, fs, nw)
+	var crashed *store.MemFS
+	r.rec.restoring = func(uint16) { crashed = fs.Crash() }
+
+	snap := &raftpb.Snapshot{
+		Data: shardSnapshot(t, sh, snapAt),
+		Metadata: &raftpb.SnapshotMetadata{
+			Index: proto.Uint64(snapAt), Term: proto.Uint64(term),
+			ConfState: &raftpb.ConfState{Voters: []uint64{1, 2, 3}},
+		},
+	}
+	var entries []*raftpb.Entry
+	for i := uint64(snapAt + 1); i <= last; i++ {
+		entries = append(entries, &raftpb.Entry{Index: proto.Uint64(i), Term: proto.Uint64(term), Data: []byte("after")})
+	}
+	from := func(typ raftpb.MessageType) *raftpb.Message {
+		return &raftpb.Message{Type: typ.Enum(), From: proto.Uint64(1), To: proto.Uint64(2), Term: proto.Uint64(term)}
+	}
+	msnap := from(raftpb.MessageType_MsgSnap)
+	msnap.Snapshot = snap
+	mapp := from(raftpb.MessageType_MsgApp)
+	mapp.Index, mapp.LogTerm, mapp.Commit, mapp.Entries = proto.Uint64(snapAt), proto.Uint64(term), proto.Uint64(last), entries
+	r.node.Receive([]Envelope{{Shard: sh, Msg: msnap}, {Shard: sh, Msg: mapp}})
+
+	r.rec.await(t, "the entries after the snapshot applied", func() bool { return r.rec.index[sh] == last })
+	r.stop(t)
+	if crashed == nil {
+		t.Fatal("no snapshot was restored")
+	}
+
+	st, err := store.Open("/data", store.Options{FS: crashed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.RaftLog(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := l.Truncated.GetIndex()
+	if len(l.Entries) > 0 {
+		end = l.Entries[len(l.Entries)-1].GetIndex()
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if l.Truncated.GetIndex() != snapAt || l.HardState.GetCommit() > end {
+		t.Fatalf("after the power loss: log starts after %d, ends at %d, hard state commits %d", l.Truncated.GetIndex(), end, l.HardState.GetCommit())
+	}
+	again := startReplica(t, 2, []uint64{1, 2, 3}, []uint16{sh}, crashed, nw) // Raft refuses a bad log here
+	again.stop(t)
+}
+
+// shardSnapshot encodes an empty state of shard that holds its log up to
+// applied.
+func shardSnapshot(t *testing.T, shard uint16, applied uint64) []byte {
+	t.Helper()
+	st, err := store.Open("/data", store.Options{FS: store.NewMemFS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	b := st.NewBatch()
+	if err := b.PutShardMeta(shard, &storepb.ShardMeta{Applied: applied}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Commit(b); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := st.SnapshotShard(shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	data, err := ss.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
