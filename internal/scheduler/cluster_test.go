@@ -199,26 +199,35 @@ func (c *cluster) boot(n *clusterNode) {
 	c.mu.Unlock()
 }
 
-// powerCut cuts n's power: it leaves the network, its receivers hear
-// nothing more from it, and its disk keeps only what was synced. Then it
-// boots again.
-func (c *cluster) powerCut(n *clusterNode) {
-	c.nw.Isolate(n.id, true)
-	c.hist.silence(n.id)
-	after := n.fs.Crash()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_ = n.s.Stop(ctx)
-	c.nw.leave(n.id)
-	if err := n.st.Close(); err != nil {
-		c.t.Fatal(err)
+// powerCut cuts the power of nodes at once: they leave the network,
+// their receivers hear nothing more from them, and their disks keep only
+// what was synced. Then they boot again.
+func (c *cluster) powerCut(nodes ...*clusterNode) {
+	for _, n := range nodes {
+		c.nw.Isolate(n.id, true)
+		c.hist.silence(n.id)
 	}
-	c.mu.Lock()
-	n.fs, n.up = after, false
-	c.mu.Unlock()
-	c.hist.unsilence(n.id)
-	c.boot(n)
-	c.nw.Isolate(n.id, false)
+	afters := make([]*store.MemFS, len(nodes))
+	for i, n := range nodes {
+		afters[i] = n.fs.Crash()
+	}
+	for i, n := range nodes {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = n.s.Stop(ctx)
+		c.nw.leave(n.id)
+		if err := n.st.Close(); err != nil {
+			c.t.Fatal(err)
+		}
+		c.mu.Lock()
+		n.fs, n.up = afters[i], false
+		c.mu.Unlock()
+	}
+	for _, n := range nodes {
+		c.hist.unsilence(n.id)
+		c.boot(n)
+		c.nw.Isolate(n.id, false)
+	}
 }
 
 func (c *cluster) intn(n int) int {
@@ -228,18 +237,21 @@ func (c *cluster) intn(n int) int {
 }
 
 // chaos does one fault a round: a leader or a random node cut off for a
-// while, a power cut, or a spell of lossy network.
+// while, a power cut of one node or, now and then, of all of them, or a
+// spell of lossy network.
 func (c *cluster) chaos(rounds int) {
 	for range rounds {
 		victim := c.nodes[c.intn(len(c.nodes))]
-		switch c.intn(4) {
-		case 0, 1:
+		switch c.intn(9) {
+		case 8:
+			c.powerCut(c.nodes...)
+		case 0, 1, 2, 3:
 			c.nw.Isolate(victim.id, true)
 			c.pause(300)
 			c.nw.Isolate(victim.id, false)
-		case 2:
+		case 4, 5:
 			c.powerCut(victim)
-		case 3:
+		case 6, 7:
 			c.nw.SetFaults(replica.Faults{Drop: 0.05, Duplicate: 0.05, Reorder: 0.05, MaxDelay: 5 * time.Millisecond})
 			c.pause(300)
 			c.nw.SetFaults(replica.Faults{})
