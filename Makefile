@@ -21,6 +21,12 @@ build:
 # panel's. CI runs exactly this.
 test: fmt-check vet test-go test-ts test-py test-web
 
+# Tests, and the server binaries they build, leave out the server's CPU
+# profile (cmd/boomerang/default.pgo, see pgo): it changes what the
+# compiler optimizes, not what the code does, and with it every package
+# the server imports would be compiled once more.
+vet test-go test-ts test-py test-web: export GOFLAGS := -pgo=off
+
 test-go:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
