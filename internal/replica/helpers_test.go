@@ -36,10 +36,6 @@ type recorder struct {
 	restored map[uint16]uint64 // the index of the last snapshot restored
 	dropped  map[uint16]bool   // shards no longer hosted
 	changed  *sync.Cond
-
-	// restoring, when set, runs right after a snapshot is written, on
-	// the node's loop.
-	restoring func(shard uint16)
 }
 
 func newRecorder(st *store.Store) *recorder {
@@ -101,9 +97,6 @@ func (r *recorder) Leased(uint16) {}
 func (r *recorder) Restore(shard uint16, write func() error) {
 	if err := write(); err != nil {
 		return
-	}
-	if r.restoring != nil {
-		r.restoring(shard)
 	}
 	m, err := r.st.ShardMeta(shard)
 	if err != nil {

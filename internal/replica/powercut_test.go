@@ -28,22 +28,11 @@ func TestReplicasSurvivePowerCuts(t *testing.T) {
 	nw := NewLocalNetwork(seed)
 	defer nw.Close()
 	nw.SetFaults(Faults{Drop: 0.05, Duplicate: 0.05, Reorder: 0.1, MaxDelay: 2 * time.Millisecond})
-	ln := &localNet{LocalNetwork: nw}
-	p := &powerCuts{t: t, nw: nw, seen: map[uint16]map[uint64]string{}, fs: map[uint64]*store.MemFS{}, armed: map[uint64]int{}, recs: map[uint64]*recorder{}, cut: map[uint64]cutAt{}}
 	shs := shards[:2]
+	p := newPowerCuts(t, nw, shs)
 	c := &cluster{t: t}
-	peers := []uint64{1, 2, 3}
-	start := func(id uint64, fs *store.MemFS) *replica {
-		// Disks of different speeds, so that a cut finds writes not yet
-		// synced, more of them on some replicas than on others.
-		fs.SyncDelay(time.Duration(id*id) * 100 * time.Microsecond)
-		p.mu.Lock()
-		p.fs[id] = fs
-		p.mu.Unlock()
-		return startReplica(t, id, peers, shs, fs, ln, p.watch)
-	}
-	for _, id := range peers {
-		c.rs = append(c.rs, start(id, store.NewMemFS()))
+	for _, id := range p.peers {
+		c.rs = append(c.rs, p.start(id, store.NewMemFS()))
 	}
 	defer func() { c.stop() }()
 
@@ -57,19 +46,19 @@ func TestReplicasSurvivePowerCuts(t *testing.T) {
 			p.arm(victim.id, 1+rng.IntN(40))
 			c.commit(prefix, 30)
 			if at, ok := p.disarm(victim.id); ok {
-				c.rs[i] = p.restart(victim.id, victim, at, start)
+				c.rs[i] = p.restart(victim.id, victim, at)
 			}
 		case 1: // a cut, then down while the others truncate their logs
 			p.cutNow(victim.id, victim.rec)
 			at, _ := p.disarm(victim.id)
 			victim.stop(t)
 			c.commit(prefix, 200, victim)
-			up := p.restart(victim.id, nil, at, start)
+			up := p.restart(victim.id, nil, at)
 			c.rs[i] = up
 			p.arm(up.id, 1+rng.IntN(3)) // maybe right after its snapshot
 			c.commit(prefix+"b", 10)
 			if at, ok := p.disarm(up.id); ok {
-				c.rs[i] = p.restart(up.id, up, at, start)
+				c.rs[i] = p.restart(up.id, up, at)
 			}
 		case 2: // cut off from the others a while
 			nw.Isolate(victim.id, true)
@@ -91,7 +80,7 @@ func TestReplicasSurvivePowerCuts(t *testing.T) {
 			p.cutAll()
 			for j, r := range c.rs {
 				at, _ := p.disarm(r.id)
-				c.rs[j] = p.restart(r.id, r, at, start)
+				c.rs[j] = p.restart(r.id, r, at)
 			}
 		}
 		p.check()
@@ -103,11 +92,14 @@ func TestReplicasSurvivePowerCuts(t *testing.T) {
 	t.Logf("%d power cuts in %d rounds", p.cuts, rounds)
 }
 
-// powerCuts watches a test cluster's replicas apply entries, and cuts
-// the power of one when armed.
+// powerCuts runs the replicas of a test cluster of three on a
+// LocalNetwork, watches them apply entries, and cuts the power of one, or
+// of all, when armed.
 type powerCuts struct {
-	t  *testing.T
-	nw *LocalNetwork
+	t      *testing.T
+	nw     *LocalNetwork
+	peers  []uint64
+	shards []uint16
 
 	mu    sync.Mutex
 	seen  map[uint16]map[uint64]string // by shard and index, the entry applied there
@@ -118,6 +110,25 @@ type powerCuts struct {
 	cut   map[uint64]cutAt
 	cuts  int
 	bad   []string
+}
+
+func newPowerCuts(t *testing.T, nw *LocalNetwork, shards []uint16) *powerCuts {
+	return &powerCuts{
+		t: t, nw: nw, peers: []uint64{1, 2, 3}, shards: shards,
+		seen: map[uint16]map[uint64]string{}, fs: map[uint64]*store.MemFS{}, armed: map[uint64]int{},
+		recs: map[uint64]*recorder{}, cut: map[uint64]cutAt{},
+	}
+}
+
+// start runs replica id on fs, watched. Disks have different speeds, so
+// that a cut finds writes not yet synced, more of them on some replicas
+// than on others.
+func (p *powerCuts) start(id uint64, fs *store.MemFS) *replica {
+	fs.SyncDelay(time.Duration(id*id) * 100 * time.Microsecond)
+	p.mu.Lock()
+	p.fs[id] = fs
+	p.mu.Unlock()
+	return startReplica(p.t, id, p.peers, p.shards, fs, &localNet{LocalNetwork: p.nw}, p.watch)
 }
 
 // cutAt is what a cut replica's disk kept and how far it had applied
@@ -241,13 +252,9 @@ func (p *powerCuts) cutNow(id uint64, rec *recorder) {
 	defer p.mu.Unlock()
 	delete(p.armed, id)
 	rec.mu.Lock()
-	applied := make(map[uint16]uint64, len(rec.index))
-	for sh, i := range rec.index {
-		applied[sh] = i
-	}
-	p.cut[id] = cutAt{fs: p.fs[id].Crash(), applied: applied}
-	p.cuts++
+	p.cut[id] = cutAt{fs: p.fs[id].Crash(), applied: maps.Clone(rec.index)}
 	rec.mu.Unlock()
+	p.cuts++
 }
 
 // disarm returns where a replica was cut, if it was.
@@ -262,13 +269,13 @@ func (p *powerCuts) disarm(id uint64) (cutAt, bool) {
 
 // restart stops cut replica id, r if still running, and starts it again
 // on what its disk kept, which must hold every entry it had applied.
-func (p *powerCuts) restart(id uint64, r *replica, at cutAt, start func(uint64, *store.MemFS) *replica) *replica {
+func (p *powerCuts) restart(id uint64, r *replica, at cutAt) *replica {
 	p.t.Helper()
 	if r != nil {
 		r.stop(p.t)
 	}
 	p.nw.Isolate(id, false)
-	up := start(id, at.fs) // Raft refuses here a log its hard state contradicts
+	up := p.start(id, at.fs) // Raft refuses here a log its hard state contradicts
 	for sh, applied := range at.applied {
 		kept, err := up.rec.AppliedIndex(sh)
 		if err != nil {

@@ -18,12 +18,11 @@ import (
 // commits nothing past its last entry.
 func TestPowerLossBetweenSnapshotAndItsEntries(t *testing.T) {
 	const sh, snapAt, last, term = 3, 50, 60, 2
-	nw := networks[0].new(t) // the test plays the leader, 1; nothing reaches 3
-	defer nw.close()
-	fs := store.NewMemFS()
-	r := startReplica(t, 2, []uint64{1, 2, 3}, []uint16{sh}, fs, nw)
-	var crashed *store.MemFS
-	r.rec.restoring = func(uint16) { crashed = fs.Crash() }
+	nw := NewLocalNetwork(1) // the test plays the leader, 1; nothing reaches 3
+	defer nw.Close()
+	p := newPowerCuts(t, nw, []uint16{sh})
+	r := p.start(2, store.NewMemFS())
+	p.arm(r.id, 1) // its first turn with something to apply: the snapshot
 
 	snap := &raftpb.Snapshot{
 		Data: shardSnapshot(t, sh, snapAt),
@@ -46,12 +45,12 @@ func TestPowerLossBetweenSnapshotAndItsEntries(t *testing.T) {
 	r.node.Receive([]Envelope{{Shard: sh, Msg: msnap}, {Shard: sh, Msg: mapp}})
 
 	r.rec.await(t, "the entries after the snapshot applied", func() bool { return r.rec.index[sh] == last })
-	r.stop(t)
-	if crashed == nil {
+	at, ok := p.disarm(r.id)
+	if !ok {
 		t.Fatal("no snapshot was restored")
 	}
 
-	st, err := store.Open("/data", store.Options{FS: crashed})
+	st, err := store.Open("/data", store.Options{FS: at.fs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,8 +68,7 @@ func TestPowerLossBetweenSnapshotAndItsEntries(t *testing.T) {
 	if l.Truncated.GetIndex() != snapAt || l.HardState.GetCommit() > end {
 		t.Fatalf("after the power loss: log starts after %d, ends at %d, hard state commits %d", l.Truncated.GetIndex(), end, l.HardState.GetCommit())
 	}
-	again := startReplica(t, 2, []uint64{1, 2, 3}, []uint16{sh}, crashed, nw) // Raft refuses a bad log here
-	again.stop(t)
+	p.restart(r.id, r, at).stop(t)
 }
 
 // shardSnapshot encodes an empty state of shard that holds its log up to
