@@ -19,14 +19,15 @@ import (
 // that a delay holds up no one else. Either way a node that does not keep
 // up loses what arrives beyond a bound (maxQueued), as on a wire.
 type LocalNetwork struct {
-	mu     sync.Mutex
-	nodes  map[uint64]*Node
-	links  map[[2]uint64]*link
-	cut    map[[2]uint64]bool
-	faults Faults
-	rng    *rand.Rand
-	closed bool
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	nodes    map[uint64]*Node
+	links    map[[2]uint64]*link
+	cut      map[[2]uint64]bool
+	isolated map[uint64]bool
+	faults   Faults
+	rng      *rand.Rand
+	closed   bool
+	wg       sync.WaitGroup
 }
 
 // Faults are what a LocalNetwork does to messages. The zero value
@@ -45,10 +46,11 @@ type link struct {
 // NewLocalNetwork returns a network whose faults draw on seed.
 func NewLocalNetwork(seed uint64) *LocalNetwork {
 	return &LocalNetwork{
-		nodes: make(map[uint64]*Node),
-		links: make(map[[2]uint64]*link),
-		cut:   make(map[[2]uint64]bool),
-		rng:   rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		nodes:    make(map[uint64]*Node),
+		links:    make(map[[2]uint64]*link),
+		cut:      make(map[[2]uint64]bool),
+		isolated: make(map[uint64]bool),
+		rng:      rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 	}
 }
 
@@ -75,16 +77,14 @@ func (nw *LocalNetwork) Cut(from, to uint64, cut bool) {
 	nw.mu.Unlock()
 }
 
-// Isolate cuts (or restores) every link to and from a node.
+// Isolate takes a node off the network (or, with cut false, puts it
+// back): nothing it sends, and nothing sent to it, arrives meanwhile.
+// Putting one node back leaves every other isolated node off, and links
+// cut with Cut stay cut.
 func (nw *LocalNetwork) Isolate(id uint64, cut bool) {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
-	for other := range nw.nodes {
-		if other != id {
-			nw.cut[[2]uint64{id, other}] = cut
-			nw.cut[[2]uint64{other, id}] = cut
-		}
-	}
+	nw.isolated[id] = cut
 }
 
 // Close stops every link and waits for them.
@@ -121,7 +121,7 @@ func (nw *LocalNetwork) Send(from uint64, envs []Envelope) {
 	}
 	for to, batch := range byPeer {
 		key := [2]uint64{from, to}
-		if nw.cut[key] || nw.rng.Float64() < nw.faults.Drop {
+		if nw.cut[key] || nw.isolated[from] || nw.isolated[to] || nw.rng.Float64() < nw.faults.Drop {
 			continue
 		}
 		if nw.faults == (Faults{}) {

@@ -13,7 +13,10 @@ import (
 	"github.com/boomerangd/boomerang/internal/testwait"
 )
 
-var powerCutRounds = flag.Int("replica.powercuts", 12, "rounds of TestReplicasSurvivePowerCuts")
+var (
+	powerCutRounds = flag.Int("replica.powercuts", 12, "rounds of TestReplicasSurvivePowerCuts")
+	powerCutSeed   = flag.Uint64("replica.powercuts.seed", 0, "seed of TestReplicasSurvivePowerCuts (0: from the clock)")
+)
 
 // Power cuts at random moments of random replicas, under a network that
 // drops, duplicates, delays and reorders: each cut replica restarts from
@@ -22,8 +25,11 @@ var powerCutRounds = flag.Int("replica.powercuts", 12, "rounds of TestReplicasSu
 // different entries by any replica, before or after a restart; and the
 // replicas agree in the end.
 func TestReplicasSurvivePowerCuts(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	seed := *powerCutSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -replica.powercuts.seed=%d)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
 	nw := NewLocalNetwork(seed)
 	defer nw.Close()
@@ -49,7 +55,7 @@ func TestReplicasSurvivePowerCuts(t *testing.T) {
 				c.rs[i] = p.restart(victim.id, victim, at)
 			}
 		case 1: // a cut, then down while the others truncate their logs
-			p.cutNow(victim.id, victim.rec)
+			p.cutNow(victim.id)
 			at, _ := p.disarm(victim.id)
 			victim.stop(t)
 			c.commit(prefix, 200, victim)
@@ -78,9 +84,15 @@ func TestReplicasSurvivePowerCuts(t *testing.T) {
 				return p.wasCut(l.id) || !leads || isSubset(want, l.rec.entries(shs[0]))
 			})
 			p.cutAll()
+			// All are down before any boots: a cut replica must not run
+			// beside its restarted peers.
+			ats := make([]cutAt, len(c.rs))
 			for j, r := range c.rs {
-				at, _ := p.disarm(r.id)
-				c.rs[j] = p.restart(r.id, r, at)
+				ats[j], _ = p.disarm(r.id)
+				r.stop(t)
+			}
+			for j, r := range c.rs {
+				c.rs[j] = p.restart(r.id, nil, ats[j])
 			}
 		}
 		p.check()
@@ -102,10 +114,10 @@ type powerCuts struct {
 	shards []uint16
 
 	mu    sync.Mutex
-	seen  map[uint16]map[uint64]string // by shard and index, the entry applied there
-	fs    map[uint64]*store.MemFS      // each replica's disk
-	armed map[uint64]int               // turns with entries or a snapshot left before a replica's cut
-	all   bool                         // the armed cut is every replica's
+	seen  map[uint16]map[uint64]appliedEntry // by shard and index, the entry first applied there
+	fs    map[uint64]*store.MemFS            // each replica's disk
+	armed map[uint64]int                     // turns with entries or a snapshot left before a replica's cut
+	all   bool                               // the armed cut is every replica's
 	recs  map[uint64]*recorder
 	cut   map[uint64]cutAt
 	cuts  int
@@ -115,7 +127,7 @@ type powerCuts struct {
 func newPowerCuts(t *testing.T, nw *LocalNetwork, shards []uint16) *powerCuts {
 	return &powerCuts{
 		t: t, nw: nw, peers: []uint64{1, 2, 3}, shards: shards,
-		seen: map[uint16]map[uint64]string{}, fs: map[uint64]*store.MemFS{}, armed: map[uint64]int{},
+		seen: map[uint16]map[uint64]appliedEntry{}, fs: map[uint64]*store.MemFS{}, armed: map[uint64]int{},
 		recs: map[uint64]*recorder{}, cut: map[uint64]cutAt{},
 	}
 }
@@ -129,6 +141,13 @@ func (p *powerCuts) start(id uint64, fs *store.MemFS) *replica {
 	p.fs[id] = fs
 	p.mu.Unlock()
 	return startReplica(p.t, id, p.peers, p.shards, fs, &localNet{LocalNetwork: p.nw}, p.watch)
+}
+
+// appliedEntry is an entry applied at some index, and the replica that
+// applied it first.
+type appliedEntry struct {
+	entry string
+	by    uint64
 }
 
 // cutAt is what a cut replica's disk kept and how far it had applied
@@ -156,12 +175,12 @@ type watched struct {
 func (w *watched) Apply(committed []Committed) {
 	w.recorder.Apply(committed)
 	w.p.applied(w.id, committed)
-	w.p.turn(w.id, w.recorder)
+	w.p.turn(w.id)
 }
 
 func (w *watched) Restore(shard uint16, write func() error) {
 	w.recorder.Restore(shard, write)
-	w.p.turn(w.id, w.recorder)
+	w.p.turn(w.id)
 }
 
 // applied records what a replica applied, and any index applied with
@@ -172,34 +191,38 @@ func (p *powerCuts) applied(id uint64, committed []Committed) {
 	for _, c := range committed {
 		seen := p.seen[c.Shard]
 		if seen == nil {
-			seen = map[uint64]string{}
+			seen = map[uint64]appliedEntry{}
 			p.seen[c.Shard] = seen
 		}
 		for _, e := range c.Entries {
 			got := fmt.Sprintf("term %d %q", e.GetTerm(), e.GetData())
-			if was, ok := seen[e.GetIndex()]; ok && was != got {
-				p.bad = append(p.bad, fmt.Sprintf("replica %d applied %s at %d of shard %d, where %s was applied", id, got, e.GetIndex(), c.Shard, was))
+			if was, ok := seen[e.GetIndex()]; ok && was.entry != got {
+				p.bad = append(p.bad, fmt.Sprintf("replica %d applied %s at %d of shard %d, where replica %d applied %s",
+					id, got, e.GetIndex(), c.Shard, was.by, was.entry))
 			}
-			seen[e.GetIndex()] = got
+			if _, ok := seen[e.GetIndex()]; !ok {
+				seen[e.GetIndex()] = appliedEntry{entry: got, by: id}
+			}
 		}
 	}
 }
 
-// turn counts down to an armed replica's cut.
-func (p *powerCuts) turn(id uint64, rec *recorder) {
+// turn counts down to an armed replica's cut, and cuts when it is due.
+// The count and the cut are one step under p.mu, so that a cut is never
+// made after the test disarmed it (a cut recorded then would linger, and
+// a later round would restart the replica from that old disk).
+func (p *powerCuts) turn(id uint64) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	left, ok := p.armed[id]
-	if ok && left > 1 {
-		p.armed[id] = left - 1
-	}
-	all := p.all
-	p.mu.Unlock()
 	switch {
-	case !ok || left > 1:
-	case all:
-		p.cutAll()
+	case !ok:
+	case left > 1:
+		p.armed[id] = left - 1
+	case p.all:
+		p.cutAllLocked()
 	default:
-		p.cutNow(id, rec)
+		p.cutLocked(id)
 	}
 }
 
@@ -210,10 +233,16 @@ func (p *powerCuts) armAll(id uint64, turns int) {
 	p.mu.Unlock()
 }
 
-// cutAll cuts every replica not cut yet: first off the network, then
-// their disks.
+// cutAll cuts every replica not cut yet.
 func (p *powerCuts) cutAll() {
 	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cutAllLocked()
+}
+
+// cutAllLocked cuts every replica not cut yet: first all off the network,
+// then their disks. p.mu is held.
+func (p *powerCuts) cutAllLocked() {
 	p.all = false
 	var ids []uint64
 	for id := range p.fs {
@@ -221,13 +250,11 @@ func (p *powerCuts) cutAll() {
 			ids = append(ids, id)
 		}
 	}
-	recs := maps.Clone(p.recs)
-	p.mu.Unlock()
 	for _, id := range ids {
 		p.nw.Isolate(id, true)
 	}
 	for _, id := range ids {
-		p.cutNow(id, recs[id])
+		p.cutLocked(id)
 	}
 }
 
@@ -244,15 +271,26 @@ func (p *powerCuts) arm(id uint64, turns int) {
 	p.mu.Unlock()
 }
 
-// cutNow cuts a replica's power: nothing it sends from now on arrives,
-// and its disk keeps what it synced.
-func (p *powerCuts) cutNow(id uint64, rec *recorder) {
-	p.nw.Isolate(id, true)
+// cutNow cuts a replica's power.
+func (p *powerCuts) cutNow(id uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.cutLocked(id)
+}
+
+// cutLocked cuts a replica's power, unless it is cut already: nothing it
+// sends from now on arrives, and its disk keeps what it synced. p.mu is
+// held.
+func (p *powerCuts) cutLocked(id uint64) {
 	delete(p.armed, id)
+	if _, done := p.cut[id]; done {
+		return
+	}
+	p.nw.Isolate(id, true)
+	rec := p.recs[id]
 	rec.mu.Lock()
 	p.cut[id] = cutAt{fs: p.fs[id].Crash(), applied: maps.Clone(rec.index)}
+	p.t.Logf("cut replica %d, applied %v", id, rec.index)
 	rec.mu.Unlock()
 	p.cuts++
 }
@@ -275,6 +313,7 @@ func (p *powerCuts) restart(id uint64, r *replica, at cutAt) *replica {
 		r.stop(p.t)
 	}
 	p.nw.Isolate(id, false)
+	p.t.Logf("restarting replica %d", id)
 	up := p.start(id, at.fs) // Raft refuses here a log its hard state contradicts
 	for sh, applied := range at.applied {
 		kept, err := up.rec.AppliedIndex(sh)
