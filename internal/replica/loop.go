@@ -215,7 +215,8 @@ type groupReady struct {
 }
 
 // ready handles the Ready of every group that has one: committed entries
-// this node already holds go to the state machine at once, and messages
+// this node already holds durably, and does not replace in this turn, go
+// to the state machine at once, and messages
 // that do not vouch for this node's storage go out; then new entries and
 // hard states are persisted in one batch, the other messages sent, the
 // remaining committed entries applied, the groups advanced. Applying
@@ -238,8 +239,15 @@ func (n *Node) ready(written map[uint16]uint64) error {
 				return err
 			}
 		}
+		// Entries this turn writes are not durable yet, even at indexes
+		// the log held before: a new leader's entries can replace some
+		// and be committed in the same Ready.
+		held := g.persisted
+		if len(rd.Entries) > 0 {
+			held = min(held, rd.Entries[0].GetIndex()-1)
+		}
 		early := 0
-		for early < len(rd.CommittedEntries) && rd.CommittedEntries[early].GetIndex() <= g.persisted {
+		for early < len(rd.CommittedEntries) && rd.CommittedEntries[early].GetIndex() <= held {
 			early++
 		}
 		rds = append(rds, groupReady{g: g, rd: rd, early: early})

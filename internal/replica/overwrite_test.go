@@ -1,0 +1,77 @@
+package replica
+
+import (
+	"testing"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/boomerangd/boomerang/internal/store"
+)
+
+// A follower whose log holds entries a new leader replaces can get the
+// replacements and a commit index covering them in one message. The
+// entries it is given to apply must then be the new ones, durable: not
+// applied while the old ones at those indexes are all its disk holds (a
+// power loss then would leave a state that says they were applied over a
+// log that holds others, which Raft, raising its commit to the applied
+// index at start, would take for committed).
+func TestEntriesReplacedAndCommittedTogetherAreDurableWhenApplied(t *testing.T) {
+	const sh = 3
+	const first = initialIndex + 1
+	nw := NewLocalNetwork(1) // the test plays the leaders, 1 then 3; nothing reaches them
+	defer nw.Close()
+	p := newPowerCuts(t, nw, []uint16{sh})
+	r := p.start(2, store.NewMemFS())
+
+	entries := func(from, to, term uint64, data string) []*raftpb.Entry {
+		var es []*raftpb.Entry
+		for i := from; i <= to; i++ {
+			es = append(es, &raftpb.Entry{Index: proto.Uint64(i), Term: proto.Uint64(term), Data: []byte(data)})
+		}
+		return es
+	}
+	app := func(leader, term, prev, prevTerm, commit uint64, es []*raftpb.Entry) Envelope {
+		return Envelope{Shard: sh, Msg: &raftpb.Message{
+			Type: raftpb.MessageType_MsgApp.Enum(), From: proto.Uint64(leader), To: proto.Uint64(2), Term: proto.Uint64(term),
+			Index: proto.Uint64(prev), LogTerm: proto.Uint64(prevTerm), Commit: proto.Uint64(commit), Entries: es,
+		}}
+	}
+
+	// Leader 1, term 2, appends five entries and commits the first: once
+	// it is applied, all five are on the follower's disk.
+	r.node.Receive([]Envelope{app(1, 2, initialIndex, initialTerm, first, entries(first, first+4, 2, "old"))})
+	r.rec.await(t, "the first entry applied", func() bool { return r.rec.index[sh] == first })
+
+	// Leader 3, term 3, replaces the last four with three of its own and
+	// commits them, in one message. Cut at the turn that applies them.
+	p.arm(r.id, 1)
+	r.node.Receive([]Envelope{app(3, 3, first, 2, first+3, entries(first+1, first+3, 3, "new"))})
+	r.rec.await(t, "the new entries applied", func() bool { return r.rec.index[sh] == first+3 })
+	at, ok := p.disarm(r.id)
+	if !ok {
+		t.Fatal("no turn applied the new entries")
+	}
+
+	st, err := store.Open("/data", store.Options{FS: at.fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.RaftLog(sh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	held := map[uint64]uint64{}
+	for _, e := range l.Entries {
+		held[e.GetIndex()] = e.GetTerm()
+	}
+	for i := uint64(first + 1); i <= first+3; i++ {
+		if held[i] != 3 {
+			t.Errorf("entry %d of term 3 was applied while the disk held term %d there", i, held[i])
+		}
+	}
+	p.restart(r.id, r, at).stop(t)
+}
