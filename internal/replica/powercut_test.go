@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/raft/v3/raftpb"
+
 	"github.com/boomerangd/boomerang/internal/store"
 	"github.com/boomerangd/boomerang/internal/testwait"
 )
@@ -143,6 +145,8 @@ func (p *powerCuts) start(id uint64, fs *store.MemFS) *replica {
 	return startReplica(p.t, id, p.peers, p.shards, fs, &localNet{LocalNetwork: p.nw}, p.watch)
 }
 
+func describe(e *raftpb.Entry) string { return fmt.Sprintf("term %d %q", e.GetTerm(), e.GetData()) }
+
 // appliedEntry is an entry applied at some index, and the replica that
 // applied it first.
 type appliedEntry struct {
@@ -195,7 +199,7 @@ func (p *powerCuts) applied(id uint64, committed []Committed) {
 			p.seen[c.Shard] = seen
 		}
 		for _, e := range c.Entries {
-			got := fmt.Sprintf("term %d %q", e.GetTerm(), e.GetData())
+			got := describe(e)
 			if was, ok := seen[e.GetIndex()]; ok && was.entry != got {
 				p.bad = append(p.bad, fmt.Sprintf("replica %d applied %s at %d of shard %d, where replica %d applied %s",
 					id, got, e.GetIndex(), c.Shard, was.by, was.entry))
@@ -306,7 +310,8 @@ func (p *powerCuts) disarm(id uint64) (cutAt, bool) {
 }
 
 // restart stops cut replica id, r if still running, and starts it again
-// on what its disk kept, which must hold every entry it had applied.
+// on what its disk kept, which must hold every entry it had applied: in
+// its state or in its log, as they were applied.
 func (p *powerCuts) restart(id uint64, r *replica, at cutAt) *replica {
 	p.t.Helper()
 	if r != nil {
@@ -320,9 +325,12 @@ func (p *powerCuts) restart(id uint64, r *replica, at cutAt) *replica {
 		if err != nil {
 			p.t.Fatal(err)
 		}
-		if l, err := up.st.RaftLog(sh); err != nil {
+		l, err := up.st.RaftLog(sh)
+		if err != nil {
 			p.t.Fatal(err)
-		} else if len(l.Entries) > 0 {
+		}
+		p.logAsApplied(id, sh, l.Entries, max(kept, applied))
+		if len(l.Entries) > 0 {
 			kept = max(kept, l.Entries[len(l.Entries)-1].GetIndex())
 		}
 		if kept < applied {
@@ -330,6 +338,23 @@ func (p *powerCuts) restart(id uint64, r *replica, at cutAt) *replica {
 		}
 	}
 	return up
+}
+
+// logAsApplied notes every entry of a restarted replica's log, up to an
+// index it had applied, that differs from the entry applied there.
+func (p *powerCuts) logAsApplied(id uint64, sh uint16, log []*raftpb.Entry, upTo uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range log {
+		if e.GetIndex() > upTo {
+			break
+		}
+		got := describe(e)
+		if was, ok := p.seen[sh][e.GetIndex()]; ok && was.entry != got {
+			p.bad = append(p.bad, fmt.Sprintf("replica %d restarted with %s at %d of shard %d, where replica %d applied %s",
+				id, got, e.GetIndex(), sh, was.by, was.entry))
+		}
+	}
 }
 
 func (p *powerCuts) check() {
