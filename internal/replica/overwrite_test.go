@@ -53,19 +53,8 @@ func TestEntriesReplacedAndCommittedTogetherAreDurableWhenApplied(t *testing.T) 
 		t.Fatal("no turn applied the new entries")
 	}
 
-	st, err := store.Open("/data", store.Options{FS: at.fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := st.RaftLog(sh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
 	held := map[uint64]uint64{}
-	for _, e := range l.Entries {
+	for _, e := range logAt(t, at, sh).Entries {
 		held[e.GetIndex()] = e.GetTerm()
 	}
 	for i := uint64(first + 1); i <= first+3; i++ {

@@ -50,25 +50,32 @@ func TestPowerLossBetweenSnapshotAndItsEntries(t *testing.T) {
 		t.Fatal("no snapshot was restored")
 	}
 
-	st, err := store.Open("/data", store.Options{FS: at.fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := st.RaftLog(sh)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := logAt(t, at, sh)
 	end := l.Truncated.GetIndex()
 	if len(l.Entries) > 0 {
 		end = l.Entries[len(l.Entries)-1].GetIndex()
-	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
 	}
 	if l.Truncated.GetIndex() != snapAt || l.HardState.GetCommit() > end {
 		t.Fatalf("after the power loss: log starts after %d, ends at %d, hard state commits %d", l.Truncated.GetIndex(), end, l.HardState.GetCommit())
 	}
 	p.restart(r.id, r, at).stop(t)
+}
+
+// logAt reads a shard's replication log from the disk a cut left.
+func logAt(t *testing.T, at cutAt, shard uint16) store.RaftLog {
+	t.Helper()
+	st, err := store.Open("/data", store.Options{FS: at.fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := st.RaftLog(shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 // shardSnapshot encodes an empty state of shard that holds its log up to
