@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -21,7 +22,8 @@ var (
 )
 
 // Power cuts at random moments of random replicas, under a network that
-// drops, duplicates, delays and reorders: each cut replica restarts from
+// drops, duplicates, delays and reorders, and at the moment a deposed
+// leader applies the entries that replace its own: each cut replica restarts from
 // exactly what its disk had synced, which Raft must accept, holding at
 // least every entry it had applied; no log index is ever applied with two
 // different entries by any replica, before or after a restart; and the
@@ -49,7 +51,7 @@ func TestReplicasSurvivePowerCuts(t *testing.T) {
 		i := rng.IntN(len(c.rs))
 		victim := c.rs[i]
 		prefix := fmt.Sprintf("r%d", round)
-		switch rng.IntN(4) {
+		switch rng.IntN(5) {
 		case 0: // a cut while entries come
 			p.arm(victim.id, 1+rng.IntN(40))
 			c.commit(prefix, 30)
@@ -95,6 +97,22 @@ func TestReplicasSurvivePowerCuts(t *testing.T) {
 			}
 			for j, r := range c.rs {
 				c.rs[j] = p.restart(r.id, nil, ats[j])
+			}
+		case 4: // a leader cut off with entries only it holds; back, it is
+			// given its successor's in their place, committed at once, and
+			// its power is cut in the turn that applies them
+			l := c.leader(shs[0])
+			i = slices.Index(c.rs, l)
+			nw.Isolate(l.id, true)
+			for _, d := range (batch{prefix + "x", 5}).entries(shs[0]) {
+				_ = l.node.Propose(shs[0], []byte(d)) // never committed
+			}
+			c.commit(prefix, 30, l)
+			p.arm(l.id, 1)
+			nw.Isolate(l.id, false)
+			c.commit(prefix+"b", 10)
+			if at, ok := p.disarm(l.id); ok {
+				c.rs[i] = p.restart(l.id, l, at)
 			}
 		}
 		p.check()
