@@ -216,10 +216,10 @@ type groupReady struct {
 
 // ready handles the Ready of every group that has one: committed entries
 // this node already holds durably, and does not replace in this turn, go
-// to the state machine at once, and messages
-// that do not vouch for this node's storage go out; then new entries and
-// hard states are persisted in one batch, the other messages sent, the
-// remaining committed entries applied, the groups advanced. Applying
+// to the state machine at once, and messages that do not vouch for this
+// node's storage go out; then new entries and hard states are persisted
+// in one batch, the other messages sent, the remaining committed entries
+// applied, the groups advanced. Applying
 // before the sync lets an entry committed by the last turn's sync take
 // effect while this turn's syncs, instead of after it; sending a leader's
 // appends before the sync lets followers write them while the leader
