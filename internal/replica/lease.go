@@ -26,6 +26,8 @@ import (
 // leader's own first entry, which a quorum accepted after it was elected;
 // the loop renews it every tick with a ReadIndex round, whose heartbeat
 // carries its send time. A group of one voter holds its lease for good.
+// A replica that restarted forgot when it last heard from a leader, so it
+// ignores vote requests for an election timeout (see deaf).
 
 // leaseSpan returns how long an acknowledgement sent at t keeps the lease.
 func (n *Node) leaseSpan() time.Duration {

@@ -1,6 +1,9 @@
 package replica
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -92,4 +95,64 @@ func awaitHolder(c *cluster, shard uint16, not *replica) *replica {
 		return false
 	})
 	return holder
+}
+
+// A replica that restarts forgets when it last heard from its leader, and
+// a lease rests on its voters refusing any other candidate for an
+// election timeout after that. Here the leader keeps its lease through
+// one follower, the keeper, while the other, cut off from it, campaigns
+// every few ticks; the leader is then cut off too and the keeper
+// restarts at once. The candidate must not win before the cut-off
+// leader's lease has run out.
+func TestRestartedVoterKeepsTheLeaseSafe(t *testing.T) {
+	nw := &localNet{LocalNetwork: NewLocalNetwork(3)}
+	defer nw.close()
+	c := startCluster(t, nw, shards[:1])
+	defer func() { c.stop() }()
+	restart := func(r *replica, opts ...func(*Config)) *replica {
+		r.stop(t)
+		up := startReplica(t, r.id, []uint64{1, 2, 3}, shards[:1], r.fs, nw, opts...)
+		c.rs[slices.Index(c.rs, r)] = up
+		return up
+	}
+	eager := func(cfg *Config) { cfg.ElectionTicks = 4 }
+	for round := range 5 {
+		c.commit(fmt.Sprintf("r%d", round), 3)
+		old := awaitHolder(c, 0, nil)
+		if old == nil {
+			t.Fatalf("round %d: no replica holds the lease", round)
+		}
+		var keeper, candidate *replica
+		for _, r := range c.rs {
+			switch {
+			case r == old:
+			case keeper == nil:
+				keeper = r
+			default:
+				candidate = r
+			}
+		}
+		nw.Cut(old.id, candidate.id, true)
+		nw.Cut(candidate.id, old.id, true)
+		candidate = restart(candidate, eager)
+		testwait.For(t, waitLimit, "the cut-off follower to campaign", func() bool {
+			st, err := candidate.node.Status(context.Background())
+			return err == nil && len(st) == 1 && st[0].Leader == 0 && st[0].Term > 0
+		})
+		nw.isolate(old.id, true)
+		expiry := old.node.LeaseExpiry(0)
+		restart(keeper)
+		holder := awaitHolder(c, 0, old)
+		if holder == nil {
+			t.Fatalf("round %d: no new leader holds the lease", round)
+		}
+		if at := time.Now(); at.Before(expiry) {
+			t.Fatalf("round %d: replica %d held the lease at %s, while replica %d held it until %s",
+				round, holder.id, at.Format("15:04:05.000"), old.id, expiry.Format("15:04:05.000"))
+		}
+		nw.isolate(old.id, false)
+		nw.Cut(old.id, candidate.id, false)
+		nw.Cut(candidate.id, old.id, false)
+		restart(candidate) // back to the default timeout, which leases count on
+	}
 }

@@ -76,7 +76,7 @@ func (n *Node) hasReady() bool {
 func (n *Node) step(props []proposal, msgs []Envelope, tick bool) {
 	for _, e := range msgs {
 		g := n.groups[e.Shard]
-		if g == nil || n.stray(g, e.Msg) || n.stale(g, e) {
+		if g == nil || deaf(g, e.Msg) || n.stray(g, e.Msg) || n.stale(g, e) {
 			continue
 		}
 		g.added = max(g.added, e.ToAdded)
@@ -101,6 +101,7 @@ func (n *Node) step(props []proposal, msgs []Envelope, tick bool) {
 	if tick {
 		for _, g := range n.groups {
 			g.rn.Tick()
+			g.deaf = max(g.deaf-1, 0)
 			n.watchSnapshots(g)
 		}
 		n.renewLeases()
@@ -140,6 +141,21 @@ func (n *Node) merge(props []proposal) []proposal {
 		out = append(out, p)
 	}
 	return out
+}
+
+// deaf reports whether m asks g for a vote while g has not yet counted
+// an election timeout since it was loaded. A leader's lease rests on its
+// followers refusing other candidates for an election timeout after they
+// last heard from it (lease.go), and a replica that restarted forgot when
+// that was: granting a vote at once, it could elect a new leader while
+// the old one still holds its lease, through this very replica's last
+// acknowledgement. Dropping the request is what losing it does.
+func deaf(g *group, m *raftpb.Message) bool {
+	switch m.GetType() {
+	case raftpb.MessageType_MsgVote, raftpb.MessageType_MsgPreVote:
+		return g.deaf > 0
+	}
+	return false
 }
 
 // stray reports whether m is a heartbeat that commits past g's log, and
