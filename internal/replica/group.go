@@ -32,7 +32,7 @@ type group struct {
 	term        uint64         // the term it leads in
 	leaderSince time.Time      // when it became leader
 	reported    bool           // Lead was called for term
-	lease       atomic.Int64   // Unix ns (node clock) until which it holds the lease
+	lease       atomic.Int64   // until when it holds the lease: ns since the node's epoch
 	snapSent    map[uint64]int // followers sent a snapshot: ticks since
 	leaseFloor  time.Time      // confirmations asked before it extend no lease
 	held        [][]byte       // proposals raft dropped while it led: see proposeHeld

@@ -26,6 +26,9 @@ import (
 // leader's own first entry, which a quorum accepted after it was elected;
 // the loop renews it every tick with a ReadIndex round, whose heartbeat
 // carries its send time. A group of one voter holds its lease for good.
+// Lease times are kept as the time since the node's epoch, by the
+// monotonic clock: a wall clock set back (by NTP, an operator, a VM's
+// migration) must not lengthen a lease.
 // A replica that restarted forgot when it last heard from a leader, so it
 // ignores vote requests for an election timeout (see deaf).
 
@@ -38,8 +41,12 @@ func (n *Node) leaseSpan() time.Duration {
 // it, and no other node can have been elected since.
 func (n *Node) Leased(shard uint16) bool {
 	g := n.group(shard)
-	return g != nil && n.cfg.Clock.Now().UnixNano() < g.lease.Load()
+	return g != nil && n.since(n.cfg.Clock.Now()) < g.lease.Load()
 }
+
+// since returns the nanoseconds from the node's epoch to t, by the
+// monotonic clock when t has a reading of it (the real clock's times do).
+func (n *Node) since(t time.Time) int64 { return int64(t.Sub(n.epoch)) }
 
 // LeaseExpiry returns when this node's lease of shard ends, in the node's
 // clock: the zero time if it holds none, far in the future for a sole
@@ -49,7 +56,10 @@ func (n *Node) LeaseExpiry(shard uint16) time.Time {
 	if g == nil || g.lease.Load() == 0 {
 		return time.Time{}
 	}
-	return time.Unix(0, g.lease.Load())
+	if g.lease.Load() == math.MaxInt64 {
+		return time.Unix(0, math.MaxInt64)
+	}
+	return n.epoch.Add(time.Duration(g.lease.Load()))
 }
 
 // grantLease starts g's lease when its leadership is reported.
@@ -82,22 +92,22 @@ func (n *Node) extendLease(g *group, sent time.Time) {
 	if sent.Before(g.leaseFloor) {
 		return // asked before the lease was yielded
 	}
-	until := sent.Add(n.leaseSpan()).UnixNano()
+	until := n.since(sent.Add(n.leaseSpan()))
 	old := g.lease.Load()
 	if until <= old {
 		return
 	}
 	g.lease.Store(until)
-	if old <= n.cfg.Clock.Now().UnixNano() {
+	if old <= n.since(n.cfg.Clock.Now()) {
 		n.cfg.StateMachine.Leased(g.shard)
 	}
 }
 
 // renewLeases asks every group this node leads with others to confirm
-// its leadership: a ReadIndex round whose context is its send time.
+// its leadership: a ReadIndex round whose context is its send time (since
+// the node's epoch).
 func (n *Node) renewLeases() {
-	now := n.cfg.Clock.Now()
-	ctx := binary.BigEndian.AppendUint64(nil, uint64(now.UnixNano()))
+	ctx := binary.BigEndian.AppendUint64(nil, uint64(n.since(n.cfg.Clock.Now())))
 	for _, g := range n.groups {
 		if g.reported && g.lease.Load() != math.MaxInt64 && g.rn.BasicStatus().LeadTransferee == 0 {
 			g.rn.ReadIndex(ctx)
@@ -121,7 +131,7 @@ func (n *Node) confirmed(g *group, rd raft.Ready) {
 	}
 	for _, rs := range rd.ReadStates {
 		if len(rs.RequestCtx) == 8 {
-			n.extendLease(g, time.Unix(0, int64(binary.BigEndian.Uint64(rs.RequestCtx))))
+			n.extendLease(g, n.epoch.Add(time.Duration(binary.BigEndian.Uint64(rs.RequestCtx))))
 		}
 	}
 }

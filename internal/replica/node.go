@@ -168,6 +168,7 @@ type Node struct {
 	stopOnce   sync.Once
 	work       sync.WaitGroup // snapshots being prepared
 
+	epoch   time.Time    // leases count from here (see lease.go)
 	turn    time.Time    // when the loop's current turn began
 	syncDue bool         // a tick passed: sync if that lets a log be truncated
 	batch   *store.Batch // the log batch, reused (logBatch)
@@ -210,6 +211,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	return &Node{
 		cfg:     cfg,
+		epoch:   cfg.Clock.Now(),
 		groups:  make(map[uint16]*group, len(cfg.Shards)),
 		confs:   make(map[string]confWait),
 		applied: make(map[uint16]uint64),
