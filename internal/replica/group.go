@@ -36,7 +36,7 @@ type group struct {
 	snapSent    map[uint64]int // followers sent a snapshot: ticks since
 	leaseFloor  time.Time      // confirmations asked before it extend no lease
 	held        [][]byte       // proposals raft dropped while it led: see proposeHeld
-	deaf        int            // ticks left before it hears vote requests: see deaf
+	deafTicks   int            // ticks left before it hears vote requests: see deaf
 
 	// added is the index of the configuration change that added this copy
 	// of the replica to the group, as far as it knows (see Envelope);
@@ -60,7 +60,7 @@ func (n *Node) load(shard uint16, voters []uint64, b *store.Batch) (*group, erro
 		return nil, err
 	}
 	g := &group{shard: shard, self: n.cfg.ID, storage: newLogStorage(n, shard), snapSent: make(map[uint64]int), peerAdded: make(map[uint64]uint64),
-		deaf: n.cfg.ElectionTicks}
+		deafTicks: n.cfg.ElectionTicks}
 	if l.Truncated.GetIndex() == 0 && len(voters) > 0 {
 		l.Truncated = &raftpb.SnapshotMetadata{
 			Index:     proto.Uint64(initialIndex),

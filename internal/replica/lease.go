@@ -22,15 +22,17 @@ import (
 // its own ticks, whose phase differs from the leader's (one tick), and
 // may count a tick that was waiting in its ticker at once after the
 // heartbeat that reset it (another); the third keeps a real gap between
-// one leader's lease and the next one's. The first lease comes with the commit of the
-// leader's own first entry, which a quorum accepted after it was elected;
-// the loop renews it every tick with a ReadIndex round, whose heartbeat
-// carries its send time. A group of one voter holds its lease for good.
-// Lease times are kept as the time since the node's epoch, by the
-// monotonic clock: a wall clock set back (by NTP, an operator, a VM's
-// migration) must not lengthen a lease.
+// one leader's lease and the next one's. The first lease comes with the
+// commit of the leader's own first entry, which a quorum accepted after it
+// was elected; the loop renews it every tick with a ReadIndex round, whose
+// heartbeat carries its send time. A group of one voter holds its lease
+// for good.
+//
 // A replica that restarted forgot when it last heard from a leader, so it
-// ignores vote requests for an election timeout (see deaf).
+// ignores vote requests for an election timeout (see deaf). Lease times
+// are kept as the time since the node's epoch, by the monotonic clock: a
+// wall clock set back (by NTP, an operator, a VM's migration) must not
+// lengthen a lease.
 
 // leaseSpan returns how long an acknowledgement sent at t keeps the lease.
 func (n *Node) leaseSpan() time.Duration {

@@ -101,7 +101,7 @@ func (n *Node) step(props []proposal, msgs []Envelope, tick bool) {
 	if tick {
 		for _, g := range n.groups {
 			g.rn.Tick()
-			g.deaf = max(g.deaf-1, 0)
+			g.deafTicks = max(g.deafTicks-1, 0)
 			n.watchSnapshots(g)
 		}
 		n.renewLeases()
@@ -153,7 +153,7 @@ func (n *Node) merge(props []proposal) []proposal {
 func deaf(g *group, m *raftpb.Message) bool {
 	switch m.GetType() {
 	case raftpb.MessageType_MsgVote, raftpb.MessageType_MsgPreVote:
-		return g.deaf > 0
+		return g.deafTicks > 0
 	}
 	return false
 }
@@ -235,11 +235,10 @@ type groupReady struct {
 // to the state machine at once, and messages that do not vouch for this
 // node's storage go out; then new entries and hard states are persisted
 // in one batch, the other messages sent, the remaining committed entries
-// applied, the groups advanced. Applying
-// before the sync lets an entry committed by the last turn's sync take
-// effect while this turn's syncs, instead of after it; sending a leader's
-// appends before the sync lets followers write them while the leader
-// does (see send).
+// applied, the groups advanced. Applying before the sync lets an entry
+// committed by the last turn's sync take effect while this turn's syncs,
+// instead of after it; sending a leader's appends before the sync lets
+// followers write them while the leader does (see send).
 func (n *Node) ready(written map[uint16]uint64) error {
 	// Before this turn sends anything: a leader elected in it dates its
 	// lease from here (see lease.go).

@@ -3,9 +3,6 @@ package replica
 import (
 	"testing"
 
-	"go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/boomerangd/boomerang/internal/store"
 )
 
@@ -24,29 +21,15 @@ func TestEntriesReplacedAndCommittedTogetherAreDurableWhenApplied(t *testing.T) 
 	p := newPowerCuts(t, nw, []uint16{sh})
 	r := p.start(2, store.NewMemFS())
 
-	entries := func(from, to, term uint64, data string) []*raftpb.Entry {
-		var es []*raftpb.Entry
-		for i := from; i <= to; i++ {
-			es = append(es, &raftpb.Entry{Index: proto.Uint64(i), Term: proto.Uint64(term), Data: []byte(data)})
-		}
-		return es
-	}
-	app := func(leader, term, prev, prevTerm, commit uint64, es []*raftpb.Entry) Envelope {
-		return Envelope{Shard: sh, Msg: &raftpb.Message{
-			Type: raftpb.MessageType_MsgApp.Enum(), From: proto.Uint64(leader), To: proto.Uint64(2), Term: proto.Uint64(term),
-			Index: proto.Uint64(prev), LogTerm: proto.Uint64(prevTerm), Commit: proto.Uint64(commit), Entries: es,
-		}}
-	}
-
 	// Leader 1, term 2, appends five entries and commits the first: once
 	// it is applied, all five are on the follower's disk.
-	r.node.Receive([]Envelope{app(1, 2, initialIndex, initialTerm, first, entries(first, first+4, 2, "old"))})
+	r.node.Receive([]Envelope{appendTo2(sh, 1, 2, initialIndex, initialTerm, first, entryRun(first, first+4, 2, "old"))})
 	r.rec.await(t, "the first entry applied", func() bool { return r.rec.index[sh] == first })
 
 	// Leader 3, term 3, replaces the last four with three of its own and
 	// commits them, in one message. Cut at the turn that applies them.
 	p.arm(r.id, 1)
-	r.node.Receive([]Envelope{app(3, 3, first, 2, first+3, entries(first+1, first+3, 3, "new"))})
+	r.node.Receive([]Envelope{appendTo2(sh, 3, 3, first, 2, first+3, entryRun(first+1, first+3, 3, "new"))})
 	r.rec.await(t, "the new entries applied", func() bool { return r.rec.index[sh] == first+3 })
 	at, ok := p.disarm(r.id)
 	if !ok {

@@ -23,11 +23,11 @@ var (
 
 // Power cuts at random moments of random replicas, under a network that
 // drops, duplicates, delays and reorders, and at the moment a deposed
-// leader applies the entries that replace its own: each cut replica restarts from
-// exactly what its disk had synced, which Raft must accept, holding at
-// least every entry it had applied; no log index is ever applied with two
-// different entries by any replica, before or after a restart; and the
-// replicas agree in the end.
+// leader applies the entries that replace its own: each cut replica
+// restarts from exactly what its disk had synced, which Raft must accept,
+// holding at least every entry it had applied; no log index is ever
+// applied with two different entries by any replica, before or after a
+// restart; and the replicas agree in the end.
 func TestReplicasSurvivePowerCuts(t *testing.T) {
 	seed := *powerCutSeed
 	if seed == 0 {
@@ -163,6 +163,7 @@ func (p *powerCuts) start(id uint64, fs *store.MemFS) *replica {
 	return startReplica(p.t, id, p.peers, p.shards, fs, &localNet{LocalNetwork: p.nw}, p.watch)
 }
 
+// describe names an entry by its term and data.
 func describe(e *raftpb.Entry) string { return fmt.Sprintf("term %d %q", e.GetTerm(), e.GetData()) }
 
 // appliedEntry is an entry applied at some index, and the replica that
@@ -218,12 +219,12 @@ func (p *powerCuts) applied(id uint64, committed []Committed) {
 		}
 		for _, e := range c.Entries {
 			got := describe(e)
-			if was, ok := seen[e.GetIndex()]; ok && was.entry != got {
+			switch was, ok := seen[e.GetIndex()]; {
+			case !ok:
+				seen[e.GetIndex()] = appliedEntry{entry: got, by: id}
+			case was.entry != got:
 				p.bad = append(p.bad, fmt.Sprintf("replica %d applied %s at %d of shard %d, where replica %d applied %s",
 					id, got, e.GetIndex(), c.Shard, was.by, was.entry))
-			}
-			if _, ok := seen[e.GetIndex()]; !ok {
-				seen[e.GetIndex()] = appliedEntry{entry: got, by: id}
 			}
 		}
 	}

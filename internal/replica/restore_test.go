@@ -31,18 +31,12 @@ func TestPowerLossBetweenSnapshotAndItsEntries(t *testing.T) {
 			ConfState: &raftpb.ConfState{Voters: []uint64{1, 2, 3}},
 		},
 	}
-	var entries []*raftpb.Entry
-	for i := uint64(snapAt + 1); i <= last; i++ {
-		entries = append(entries, &raftpb.Entry{Index: proto.Uint64(i), Term: proto.Uint64(term), Data: []byte("after")})
+	msnap := &raftpb.Message{
+		Type: raftpb.MessageType_MsgSnap.Enum(), From: proto.Uint64(1), To: proto.Uint64(2), Term: proto.Uint64(term),
+		Snapshot: snap,
 	}
-	from := func(typ raftpb.MessageType) *raftpb.Message {
-		return &raftpb.Message{Type: typ.Enum(), From: proto.Uint64(1), To: proto.Uint64(2), Term: proto.Uint64(term)}
-	}
-	msnap := from(raftpb.MessageType_MsgSnap)
-	msnap.Snapshot = snap
-	mapp := from(raftpb.MessageType_MsgApp)
-	mapp.Index, mapp.LogTerm, mapp.Commit, mapp.Entries = proto.Uint64(snapAt), proto.Uint64(term), proto.Uint64(last), entries
-	r.node.Receive([]Envelope{{Shard: sh, Msg: msnap}, {Shard: sh, Msg: mapp}})
+	mapp := appendTo2(sh, 1, term, snapAt, term, last, entryRun(snapAt+1, last, term, "after"))
+	r.node.Receive([]Envelope{{Shard: sh, Msg: msnap}, mapp})
 
 	r.rec.await(t, "the entries after the snapshot applied", func() bool { return r.rec.index[sh] == last })
 	at, ok := p.disarm(r.id)
@@ -59,6 +53,25 @@ func TestPowerLossBetweenSnapshotAndItsEntries(t *testing.T) {
 		t.Fatalf("after the power loss: log starts after %d, ends at %d, hard state commits %d", l.Truncated.GetIndex(), end, l.HardState.GetCommit())
 	}
 	p.restart(r.id, r, at).stop(t)
+}
+
+// appendTo2 is leader's append of entries to replica 2, in term, after
+// the entry at prev of prevTerm, committing up to commit.
+func appendTo2(shard uint16, leader, term, prev, prevTerm, commit uint64, entries []*raftpb.Entry) Envelope {
+	return Envelope{Shard: shard, Msg: &raftpb.Message{
+		Type: raftpb.MessageType_MsgApp.Enum(), From: proto.Uint64(leader), To: proto.Uint64(2), Term: proto.Uint64(term),
+		Index: proto.Uint64(prev), LogTerm: proto.Uint64(prevTerm), Commit: proto.Uint64(commit), Entries: entries,
+	}}
+}
+
+// entryRun returns log entries from index first to last of term, each
+// holding data.
+func entryRun(first, last, term uint64, data string) []*raftpb.Entry {
+	var es []*raftpb.Entry
+	for i := first; i <= last; i++ {
+		es = append(es, &raftpb.Entry{Index: proto.Uint64(i), Term: proto.Uint64(term), Data: []byte(data)})
+	}
+	return es
 }
 
 // logAt reads a shard's replication log from the disk a cut left.
