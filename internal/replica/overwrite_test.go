@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/boomerangd/boomerang/internal/store"
+	"github.com/boomerangd/boomerang/internal/testwait"
 )
 
 // A follower whose log holds entries a new leader replaces can get the
@@ -21,19 +22,22 @@ func TestEntriesReplacedAndCommittedTogetherAreDurableWhenApplied(t *testing.T) 
 	p := newPowerCuts(t, nw, []uint16{sh})
 	r := p.start(2, store.NewMemFS())
 
+	// The cut comes at the second turn that applies: the first applies
+	// the old leader's first entry, the second the new leader's.
+	p.arm(r.id, 2)
+
 	// Leader 1, term 2, appends five entries and commits the first: once
 	// it is applied, all five are on the follower's disk.
 	r.node.Receive([]Envelope{appendTo2(sh, 1, 2, initialIndex, initialTerm, first, entryRun(first, first+4, 2, "old"))})
 	r.rec.await(t, "the first entry applied", func() bool { return r.rec.index[sh] == first })
 
 	// Leader 3, term 3, replaces the last four with three of its own and
-	// commits them, in one message. Cut at the turn that applies them.
-	p.arm(r.id, 1)
+	// commits them, in one message.
 	r.node.Receive([]Envelope{appendTo2(sh, 3, 3, first, 2, first+3, entryRun(first+1, first+3, 3, "new"))})
-	r.rec.await(t, "the new entries applied", func() bool { return r.rec.index[sh] == first+3 })
-	at, ok := p.disarm(r.id)
-	if !ok {
-		t.Fatal("no turn applied the new entries")
+	testwait.For(t, waitLimit, "the cut at the turn that applies the new entries", func() bool { return p.wasCut(r.id) })
+	at, _ := p.disarm(r.id)
+	if at.applied[sh] != first+3 {
+		t.Fatalf("cut with shard %d applied to %d, not at the turn that applied the new entries", sh, at.applied[sh])
 	}
 
 	held := map[uint64]uint64{}
